@@ -1,0 +1,217 @@
+// Package trace defines what lane records: a run and the normalized events of
+// its runtime. Every other package speaks these types; this one imports nothing
+// of lane's.
+package trace
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Kind is the normalized kind of an event. The set is small and closed; anything
+// a runtime prints that lane does not understand becomes KindRaw.
+type Kind string
+
+const (
+	KindSession    Kind = "session"     // runtime started a session (id, model, cwd, tools, version)
+	KindText       Kind = "text"        // assistant text
+	KindThinking   Kind = "thinking"    // assistant reasoning
+	KindToolCall   Kind = "tool_call"   // the agent called a tool (ToolUseID, ToolName, Input)
+	KindToolResult Kind = "tool_result" // a tool finished (ToolUseID, Output, IsError)
+	KindUsage      Kind = "usage"       // token usage of one API response (MessageID, Usage)
+	KindRetry      Kind = "retry"       // the runtime retries an API call (Retry)
+	KindCompact    Kind = "compact"     // the runtime compacted its context
+	KindTask       Kind = "task"        // background/subagent task lifecycle (Subtype, Text)
+	KindResult     Kind = "result"      // the runtime's final word (Result)
+	KindError      Kind = "error"       // an error, from the runtime or from lane (Text, Error)
+	KindStderr     Kind = "stderr"      // one line the runtime wrote to stderr (Text)
+	KindRaw        Kind = "raw"         // a line lane could not normalize, kept as is
+	KindDelta      Kind = "delta"       // a partial message fragment (Text holds a text/thinking delta)
+)
+
+// Usage counts tokens. Cache reads and cache creation are kept apart from
+// plain input because they are priced differently.
+type Usage struct {
+	InputTokens         int64 `json:"input_tokens"`
+	OutputTokens        int64 `json:"output_tokens"`
+	CacheReadTokens     int64 `json:"cache_read_tokens"`
+	CacheCreationTokens int64 `json:"cache_creation_tokens"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		InputTokens:         u.InputTokens + o.InputTokens,
+		OutputTokens:        u.OutputTokens + o.OutputTokens,
+		CacheReadTokens:     u.CacheReadTokens + o.CacheReadTokens,
+		CacheCreationTokens: u.CacheCreationTokens + o.CacheCreationTokens,
+	}
+}
+
+// IsZero reports whether no tokens were counted.
+func (u Usage) IsZero() bool { return u == Usage{} }
+
+// Retry describes one API retry announced by the runtime.
+type Retry struct {
+	Attempt     int    `json:"attempt"`
+	MaxRetries  int    `json:"max_retries,omitempty"`
+	DelayMS     int64  `json:"delay_ms,omitempty"`
+	ErrorStatus int    `json:"error_status,omitempty"` // HTTP status, 0 when none (e.g. a timeout)
+	Error       string `json:"error,omitempty"`
+}
+
+// Result is the runtime's own account of how a run ended. lane does not take
+// it at its word: runner decides the run's Status from it and the exit code.
+type Result struct {
+	Subtype        string   `json:"subtype,omitempty"` // success, error_max_turns, error_during_execution, …
+	IsError        bool     `json:"is_error"`
+	TerminalReason string   `json:"terminal_reason,omitempty"`
+	StopReason     string   `json:"stop_reason,omitempty"`
+	APIErrorStatus int      `json:"api_error_status,omitempty"`
+	Errors         []string `json:"errors,omitempty"`
+	Text           string   `json:"text,omitempty"`
+	// TotalCostUSD is what the runtime reports; for Claude Code it is the
+	// session's running total, which grows across --resume.
+	TotalCostUSD *float64 `json:"total_cost_usd,omitempty"`
+	// RunCostUSD is the cost of this invocation alone when the runtime says so
+	// (Claude Code's model_usage_since_last_result).
+	RunCostUSD        *float64        `json:"run_cost_usd,omitempty"`
+	Usage             Usage           `json:"usage"`
+	NumTurns          int             `json:"num_turns"`
+	DurationMS        int64           `json:"duration_ms,omitempty"`
+	DurationAPIMS     int64           `json:"duration_api_ms,omitempty"`
+	PermissionDenials json.RawMessage `json:"permission_denials,omitempty"`
+	ModelUsage        json.RawMessage `json:"model_usage,omitempty"`
+}
+
+// Event is one normalized event of a run. Fields beyond the first few are set
+// according to Kind and omitted otherwise. Raw keeps the runtime's original
+// line (absent for events lane makes itself).
+type Event struct {
+	RunID string    `json:"run_id,omitempty"`
+	Seq   int64     `json:"seq"`            // per run, from 1, strictly increasing
+	Time  time.Time `json:"time"`           // when lane received it
+	Kind  Kind      `json:"kind"`           //
+	Line  int64     `json:"line,omitempty"` // line number in the runtime's stdout
+
+	// Subtype is the runtime's own name for the event where it has one
+	// (e.g. "init", "api_retry", "task_started").
+	Subtype string `json:"subtype,omitempty"`
+
+	SessionID       string `json:"session_id,omitempty"`
+	ParentToolUseID string `json:"parent_tool_use_id,omitempty"` // set on subagent work
+	MessageID       string `json:"message_id,omitempty"`
+
+	// session
+	Model   string   `json:"model,omitempty"`
+	Cwd     string   `json:"cwd,omitempty"`
+	Tools   []string `json:"tools,omitempty"`
+	Version string   `json:"version,omitempty"`
+
+	// text, thinking, stderr, error, task
+	Text string `json:"text,omitempty"`
+
+	// tool_call, tool_result
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	ToolName  string          `json:"tool_name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	Output    string          `json:"output,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+
+	Usage  *Usage  `json:"usage,omitempty"`
+	Retry  *Retry  `json:"retry,omitempty"`
+	Result *Result `json:"result,omitempty"`
+
+	// error: a machine-readable kind (see ErrorKind) beside the human Text.
+	ErrorKind ErrorKind `json:"error_kind,omitempty"`
+
+	// Raw is the runtime's line, verbatim. It is stored beside the normalized
+	// form and never re-encoded, so it is excluded from the JSON payload.
+	Raw []byte `json:"-"`
+}
+
+// Status is a run's state as lane judges it.
+type Status string
+
+const (
+	StatusRunning     Status = "running"
+	StatusSucceeded   Status = "succeeded"
+	StatusFailed      Status = "failed"
+	StatusCancelled   Status = "cancelled"
+	StatusTimedOut    Status = "timed_out"
+	StatusInterrupted Status = "interrupted" // lane's process died while the run was live
+)
+
+// Finished reports whether the status is final.
+func (s Status) Finished() bool { return s != StatusRunning && s != "" }
+
+// ErrorKind classifies why a run did not succeed, so that a person (and a
+// retry policy) can act on it.
+type ErrorKind string
+
+const (
+	ErrorNone           ErrorKind = ""
+	ErrorAuth           ErrorKind = "auth"            // credentials refused (401/403)
+	ErrorRuntimeMissing ErrorKind = "runtime_missing" // the runtime binary was not found
+	ErrorTimeout        ErrorKind = "timeout"         // a lane watchdog fired
+	ErrorCrash          ErrorKind = "crash"           // the runtime died or exited without a result
+	ErrorAgent          ErrorKind = "agent"           // the runtime reported a failure of its own
+	ErrorMaxTurns       ErrorKind = "max_turns"       // the turn limit was reached
+	ErrorAPI            ErrorKind = "api"             // the model API kept failing (5xx, overloaded)
+	ErrorPermission     ErrorKind = "permission"      // the runtime refused its permission settings
+	ErrorCancelled      ErrorKind = "cancelled"       // a person or a signal stopped the run
+	ErrorContradiction  ErrorKind = "contradiction"   // the runtime's status fields disagree
+	ErrorUsage          ErrorKind = "usage"           // lane was called wrongly
+)
+
+// Capability is what a run was allowed to touch, recorded so a person can
+// check it afterwards.
+type Capability struct {
+	Dir            string   `json:"dir"`
+	AddDirs        []string `json:"add_dirs,omitempty"`
+	AllowedTools   []string `json:"allowed_tools,omitempty"`
+	PermissionMode string   `json:"permission_mode,omitempty"`
+	MCPIsolated    bool     `json:"mcp_isolated"`
+}
+
+// Run is the record of one invocation of a runtime.
+type Run struct {
+	ID          string `json:"id"`
+	ParentRunID string `json:"parent_run_id,omitempty"` // the run this one retries or resumes
+	Attempt     int    `json:"attempt,omitempty"`       // 1 for a first try, 2… for retries
+	Status      Status `json:"status"`
+	Runtime     string `json:"runtime"` // "claude", later "local", …
+	Model       string `json:"model"`
+	Dir         string `json:"dir"`
+	Prompt      string `json:"prompt"`
+	SessionID   string `json:"session_id,omitempty"`
+	RuntimeVer  string `json:"runtime_version,omitempty"`
+
+	CostUSD      float64 `json:"cost_usd"`
+	CostEstimate bool    `json:"cost_estimate,omitempty"` // true when lane computed it from tokens
+	// SessionCostUSD is the runtime's cumulative session total at the end of
+	// this run, kept so a resumed run's own cost can be told apart.
+	SessionCostUSD float64 `json:"session_cost_usd,omitempty"`
+	Usage          Usage   `json:"usage"`
+	Turns          int     `json:"turns"`
+	ToolCalls      int     `json:"tool_calls"`
+
+	StartedAt  time.Time `json:"started_at"`
+	EndedAt    time.Time `json:"ended_at,omitzero"`
+	DurationMS int64     `json:"duration_ms"`
+	ExitCode   *int      `json:"exit_code,omitempty"`
+
+	ErrorKind     ErrorKind `json:"error_kind,omitempty"`
+	ErrorMessage  string    `json:"error_message,omitempty"`
+	ErrorHint     string    `json:"error_hint,omitempty"`
+	Contradiction string    `json:"contradiction,omitempty"` // the runtime's fields that disagreed
+	ResultText    string    `json:"result_text,omitempty"`
+
+	Capability        Capability      `json:"capability"`
+	PermissionDenials json.RawMessage `json:"permission_denials,omitempty"`
+
+	// The lane process that owns a running run; a run whose owner is gone is
+	// shown as interrupted.
+	OwnerPID   int    `json:"owner_pid,omitempty"`
+	OwnerStart uint64 `json:"owner_start,omitempty"` // process start time in clock ticks since boot
+}
