@@ -1,0 +1,81 @@
+package cmd
+
+import (
+	"errors"
+
+	"lane/runner"
+	"lane/trace"
+)
+
+// Exit codes, documented in README.md.
+const (
+	ExitOK             = 0
+	ExitRunFailed      = 1 // the agent's own failure, or the runtime crashed
+	ExitUsage          = 2
+	ExitTimeout        = 3
+	ExitAuth           = 4
+	ExitRuntimeMissing = 5
+	ExitInternal       = 6 // lane itself failed (database, pipes)
+	ExitCancelled      = 130
+)
+
+// UsageError is a mistake in how lane was called.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usageErrorf(err error) error { return &UsageError{Err: err} }
+
+// RunOutcomeError carries a finished run whose status is not success; the
+// run has already been printed, so Main prints nothing more.
+type RunOutcomeError struct{ Run *trace.Run }
+
+func (e *RunOutcomeError) Error() string {
+	return "run " + e.Run.ID + " " + string(e.Run.Status)
+}
+
+func (e *RunOutcomeError) Is(target error) bool { return target == errReported }
+
+// errReported marks errors whose message the command already showed.
+var errReported = errors.New("already reported")
+
+// ExitCode maps an error returned by a command to lane's exit code. This is
+// the only place where that mapping lives.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ue *UsageError
+	var me *runner.MissingError
+	var oe *RunOutcomeError
+	switch {
+	case errors.As(err, &ue):
+		return ExitUsage
+	case errors.As(err, &me):
+		return ExitRuntimeMissing
+	case errors.As(err, &oe):
+		return runExitCode(oe.Run)
+	case errors.Is(err, runner.ErrCancelled):
+		return ExitCancelled
+	}
+	return ExitInternal
+}
+
+func runExitCode(r *trace.Run) int {
+	switch r.Status {
+	case trace.StatusSucceeded:
+		return ExitOK
+	case trace.StatusCancelled:
+		return ExitCancelled
+	case trace.StatusTimedOut:
+		return ExitTimeout
+	}
+	switch r.ErrorKind {
+	case trace.ErrorAuth:
+		return ExitAuth
+	case trace.ErrorRuntimeMissing:
+		return ExitRuntimeMissing
+	}
+	return ExitRunFailed
+}

@@ -1,0 +1,59 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+// NewCmdResume builds `lane resume RUN TASK`.
+func NewCmdResume(f *Factory, runF func(context.Context, *RunOptions) error) *cobra.Command {
+	opts := &RunOptions{}
+	c := &cobra.Command{
+		Use:   "resume [flags] RUN TASK|-",
+		Short: "Continue the session of an earlier run in the same folder",
+		Long: `Resume runs TASK in the folder of RUN (an id or a unique prefix), continuing
+the runtime session that run ended with, and links the new run to it.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(c *cobra.Command, args []string) error {
+			task, err := readTask(args[1], f.IO.In)
+			if err != nil {
+				return err
+			}
+			opts.Task = task
+			ctx := c.Context()
+			st, err := f.OpenStore(ctx)
+			if err != nil {
+				return err
+			}
+			prev, err := openRun(ctx, st, args[0])
+			st.Close()
+			if err != nil {
+				return err
+			}
+			if prev.SessionID == "" {
+				return usageErrorf(fmt.Errorf("run %s has no session to resume (it %s before the runtime started one)", prev.ID, prev.Status))
+			}
+			if prev.Runtime != "claude" {
+				return usageErrorf(errors.New("only Claude runs can be resumed"))
+			}
+			opts.Resume = prev.SessionID
+			opts.ParentRunID = prev.ID
+			opts.PriorSessionCostUSD = prev.SessionCostUSD
+			if !c.Flags().Changed("dir") {
+				opts.Dir = prev.Dir
+			}
+			if !c.Flags().Changed("model") && prev.Model != "" {
+				opts.Model = prev.Model
+			}
+			if runF != nil {
+				return runF(ctx, opts)
+			}
+			return runRun(ctx, f, opts)
+		},
+	}
+	addRunFlags(c, opts)
+	return c
+}

@@ -1,0 +1,111 @@
+// Package cmd wires lane's commands: flags, environment, logging, signals.
+// The work itself lives in the packages below it.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"lane/store"
+	"lane/view"
+)
+
+// IO is where a command reads and writes.
+type IO struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+	// Color says whether Out is a terminal that wants colour.
+	Color bool
+}
+
+// Factory holds what every command needs, so tests can build one by hand.
+type Factory struct {
+	IO      IO
+	Getenv  func(string) string
+	Environ func() []string
+	dbPath  string
+}
+
+// OpenStore opens the database named by --db, LANE_DB or the default path.
+func (f *Factory) OpenStore(ctx context.Context) (*store.Store, error) {
+	path := f.dbPath
+	if path == "" {
+		path = f.Getenv("LANE_DB")
+	}
+	if path == "" {
+		var err error
+		if path, err = store.DefaultPath(); err != nil {
+			return nil, err
+		}
+	}
+	st, err := store.Open(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// NewRootCmd builds the command tree.
+func NewRootCmd(f *Factory) *cobra.Command {
+	var verbose bool
+	root := &cobra.Command{
+		Use:           "lane",
+		Short:         "Run coding agents on real folders, keep every run, compare agents",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelDebug
+			}
+			slog.SetDefault(slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level})))
+		},
+	}
+	root.PersistentFlags().StringVar(&f.dbPath, "db", "", "SQLite database file (default $LANE_DB, else $XDG_DATA_HOME/lane/lane.db)")
+	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "log diagnostics to stderr")
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &UsageError{Err: err}
+	})
+	root.AddCommand(
+		NewCmdRun(f, nil),
+		NewCmdResume(f, nil),
+		NewCmdRuns(f, nil),
+		NewCmdShow(f, nil),
+	)
+	return root
+}
+
+// Main runs lane with args and returns the process exit code.
+func Main(args []string, in *os.File, out, errOut *os.File) int {
+	f := &Factory{
+		IO:      IO{In: in, Out: out, ErrOut: errOut, Color: view.UseColor(out)},
+		Getenv:  os.Getenv,
+		Environ: os.Environ,
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	code := ExitCode(err)
+	if err != nil && !errors.Is(err, errReported) {
+		fmt.Fprintln(errOut, "lane: "+err.Error())
+		var ue *UsageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(errOut, "Run 'lane --help' for usage.")
+		}
+	}
+	return code
+}

@@ -1,0 +1,230 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lane/runner"
+	"lane/store"
+	"lane/trace"
+)
+
+// RunOptions are the flags of `lane run` (and `lane resume`).
+type RunOptions struct {
+	Dir                string
+	Model              string
+	AllowedTools       []string
+	AddDirs            []string
+	AppendSystemPrompt string
+	Resume             string
+	PermissionMode     string
+	AllowMCP           bool
+	MaxTurns           int
+	ClaudeBin          string
+	FirstByteTimeout   time.Duration
+	IdleTimeout        time.Duration
+	HardTimeout        time.Duration
+	Retries            int
+	OutputFormat       string
+	Task               string
+
+	// Set by lane resume.
+	ParentRunID         string
+	PriorSessionCostUSD float64
+}
+
+// Output formats shared by the commands that print runs.
+const (
+	formatText       = "text"
+	formatJSON       = "json"
+	formatStreamJSON = "stream-json"
+)
+
+func checkFormat(f string) error {
+	switch f {
+	case formatText, formatJSON, formatStreamJSON:
+		return nil
+	}
+	return usageErrorf(fmt.Errorf("unknown --output-format %q (want text, json or stream-json)", f))
+}
+
+// NewCmdRun builds `lane run`. runF replaces the work in tests of flag parsing.
+func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra.Command {
+	opts := &RunOptions{}
+	c := &cobra.Command{
+		Use:   "run [flags] TASK|-",
+		Short: "Run an agent on a folder and record the run",
+		Long: `Run starts Claude Code headless in --dir on TASK, shows its work live and
+records the run and every event in lane's database. TASK "-" reads the task
+from standard input.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			task, err := readTask(args[0], f.IO.In)
+			if err != nil {
+				return err
+			}
+			opts.Task = task
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runRun(c.Context(), f, opts)
+		},
+	}
+	addRunFlags(c, opts)
+	c.Flags().StringVar(&opts.Resume, "resume", "", "resume this Claude session id")
+	return c
+}
+
+// addRunFlags declares the flags shared by run and resume.
+func addRunFlags(c *cobra.Command, opts *RunOptions) {
+	fl := c.Flags()
+	fl.StringVar(&opts.Dir, "dir", ".", "folder the agent works in")
+	fl.StringVar(&opts.Model, "model", "sonnet", "Claude model alias (sonnet, opus, haiku) or full model id")
+	fl.StringSliceVar(&opts.AllowedTools, "allowed-tools", runner.DefaultAllowedTools, "tools the agent may use")
+	fl.StringSliceVar(&opts.AddDirs, "add-dir", nil, "further folders the agent may use")
+	fl.StringVar(&opts.AppendSystemPrompt, "append-system-prompt", "", "text appended to the runtime's system prompt")
+	fl.StringVar(&opts.PermissionMode, "permission-mode", "bypassPermissions", "Claude Code permission mode (a headless run cannot answer prompts)")
+	fl.BoolVar(&opts.AllowMCP, "allow-mcp", false, "let the runtime load your MCP servers (default: isolated with --strict-mcp-config)")
+	fl.IntVar(&opts.MaxTurns, "max-turns", 0, "stop after this many agent turns (0: no limit)")
+	fl.StringVar(&opts.ClaudeBin, "claude-bin", "", "Claude Code binary (default $LANE_CLAUDE_BIN, PATH, usual install places)")
+	fl.DurationVar(&opts.FirstByteTimeout, "first-byte-timeout", 2*time.Minute, "fail if the runtime prints nothing this long after starting (0: off)")
+	fl.DurationVar(&opts.IdleTimeout, "idle-timeout", 5*time.Minute, "fail after this long without output while no tool runs (0: off)")
+	fl.DurationVar(&opts.HardTimeout, "hard-timeout", time.Hour, "fail if the whole run takes longer (0: off)")
+	fl.IntVar(&opts.Retries, "retries", 0, "re-run a timeout, API overload or crash this many times")
+	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text, json or stream-json")
+}
+
+func readTask(arg string, in io.Reader) (string, error) {
+	if arg != "-" {
+		if strings.TrimSpace(arg) == "" {
+			return "", usageErrorf(errors.New("the task is empty"))
+		}
+		return arg, nil
+	}
+	b, err := io.ReadAll(in)
+	if err != nil {
+		return "", fmt.Errorf("read task from stdin: %w", err)
+	}
+	task := strings.TrimRight(string(b), "\n")
+	if strings.TrimSpace(task) == "" {
+		return "", usageErrorf(errors.New("the task read from stdin is empty"))
+	}
+	return task, nil
+}
+
+func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
+	if err := checkFormat(opts.OutputFormat); err != nil {
+		return err
+	}
+	dir, err := resolveDir(opts.Dir)
+	if err != nil {
+		return err
+	}
+	var addDirs []string
+	for _, d := range opts.AddDirs {
+		ad, err := resolveDir(d)
+		if err != nil {
+			return err
+		}
+		addDirs = append(addDirs, ad)
+	}
+	for _, d := range []time.Duration{opts.FirstByteTimeout, opts.IdleTimeout, opts.HardTimeout} {
+		if d < 0 {
+			return usageErrorf(errors.New("timeouts must not be negative"))
+		}
+	}
+	if opts.Retries < 0 || opts.MaxTurns < 0 {
+		return usageErrorf(errors.New("--retries and --max-turns must not be negative"))
+	}
+
+	st, err := f.OpenStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := runner.BecomeSubreaper(); err != nil {
+		// Only the clean-up of orphaned tools after a stop is weaker.
+		fmt.Fprintln(f.IO.ErrOut, "lane: warning:", err)
+	}
+
+	rec := newRunRecorder(st, f.IO, opts.OutputFormat)
+	env := f.Environ()
+	bin := opts.ClaudeBin
+	if bin == "" {
+		bin = f.Getenv("LANE_CLAUDE_BIN")
+	}
+	path, version, err := runner.FindClaude(ctx, bin, env)
+	if err != nil {
+		var me *runner.MissingError
+		if errors.As(err, &me) {
+			return rec.recordMissing(ctx, opts, dir, me)
+		}
+		return err
+	}
+	o := runner.ClaudeOptions{
+		Bin:                 path,
+		Version:             version,
+		Dir:                 dir,
+		AddDirs:             addDirs,
+		Prompt:              opts.Task,
+		Model:               opts.Model,
+		AllowedTools:        opts.AllowedTools,
+		AppendSystemPrompt:  opts.AppendSystemPrompt,
+		ResumeSession:       opts.Resume,
+		PermissionMode:      opts.PermissionMode,
+		AllowMCP:            opts.AllowMCP,
+		MaxTurns:            opts.MaxTurns,
+		Env:                 env,
+		Retries:             opts.Retries,
+		ParentRunID:         opts.ParentRunID,
+		PriorSessionCostUSD: opts.PriorSessionCostUSD,
+		Watchdogs: runner.Watchdogs{
+			FirstByte: opts.FirstByteTimeout,
+			Idle:      opts.IdleTimeout,
+			Hard:      opts.HardTimeout,
+		},
+	}
+	run, err := runner.RunClaude(ctx, o, rec)
+	if err != nil {
+		return err
+	}
+	if err := rec.finish(run); err != nil {
+		return err
+	}
+	if run.Status != trace.StatusSucceeded {
+		return &RunOutcomeError{Run: run}
+	}
+	return nil
+}
+
+func resolveDir(d string) (string, error) {
+	abs, err := filepath.Abs(d)
+	if err != nil {
+		return "", usageErrorf(fmt.Errorf("--dir %s: %w", d, err))
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return "", usageErrorf(fmt.Errorf("folder %s does not exist", abs))
+	}
+	if !st.IsDir() {
+		return "", usageErrorf(fmt.Errorf("%s is not a folder", abs))
+	}
+	return abs, nil
+}
+
+// openRun looks a run up by id or unique prefix, with errors a person can act on.
+func openRun(ctx context.Context, st *store.Store, id string) (*trace.Run, error) {
+	r, err := st.GetRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAmbiguous) {
+		return nil, usageErrorf(err)
+	}
+	return r, err
+}

@@ -1,0 +1,88 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lane/store"
+	"lane/trace"
+	"lane/view"
+)
+
+// RunsOptions are the flags of `lane runs`.
+type RunsOptions struct {
+	Status       string
+	Model        string
+	Dir          string
+	Limit        int
+	OutputFormat string
+}
+
+// NewCmdRuns builds `lane runs`.
+func NewCmdRuns(f *Factory, runF func(context.Context, *RunsOptions) error) *cobra.Command {
+	opts := &RunsOptions{}
+	c := &cobra.Command{
+		Use:   "runs",
+		Short: "List recent runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runRuns(c.Context(), f, opts)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&opts.Status, "status", "", "only runs with this status (running, succeeded, failed, cancelled, timed_out, interrupted)")
+	fl.StringVar(&opts.Model, "model", "", "only runs of this model")
+	fl.StringVar(&opts.Dir, "dir", "", "only runs in this folder")
+	fl.IntVarP(&opts.Limit, "limit", "n", 20, "how many runs to list")
+	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text or json")
+	return c
+}
+
+func runRuns(ctx context.Context, f *Factory, opts *RunsOptions) error {
+	if opts.OutputFormat != formatText && opts.OutputFormat != formatJSON {
+		return usageErrorf(fmt.Errorf("unknown --output-format %q (want text or json)", opts.OutputFormat))
+	}
+	status := trace.Status(opts.Status)
+	switch status {
+	case "", trace.StatusRunning, trace.StatusSucceeded, trace.StatusFailed, trace.StatusCancelled, trace.StatusTimedOut, trace.StatusInterrupted:
+	default:
+		return usageErrorf(fmt.Errorf("unknown --status %q", opts.Status))
+	}
+	filter := store.RunFilter{Status: status, Model: opts.Model, Limit: opts.Limit}
+	if opts.Dir != "" {
+		dir, err := resolveDir(opts.Dir)
+		if err != nil {
+			return err
+		}
+		filter.Dir = dir
+	}
+	st, err := f.OpenStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	runs, err := st.ListRuns(ctx, filter)
+	if err != nil {
+		return err
+	}
+	if opts.OutputFormat == formatJSON {
+		if runs == nil {
+			runs = []*trace.Run{}
+		}
+		enc := json.NewEncoder(f.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(runs)
+	}
+	if len(runs) == 0 {
+		_, err := fmt.Fprintln(f.IO.ErrOut, "no runs recorded yet")
+		return err
+	}
+	return view.RunsTable(f.IO.Out, runs, time.Now(), f.IO.Color)
+}

@@ -1,0 +1,60 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// TimeoutError says which watchdog ended a run and after how long.
+type TimeoutError struct {
+	Watchdog string // "first-byte", "idle" or "hard"
+	After    time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	switch e.Watchdog {
+	case WatchdogFirstByte:
+		return fmt.Sprintf("first-byte timeout: the runtime printed nothing for %s after it started", e.After)
+	case WatchdogIdle:
+		return fmt.Sprintf("idle timeout: no output for %s while no tool was running", e.After)
+	default:
+		return fmt.Sprintf("hard timeout: the run took longer than %s", e.After)
+	}
+}
+
+// Watchdog names, as they appear in TimeoutError.
+const (
+	WatchdogFirstByte = "first-byte"
+	WatchdogIdle      = "idle"
+	WatchdogHard      = "hard"
+)
+
+// AuthError is a refusal of the runtime's credentials by the model API.
+type AuthError struct {
+	Status  int
+	Message string
+}
+
+func (e *AuthError) Error() string {
+	return fmt.Sprintf("authentication failed (HTTP %d): %s", e.Status, e.Message)
+}
+
+// ErrCancelled is the cause of a run stopped by a person, a signal or a
+// caller's context.
+var ErrCancelled = errors.New("run cancelled")
+
+// MissingError says the runtime binary could not be found, and where lane looked.
+type MissingError struct {
+	Runtime string
+	Tried   []string
+	Hint    string
+}
+
+func (e *MissingError) Error() string {
+	msg := e.Runtime + " not found"
+	if len(e.Tried) > 0 {
+		msg += fmt.Sprintf(" (looked at %d places)", len(e.Tried))
+	}
+	return msg
+}

@@ -1,0 +1,143 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"lane/trace"
+)
+
+// The test binary doubles as a fake runtime: with LANE_FAKE_RUNTIME set it
+// plays that scenario instead of running the tests (the helper-process
+// pattern of os/exec's own tests).
+func TestMain(m *testing.M) {
+	if sc := os.Getenv("LANE_FAKE_RUNTIME"); sc != "" {
+		os.Exit(fakeRuntime(sc))
+	}
+	if os.Getenv("LANE_FAKE_LANE") != "" {
+		os.Exit(fakeLane())
+	}
+	os.Exit(m.Run())
+}
+
+const (
+	initLine   = `{"type":"system","subtype":"init","session_id":"sess-1","model":"claude-sonnet-5-5","cwd":"/tmp","tools":["Bash"],"claude_code_version":"2.1.328"}`
+	toolUse    = `{"type":"assistant","message":{"id":"msg_1","model":"claude-sonnet-5-5","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"sleep 2"}}],"usage":{"input_tokens":100,"output_tokens":1}},"parent_tool_use_id":null,"session_id":"sess-1"}`
+	toolResult = `{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"ok","is_error":false}]},"parent_tool_use_id":null,"session_id":"sess-1"}`
+	textLine   = `{"type":"assistant","message":{"id":"msg_2","model":"claude-sonnet-5-5","content":[{"type":"text","text":"Done"}],"usage":{"input_tokens":100,"output_tokens":1}},"parent_tool_use_id":null,"session_id":"sess-1"}`
+	resultOK   = `{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"Done","session_id":"sess-1","total_cost_usd":0.01,"terminal_reason":"completed","stop_reason":"end_turn","usage":{"input_tokens":200,"output_tokens":40,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}`
+	retry401   = `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":600,"error_status":401,"error":"authentication_failed","session_id":"sess-1"}`
+)
+
+func fakeRuntime(scenario string) int {
+	out := os.Stdout
+	say := func(lines ...string) {
+		for _, l := range lines {
+			fmt.Fprintln(out, l)
+		}
+	}
+	hang := func() { time.Sleep(time.Hour) }
+	switch scenario {
+	case "silent":
+		hang()
+	case "init-then-hang":
+		say(initLine)
+		hang()
+	case "long-tool":
+		// A tool that runs longer than the idle timeout, silent meanwhile.
+		say(initLine, toolUse)
+		d, _ := time.ParseDuration(os.Getenv("LANE_FAKE_TOOL_TIME"))
+		time.Sleep(d)
+		say(toolResult, textLine, resultOK)
+	case "crash-mid-stream":
+		say(initLine, toolUse)
+		fmt.Fprintln(os.Stderr, "panic: something broke")
+		fmt.Fprintln(os.Stderr, "goroutine 1 [running]")
+		return 3
+	case "garbage-and-giant":
+		say(initLine, "not json at all", `{"type":"assistant","message":{"trunc`)
+		big := strings.Repeat("x", 20<<20)
+		say(`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"` + big + `"}]},"session_id":"sess-1"}`)
+		say(toolUse, toolResult, textLine, resultOK)
+	case "auth-401":
+		say(initLine, retry401)
+		hang()
+	case "root-refusal":
+		fmt.Fprintln(os.Stderr, "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons")
+		return 1
+	case "tool-with-grandchild":
+		// Like Claude Code: the tool runs in a process group of its own,
+		// so killing the runtime's group alone would leave it running.
+		say(initLine, toolUse)
+		c := exec.Command("sleep", "1000")
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			return 9
+		}
+		os.WriteFile(os.Getenv("LANE_FAKE_PIDFILE"), []byte(strconv.Itoa(c.Process.Pid)), 0o600)
+		say(`{"type":"system","subtype":"task_started","task_id":"t1","description":"sleep"}`)
+		hang()
+	case "flaky":
+		// Crashes on the first call, succeeds on the next.
+		marker := os.Getenv("LANE_FAKE_MARKER")
+		if _, err := os.Stat(marker); err != nil {
+			os.WriteFile(marker, nil, 0o600)
+			say(initLine)
+			return 2
+		}
+		say(initLine, textLine, resultOK)
+	default:
+		fmt.Fprintln(os.Stderr, "unknown scenario", scenario)
+		return 99
+	}
+	return 0
+}
+
+// memRecorder keeps runs and events in memory.
+type memRecorder struct {
+	mu     sync.Mutex
+	runs   []*trace.Run
+	events map[string][]trace.Event
+	ended  []trace.Run
+}
+
+func newMemRecorder() *memRecorder { return &memRecorder{events: map[string][]trace.Event{}} }
+
+func (m *memRecorder) BeginRun(_ context.Context, r *trace.Run) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.runs = append(m.runs, r)
+	return nil
+}
+
+func (m *memRecorder) Event(ev trace.Event) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events[ev.RunID] = append(m.events[ev.RunID], ev)
+	return nil
+}
+
+func (m *memRecorder) EndRun(_ context.Context, r *trace.Run) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ended = append(m.ended, *r)
+	return nil
+}
+
+func (m *memRecorder) kinds(runID string) []trace.Kind {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ks []trace.Kind
+	for _, ev := range m.events[runID] {
+		ks = append(ks, ev.Kind)
+	}
+	return ks
+}

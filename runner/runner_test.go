@@ -1,0 +1,374 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"lane/internal/proc"
+	"lane/trace"
+)
+
+// fakeOptions runs the test binary as a runtime playing scenario.
+func fakeOptions(t *testing.T, scenario string, extraEnv ...string) ClaudeOptions {
+	t.Helper()
+	env := append(os.Environ(), "LANE_FAKE_RUNTIME="+scenario)
+	env = append(env, extraEnv...)
+	return ClaudeOptions{
+		Bin:    os.Args[0],
+		Dir:    t.TempDir(),
+		Prompt: "do it",
+		Model:  "sonnet",
+		Env:    env,
+		Watchdogs: Watchdogs{
+			FirstByte: 10 * time.Second,
+			Idle:      10 * time.Second,
+			Hard:      time.Minute,
+			Grace:     time.Second,
+		},
+	}
+}
+
+func TestWatchdogsAndFaults(t *testing.T) {
+	tests := []struct {
+		name      string
+		scenario  string
+		env       []string
+		watchdogs func(*Watchdogs)
+		status    trace.Status
+		kind      trace.ErrorKind
+		message   string // a substring of the run's error message
+	}{
+		{
+			name: "never prints: first-byte timeout", scenario: "silent",
+			watchdogs: func(w *Watchdogs) { w.FirstByte = 300 * time.Millisecond },
+			status:    trace.StatusTimedOut, kind: trace.ErrorTimeout, message: "first-byte timeout",
+		},
+		{
+			name: "init then silence: idle timeout", scenario: "init-then-hang",
+			watchdogs: func(w *Watchdogs) { w.Idle = 300 * time.Millisecond },
+			status:    trace.StatusTimedOut, kind: trace.ErrorTimeout, message: "idle timeout",
+		},
+		{
+			name: "silent but alive tool outlives the idle timeout", scenario: "long-tool",
+			env:       []string{"LANE_FAKE_TOOL_TIME=1500ms"},
+			watchdogs: func(w *Watchdogs) { w.Idle = 300 * time.Millisecond },
+			status:    trace.StatusSucceeded,
+		},
+		{
+			name: "hard timeout bounds a pending tool", scenario: "long-tool",
+			env:       []string{"LANE_FAKE_TOOL_TIME=1h"},
+			watchdogs: func(w *Watchdogs) { w.Idle = 100 * time.Millisecond; w.Hard = 500 * time.Millisecond },
+			status:    trace.StatusTimedOut, kind: trace.ErrorTimeout, message: "hard timeout",
+		},
+		{
+			name: "crash mid-stream keeps stderr", scenario: "crash-mid-stream",
+			status: trace.StatusFailed, kind: trace.ErrorCrash, message: "panic: something broke",
+		},
+		{
+			name: "garbage and a 20 MB line", scenario: "garbage-and-giant",
+			status: trace.StatusSucceeded,
+		},
+		{
+			name: "401 stops at the first retry", scenario: "auth-401",
+			status: trace.StatusFailed, kind: trace.ErrorAuth, message: "authentication failed",
+		},
+		{
+			name: "root refusal explained", scenario: "root-refusal",
+			status: trace.StatusFailed, kind: trace.ErrorPermission, message: "root",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := fakeOptions(t, tt.scenario, tt.env...)
+			if tt.watchdogs != nil {
+				tt.watchdogs(&o.Watchdogs)
+			}
+			rec := newMemRecorder()
+			run, err := RunClaude(context.Background(), o, rec)
+			if err != nil {
+				t.Fatalf("RunClaude: %v", err)
+			}
+			if run.Status != tt.status || run.ErrorKind != tt.kind {
+				t.Fatalf("status %s/%s, want %s/%s (message %q)", run.Status, run.ErrorKind, tt.status, tt.kind, run.ErrorMessage)
+			}
+			if !strings.Contains(run.ErrorMessage, tt.message) {
+				t.Errorf("error message %q does not mention %q", run.ErrorMessage, tt.message)
+			}
+			if tt.status != trace.StatusSucceeded && run.ErrorHint == "" && tt.kind != trace.ErrorCrash {
+				t.Errorf("no hint for %s", tt.kind)
+			}
+			evs := rec.events[run.ID]
+			for i, ev := range evs {
+				if ev.Seq != int64(i+1) {
+					t.Fatalf("event %d has seq %d", i, ev.Seq)
+				}
+			}
+			if len(rec.ended) != 1 {
+				t.Fatalf("%d runs ended, want 1", len(rec.ended))
+			}
+		})
+	}
+}
+
+func TestEventsBeforeACrashAreKept(t *testing.T) {
+	rec := newMemRecorder()
+	run, err := RunClaude(context.Background(), fakeOptions(t, "crash-mid-stream"), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// stderr and stdout are read concurrently: compare stdout's events only.
+	var got []trace.Kind
+	stderr := 0
+	for _, k := range rec.kinds(run.ID) {
+		if k == trace.KindStderr {
+			stderr++
+			continue
+		}
+		got = append(got, k)
+	}
+	if stderr != 2 {
+		t.Errorf("%d stderr events, want 2", stderr)
+	}
+	want := []trace.Kind{trace.KindSession, trace.KindToolCall, trace.KindUsage}
+	if len(got) < len(want) {
+		t.Fatalf("kinds %v", got)
+	}
+	for i, k := range want {
+		if got[i] != k {
+			t.Fatalf("kinds %v, want prefix %v", got, want)
+		}
+	}
+	if got[len(got)-1] != trace.KindError {
+		t.Errorf("the last event is %s, want lane's error event", got[len(got)-1])
+	}
+	if run.ExitCode == nil || *run.ExitCode != 3 {
+		t.Errorf("exit code %v, want 3", run.ExitCode)
+	}
+	if run.SessionID != "sess-1" {
+		t.Errorf("session %q not kept", run.SessionID)
+	}
+}
+
+func TestGiantLineIsRecordedWhole(t *testing.T) {
+	rec := newMemRecorder()
+	run, err := RunClaude(context.Background(), fakeOptions(t, "garbage-and-giant"), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawGarbage, sawGiant bool
+	for _, ev := range rec.events[run.ID] {
+		if ev.Kind == trace.KindRaw && string(ev.Raw) == "not json at all" {
+			sawGarbage = true
+		}
+		if ev.Kind == trace.KindToolResult && len(ev.Output) == 20<<20 {
+			sawGiant = true
+		}
+	}
+	if !sawGarbage || !sawGiant {
+		t.Errorf("garbage kept %v, 20 MB result kept %v", sawGarbage, sawGiant)
+	}
+	if run.Turns != 2 || run.Usage.OutputTokens != 40 {
+		t.Errorf("turns %d, usage %+v", run.Turns, run.Usage)
+	}
+}
+
+func TestCancelKillsTheWholeTree(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	o := fakeOptions(t, "tool-with-grandchild", "LANE_FAKE_PIDFILE="+pidfile)
+	ctx, cancel := context.WithCancel(context.Background())
+	rec := &cancelOnTask{memRecorder: newMemRecorder(), cancel: cancel}
+	run, err := RunClaude(ctx, o, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != trace.StatusCancelled || run.ErrorKind != trace.ErrorCancelled {
+		t.Fatalf("status %s/%s, want cancelled", run.Status, run.ErrorKind)
+	}
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(string(b))
+	if proc.Alive(pid, 0) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the tool's process %d survived the cancel", pid)
+	}
+}
+
+// cancelOnTask cancels the run once the runtime reports its tool started.
+type cancelOnTask struct {
+	*memRecorder
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnTask) Event(ev trace.Event) error {
+	if ev.Kind == trace.KindTask {
+		c.cancel()
+	}
+	return c.memRecorder.Event(ev)
+}
+
+func TestRetriesLinkAttemptsAndResumeTheSession(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "marker")
+	o := fakeOptions(t, "flaky", "LANE_FAKE_MARKER="+marker)
+	o.Retries = 2
+	o.RetryBackoff = time.Millisecond
+	rec := newMemRecorder()
+	run, err := RunClaude(context.Background(), o, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.runs) != 2 {
+		t.Fatalf("%d attempts, want 2", len(rec.runs))
+	}
+	first := rec.ended[0]
+	if first.Status != trace.StatusFailed || first.ErrorKind != trace.ErrorCrash {
+		t.Errorf("first attempt %s/%s, want failed/crash", first.Status, first.ErrorKind)
+	}
+	if run.Status != trace.StatusSucceeded || run.ParentRunID != first.ID || run.Attempt != 2 {
+		t.Errorf("second attempt %s parent %q attempt %d", run.Status, run.ParentRunID, run.Attempt)
+	}
+	args := ClaudeArgs(ClaudeOptions{ResumeSession: first.SessionID, Dir: "/x", Prompt: "p"})
+	if first.SessionID != "sess-1" || !contains(args, "--resume") {
+		t.Errorf("the retry must resume session sess-1, got %q", first.SessionID)
+	}
+}
+
+func TestNoRetryForAuth(t *testing.T) {
+	o := fakeOptions(t, "auth-401")
+	o.Retries = 3
+	rec := newMemRecorder()
+	if _, err := RunClaude(context.Background(), o, rec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.runs) != 1 {
+		t.Errorf("an auth failure was retried %d times", len(rec.runs)-1)
+	}
+}
+
+func TestClaudeArgs(t *testing.T) {
+	args := ClaudeArgs(ClaudeOptions{
+		Dir: "/proj", Prompt: "-starts with a dash\nand a newline", Model: "opus",
+		AllowedTools: []string{"Read", "Bash"}, PermissionMode: "bypassPermissions",
+		AppendSystemPrompt: "be brief", ResumeSession: "s1", MaxTurns: 4,
+	})
+	want := []string{"-p", "--output-format", "stream-json", "--verbose", "--model", "opus",
+		"--add-dir", "/proj", "--permission-mode", "bypassPermissions", "--allowedTools", "Read,Bash",
+		"--strict-mcp-config", "--append-system-prompt", "be brief", "--resume", "s1", "--max-turns", "4",
+		"--", "-starts with a dash\nand a newline"}
+	if strings.Join(args, "|") != strings.Join(want, "|") {
+		t.Errorf("args\n%q\nwant\n%q", args, want)
+	}
+	if contains(ClaudeArgs(ClaudeOptions{AllowMCP: true, Dir: "/d", Prompt: "p"}), "--strict-mcp-config") {
+		t.Error("--allow-mcp must drop --strict-mcp-config")
+	}
+}
+
+func TestClaudeEnvDropsNestingMarker(t *testing.T) {
+	env := ClaudeEnv([]string{"CLAUDECODE=1", "ANTHROPIC_API_KEY=k", "IS_SANDBOX=1"})
+	if contains(env, "CLAUDECODE=1") || !contains(env, "ANTHROPIC_API_KEY=k") || !contains(env, "IS_SANDBOX=1") {
+		t.Errorf("env %v", env)
+	}
+}
+
+func TestFindClaude(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "claude")
+	os.WriteFile(good, []byte("#!/bin/sh\necho '2.1.328 (Claude Code)'\n"), 0o755)
+	bad := filepath.Join(dir, "other")
+	os.WriteFile(bad, []byte("#!/bin/sh\necho 'something else'\n"), 0o755)
+	env := []string{"PATH=" + dir, "HOME=" + t.TempDir()}
+
+	path, version, err := FindClaude(context.Background(), good, env)
+	if err != nil || path != good || version != "2.1.328 (Claude Code)" {
+		t.Errorf("explicit: %q %q %v", path, version, err)
+	}
+	var me *MissingError
+	if _, _, err := FindClaude(context.Background(), bad, env); !errors.As(err, &me) || !strings.Contains(me.Hint, "npm install") {
+		t.Errorf("a binary that is not Claude Code: %v", err)
+	}
+	t.Setenv("PATH", dir)
+	t.Setenv("HOME", t.TempDir())
+	if path, _, err := FindClaude(context.Background(), "", env); err != nil || path != good {
+		t.Errorf("from PATH: %q %v", path, err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	if _, _, err := FindClaude(context.Background(), "", env); !errors.As(err, &me) {
+		t.Errorf("nothing installed: %v", err)
+	}
+}
+
+// fakeLane plays a lane process that supervises a runtime, for the
+// parent-death test: it prints the runtime's pid and waits to be killed.
+func fakeLane() int {
+	o := ClaudeOptions{
+		Bin: os.Args[0], Dir: os.TempDir(), Prompt: "p",
+		Env:       append(os.Environ(), "LANE_FAKE_LANE=", "LANE_FAKE_RUNTIME=init-then-hang"),
+		Watchdogs: Watchdogs{Idle: time.Hour},
+	}
+	rec := &printPID{memRecorder: newMemRecorder()}
+	RunClaude(context.Background(), o, rec)
+	return 0
+}
+
+type printPID struct{ *memRecorder }
+
+func (p *printPID) Event(ev trace.Event) error {
+	if ev.Kind == trace.KindSession {
+		// The runtime is the only child of this process.
+		procs, _ := proc.Snapshot()
+		for _, c := range proc.Descendants(procs, os.Getpid()) {
+			os.Stdout.WriteString(strconv.Itoa(c.PID) + "\n")
+		}
+	}
+	return p.memRecorder.Event(ev)
+}
+
+func TestRuntimeDiesWithLane(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "LANE_FAKE_LANE=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("fake lane printed no pid: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(line))
+	start, err := proc.StartTime(pid)
+	if err != nil {
+		t.Fatalf("runtime %d: %v", pid, err)
+	}
+	cmd.Process.Kill() // kill -9 lane
+	cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for proc.Alive(pid, start) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("runtime %d still runs 10s after lane died", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

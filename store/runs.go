@@ -1,0 +1,410 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"lane/internal/proc"
+	"lane/trace"
+)
+
+// runColumns are the columns of runs in the order runArgs and scanRun use.
+var runColumns = []string{
+	"id", "parent_run_id", "attempt", "status", "runtime", "model", "dir", "prompt", "session_id", "runtime_version",
+	"cost_usd", "cost_estimate", "session_cost_usd",
+	"input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "turns", "tool_calls",
+	"started_at", "ended_at", "duration_ms", "exit_code",
+	"error_kind", "error_message", "error_hint", "contradiction", "result_text",
+	"cap_dir", "add_dirs", "allowed_tools", "permission_mode", "mcp_isolated", "permission_denials",
+	"owner_pid", "owner_start",
+}
+
+var (
+	runSelect = "SELECT " + strings.Join(runColumns, ", ") + " FROM runs"
+	runInsert = "INSERT INTO runs (" + strings.Join(runColumns, ", ") + ") VALUES (?" +
+		strings.Repeat(", ?", len(runColumns)-1) + ")"
+	runUpdate = "UPDATE runs SET " + strings.Join(runColumns[1:], " = ?, ") + " = ? WHERE id = ?"
+)
+
+// maxCandidates bounds the ids an AmbiguousError lists.
+const maxCandidates = 10
+
+func runArgs(r *trace.Run) ([]any, error) {
+	addDirs, err := jsonList(r.Capability.AddDirs)
+	if err != nil {
+		return nil, fmt.Errorf("encode add_dirs: %w", err)
+	}
+	tools, err := jsonList(r.Capability.AllowedTools)
+	if err != nil {
+		return nil, fmt.Errorf("encode allowed_tools: %w", err)
+	}
+	var denials any
+	if len(r.PermissionDenials) > 0 {
+		denials = string(r.PermissionDenials)
+	}
+	var exit any
+	if r.ExitCode != nil {
+		exit = *r.ExitCode
+	}
+	return []any{
+		r.ID, r.ParentRunID, r.Attempt, string(r.Status), r.Runtime, r.Model, r.Dir, r.Prompt, r.SessionID, r.RuntimeVer,
+		r.CostUSD, r.CostEstimate, r.SessionCostUSD,
+		r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CacheReadTokens, r.Usage.CacheCreationTokens, r.Turns, r.ToolCalls,
+		unixNano(r.StartedAt), unixNano(r.EndedAt), r.DurationMS, exit,
+		string(r.ErrorKind), r.ErrorMessage, r.ErrorHint, r.Contradiction, r.ResultText,
+		r.Capability.Dir, addDirs, tools, r.Capability.PermissionMode, r.Capability.MCPIsolated, denials,
+		r.OwnerPID, int64(r.OwnerStart),
+	}, nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRun(sc scanner) (*trace.Run, error) {
+	var (
+		r                       trace.Run
+		status, errKind         string
+		started, ended, exit    sql.NullInt64
+		addDirs, tools, denials sql.NullString
+		ownerStart              int64
+	)
+	err := sc.Scan(
+		&r.ID, &r.ParentRunID, &r.Attempt, &status, &r.Runtime, &r.Model, &r.Dir, &r.Prompt, &r.SessionID, &r.RuntimeVer,
+		&r.CostUSD, &r.CostEstimate, &r.SessionCostUSD,
+		&r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CacheReadTokens, &r.Usage.CacheCreationTokens, &r.Turns, &r.ToolCalls,
+		&started, &ended, &r.DurationMS, &exit,
+		&errKind, &r.ErrorMessage, &r.ErrorHint, &r.Contradiction, &r.ResultText,
+		&r.Capability.Dir, &addDirs, &tools, &r.Capability.PermissionMode, &r.Capability.MCPIsolated, &denials,
+		&r.OwnerPID, &ownerStart,
+	)
+	if err != nil {
+		return nil, err
+	}
+	r.Status = trace.Status(status)
+	r.ErrorKind = trace.ErrorKind(errKind)
+	r.StartedAt = fromUnixNano(started)
+	r.EndedAt = fromUnixNano(ended)
+	if exit.Valid {
+		c := int(exit.Int64)
+		r.ExitCode = &c
+	}
+	if r.Capability.AddDirs, err = parseList(addDirs); err != nil {
+		return nil, fmt.Errorf("decode add_dirs of run %s: %w", r.ID, err)
+	}
+	if r.Capability.AllowedTools, err = parseList(tools); err != nil {
+		return nil, fmt.Errorf("decode allowed_tools of run %s: %w", r.ID, err)
+	}
+	if denials.Valid {
+		r.PermissionDenials = json.RawMessage(denials.String)
+	}
+	r.OwnerStart = uint64(ownerStart)
+	return &r, nil
+}
+
+// CreateRun records a new run. r.ID must be set (trace.NewRunID) and
+// r.StartedAt must not be zero.
+func (s *Store) CreateRun(ctx context.Context, r *trace.Run) error {
+	if r.ID == "" {
+		return errors.New("insert run: empty id")
+	}
+	if r.StartedAt.IsZero() {
+		return fmt.Errorf("insert run %s: started_at is zero", r.ID)
+	}
+	args, err := runArgs(r)
+	if err != nil {
+		return fmt.Errorf("insert run %s: %w", r.ID, err)
+	}
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, runInsert, args...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("insert run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// UpdateRun writes every field of r but its id to the run r.ID.
+func (s *Store) UpdateRun(ctx context.Context, r *trace.Run) error {
+	args, err := runArgs(r)
+	if err != nil {
+		return fmt.Errorf("update run %s: %w", r.ID, err)
+	}
+	args = append(args[1:], r.ID)
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, runUpdate, args...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("update run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// GetRun returns the run whose id is idOrPrefix or, failing that, the one
+// run whose id starts with it. It returns an error matching ErrNotFound when
+// none does and an *AmbiguousError when several do. A running run whose
+// owner has exited is marked interrupted first.
+func (s *Store) GetRun(ctx context.Context, idOrPrefix string) (*trace.Run, error) {
+	if idOrPrefix == "" {
+		return nil, fmt.Errorf("get run: empty id: %w", ErrNotFound)
+	}
+	r, err := scanRun(s.db.QueryRowContext(ctx, runSelect+" WHERE id = ?", idOrPrefix))
+	if errors.Is(err, sql.ErrNoRows) {
+		r, err = s.runByPrefix(ctx, idOrPrefix)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get run %s: %w", idOrPrefix, err)
+	}
+	if r, err = s.checkOwner(ctx, r); err != nil {
+		return nil, fmt.Errorf("get run %s: %w", idOrPrefix, err)
+	}
+	return r, nil
+}
+
+func (s *Store) runByPrefix(ctx context.Context, prefix string) (*trace.Run, error) {
+	// Every id that starts with prefix sorts between prefix and prefix+0xff:
+	// no byte of UTF-8 text is 0xff.
+	rows, err := s.db.QueryContext(ctx, `SELECT id FROM runs WHERE id >= ? AND id < ? ORDER BY id LIMIT ?`,
+		prefix, prefix+"\xff", maxCandidates+1)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	switch len(ids) {
+	case 0:
+		return nil, ErrNotFound
+	case 1:
+		r, err := scanRun(s.db.QueryRowContext(ctx, runSelect+" WHERE id = ?", ids[0]))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		return r, err
+	default:
+		return nil, &AmbiguousError{Prefix: prefix, IDs: ids[:min(len(ids), maxCandidates)]}
+	}
+}
+
+// RunFilter selects runs for ListRuns. Zero fields match everything; Dir
+// must be the exact absolute directory. A Limit of 0 or less means no limit.
+type RunFilter struct {
+	Status    trace.Status
+	Model     string
+	Dir       string
+	SessionID string
+	Limit     int
+}
+
+// ListRuns returns the runs that match f, newest first. Running runs whose
+// owner has exited are marked interrupted first.
+func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]*trace.Run, error) {
+	if _, err := s.SweepInterrupted(ctx); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	var (
+		where []string
+		args  []any
+	)
+	for _, c := range []struct {
+		col, val string
+	}{
+		{"status", string(f.Status)},
+		{"model", f.Model},
+		{"dir", f.Dir},
+		{"session_id", f.SessionID},
+	} {
+		if c.val != "" {
+			where = append(where, c.col+" = ?")
+			args = append(args, c.val)
+		}
+	}
+	q := runSelect
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY started_at DESC, rowid DESC"
+	if f.Limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, f.Limit)
+	}
+	runs, err := s.queryRuns(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	// A run can have lost its owner since the sweep.
+	for i, r := range runs {
+		if runs[i], err = s.checkOwner(ctx, r); err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+	}
+	return runs, nil
+}
+
+// LatestRunInSession returns the newest run of the runtime session
+// sessionID, or an error matching ErrNotFound.
+func (s *Store) LatestRunInSession(ctx context.Context, sessionID string) (*trace.Run, error) {
+	if sessionID == "" {
+		return nil, fmt.Errorf("latest run in session: empty session id: %w", ErrNotFound)
+	}
+	r, err := scanRun(s.db.QueryRowContext(ctx,
+		runSelect+" WHERE session_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1", sessionID))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err == nil {
+		r, err = s.checkOwner(ctx, r)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("latest run in session %s: %w", sessionID, err)
+	}
+	return r, nil
+}
+
+func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]*trace.Run, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var runs []*trace.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return runs, nil
+}
+
+// SweepInterrupted marks interrupted every running run whose owner has
+// exited and returns how many it marked.
+func (s *Store) SweepInterrupted(ctx context.Context) (int, error) {
+	runs, err := s.queryRuns(ctx, runSelect+" WHERE status = ?", string(trace.StatusRunning))
+	if err != nil {
+		return 0, fmt.Errorf("sweep interrupted runs: %w", err)
+	}
+	n := 0
+	for _, r := range runs {
+		if proc.Alive(r.OwnerPID, r.OwnerStart) {
+			continue
+		}
+		marked, err := s.markInterrupted(ctx, r)
+		if err != nil {
+			return n, fmt.Errorf("sweep interrupted runs: %w", err)
+		}
+		if marked.Status == trace.StatusInterrupted {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// checkOwner returns r, or r as marked interrupted when it is running and
+// its owner has exited.
+func (s *Store) checkOwner(ctx context.Context, r *trace.Run) (*trace.Run, error) {
+	if r.Status != trace.StatusRunning || proc.Alive(r.OwnerPID, r.OwnerStart) {
+		return r, nil
+	}
+	return s.markInterrupted(ctx, r)
+}
+
+// markInterrupted records that r's owner exited while r was running: status
+// interrupted, ended at its last event (else when it started). It changes
+// nothing if the run is no longer running as r says, and returns the run as
+// it now stands.
+func (s *Store) markInterrupted(ctx context.Context, r *trace.Run) (*trace.Run, error) {
+	var out *trace.Run
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var last sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT time FROM events WHERE run_id = ? ORDER BY seq DESC LIMIT 1`, r.ID).Scan(&last)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("last event: %w", err)
+		}
+		ended := r.StartedAt
+		if last.Valid {
+			ended = fromUnixNano(last)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = ?, ended_at = ?, duration_ms = ?, error_message = ?
+			WHERE id = ? AND status = ? AND owner_pid = ? AND owner_start = ?`,
+			string(trace.StatusInterrupted), unixNano(ended), ended.Sub(r.StartedAt).Milliseconds(),
+			fmt.Sprintf("lane process %d exited while the run was live", r.OwnerPID),
+			r.ID, string(trace.StatusRunning), r.OwnerPID, int64(r.OwnerStart))
+		if err != nil {
+			return err
+		}
+		out, err = scanRun(tx.QueryRowContext(ctx, runSelect+" WHERE id = ?", r.ID))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mark run %s interrupted: %w", r.ID, err)
+	}
+	return out, nil
+}
+
+// unixNano is t as stored: unix nanoseconds, NULL for the zero time.
+func unixNano(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+func fromUnixNano(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64)
+}
+
+// jsonList is l as stored: a JSON array, NULL for nil.
+func jsonList(l []string) (any, error) {
+	if l == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+func parseList(s sql.NullString) ([]string, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	var l []string
+	if err := json.Unmarshal([]byte(s.String), &l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}

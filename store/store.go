@@ -1,0 +1,177 @@
+// Package store keeps lane's runs and their events in one SQLite file that
+// several lane processes and a dashboard share. It is the only place that
+// speaks SQL.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// busyTimeoutMS is how long a statement waits for another connection's lock
+// before it fails with "database is locked".
+const busyTimeoutMS = 10_000
+
+// Store is lane's database. It is safe for concurrent use.
+type Store struct {
+	db *sql.DB
+
+	// wlock serializes this process's write transactions, so that they queue
+	// here instead of in SQLite's busy handler, which polls with sleeps.
+	// Other processes are still kept apart by SQLite's own lock.
+	wlock chan struct{}
+}
+
+// DefaultPath returns where lane keeps its database:
+// $XDG_DATA_HOME/lane/lane.db, else ~/.local/share/lane/lane.db.
+func DefaultPath() (string, error) {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "lane", "lane.db"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("default database path: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "lane", "lane.db"), nil
+}
+
+// Open opens the database at path, creating it and its directory if needed,
+// and brings its schema up to date.
+func Open(ctx context.Context, path string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	db, err := sql.Open("sqlite", dsn(abs))
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	db.SetMaxIdleConns(4)
+	s := &Store{db: db, wlock: make(chan struct{}, 1)}
+
+	if err := checkWAL(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", abs, err)
+	}
+	return s, nil
+}
+
+// dsn is the modernc data source name for the file at abs: a URI, so that
+// any character may appear in the path, with the pragmas every connection
+// needs. _txlock=immediate makes every transaction take the write lock at
+// BEGIN; a deferred one that reads and then writes can fail with SQLITE_BUSY
+// without waiting, whatever the busy timeout.
+func dsn(abs string) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// checkWAL makes sure the file is in WAL mode. The first connections to a
+// fresh file race to switch it to WAL, and SQLite fails the losers with
+// SQLITE_BUSY at once, without waiting in its busy handler; once the file is
+// in WAL mode that no longer happens. So a busy failure is retried here, for
+// as long as the busy timeout.
+func checkWAL(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(busyTimeoutMS * time.Millisecond)
+	delay := time.Millisecond
+	for {
+		var mode string
+		err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode)
+		if err == nil {
+			if !strings.EqualFold(mode, "wal") {
+				return fmt.Errorf("journal mode is %q, want wal", mode)
+			}
+			return nil
+		}
+		if !isBusy(err) || time.Now().After(deadline) {
+			return fmt.Errorf("set wal: %w", err)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("set wal: %w", ctx.Err())
+		}
+		delay = min(2*delay, 50*time.Millisecond)
+	}
+}
+
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// Close closes the database. Close every EventWriter first.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close store: %w", err)
+	}
+	return nil
+}
+
+// writeTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it
+// when fn returns nil.
+func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	select {
+	case s.wlock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.wlock }()
+
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// ErrNotFound is returned when no run matches an id or prefix.
+var ErrNotFound = errors.New("run not found")
+
+// ErrAmbiguous matches an *AmbiguousError with errors.Is.
+var ErrAmbiguous = errors.New("ambiguous run id")
+
+// AmbiguousError says that a prefix names more than one run.
+type AmbiguousError struct {
+	Prefix string
+	IDs    []string // some of the runs it names, at most maxCandidates
+}
+
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("run id prefix %q is ambiguous: %s", e.Prefix, strings.Join(e.IDs, ", "))
+}
+
+// Is reports whether target is ErrAmbiguous.
+func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguous }

@@ -1,0 +1,174 @@
+package view
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"lane/trace"
+)
+
+// Summary prints how a run ended: one line with its status, cost, tokens,
+// turns, tool calls, duration and ids, then its error, hint and any
+// contradiction in the runtime's own account, each on a line of its own.
+func (p *Printer) Summary(r *trace.Run) error {
+	if r == nil {
+		return nil
+	}
+	var b strings.Builder
+	parts := []string{p.paint(statusStyle(r.Status), statusMarker(r.Status)+" "+statusLabel(r)), cost(r)}
+	if u := r.Usage; !u.IsZero() {
+		parts = append(parts, "in "+count(u.InputTokens), "out "+count(u.OutputTokens))
+		if u.CacheReadTokens != 0 || u.CacheCreationTokens != 0 {
+			parts = append(parts, "cache "+count(u.CacheReadTokens)+"r/"+count(u.CacheCreationTokens)+"w")
+		}
+	}
+	parts = append(parts, plural(r.Turns, "turn"), plural(r.ToolCalls, "tool"))
+	if d := runDuration(r); d > 0 {
+		parts = append(parts, humanDuration(d))
+	}
+	if r.SessionID != "" {
+		parts = append(parts, "session "+short(r.SessionID))
+	}
+	if r.ID != "" {
+		parts = append(parts, "run "+flat(r.ID))
+	}
+	b.WriteString(strings.Join(parts, " · "))
+	b.WriteByte('\n')
+
+	p.detail(&b, red, "error", r.ErrorMessage)
+	p.detail(&b, "", "hint", r.ErrorHint)
+	p.detail(&b, yellow, "note", prefixed("runtime status was contradictory: ", r.Contradiction))
+	_, err := io.WriteString(p.w, b.String())
+	return err
+}
+
+func prefixed(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
+}
+
+// detail writes "  label: text", continuation lines aligned under the text.
+func (p *Printer) detail(b *strings.Builder, style, label, text string) {
+	ls := lines(text)
+	if len(ls) == 0 {
+		return
+	}
+	head := label + ": "
+	for i, l := range ls {
+		if i > 0 {
+			head = strings.Repeat(" ", len(head))
+		}
+		b.WriteString("  " + p.paint(style, head+l) + "\n")
+	}
+}
+
+func statusMarker(s trace.Status) string {
+	switch s {
+	case trace.StatusSucceeded:
+		return "✔"
+	case trace.StatusRunning, "":
+		return "●"
+	}
+	return "✘"
+}
+
+func statusStyle(s trace.Status) string {
+	switch s {
+	case trace.StatusSucceeded:
+		return boldGrn
+	case trace.StatusRunning, "":
+		return boldYell
+	}
+	return boldRed
+}
+
+// statusLabel reads like "succeeded", "timed out" or "failed (auth)".
+func statusLabel(r *trace.Run) string {
+	s := string(r.Status)
+	if s == "" {
+		s = "unknown"
+	}
+	label := flat(strings.ReplaceAll(s, "_", " "))
+	k := r.ErrorKind
+	redundant := (r.Status == trace.StatusTimedOut && k == trace.ErrorTimeout) ||
+		(r.Status == trace.StatusCancelled && k == trace.ErrorCancelled)
+	if k != trace.ErrorNone && !redundant {
+		label += " (" + flat(string(k)) + ")"
+	}
+	return label
+}
+
+// cost reads like "$0.0081", or "~$0.0081" when lane estimated it.
+func cost(r *trace.Run) string {
+	s := "$" + strconv.FormatFloat(r.CostUSD, 'f', 4, 64)
+	if r.CostUSD >= 1 {
+		s = "$" + strconv.FormatFloat(r.CostUSD, 'f', 2, 64)
+	}
+	if r.CostEstimate {
+		s = "~" + s
+	}
+	return s
+}
+
+// count shortens a token count: 950, 1.5k, 12.3k, 456k, 1.2M.
+func count(n int64) string {
+	trim := func(whole, tenth int64, unit string) string {
+		if tenth == 0 {
+			return strconv.FormatInt(whole, 10) + unit
+		}
+		return strconv.FormatInt(whole, 10) + "." + strconv.FormatInt(tenth, 10) + unit
+	}
+	switch {
+	case n < 1000:
+		return strconv.FormatInt(n, 10)
+	case n < 100_000:
+		return trim(n/1000, n%1000/100, "k")
+	case n < 1_000_000:
+		return strconv.FormatInt(n/1000, 10) + "k"
+	case n < 100_000_000:
+		return trim(n/1_000_000, n%1_000_000/100_000, "M")
+	}
+	return strconv.FormatInt(n/1_000_000, 10) + "M"
+}
+
+// runDuration is how long a finished run took.
+func runDuration(r *trace.Run) time.Duration {
+	if r.DurationMS > 0 {
+		return time.Duration(r.DurationMS) * time.Millisecond
+	}
+	if !r.StartedAt.IsZero() && !r.EndedAt.IsZero() {
+		return r.EndedAt.Sub(r.StartedAt)
+	}
+	return 0
+}
+
+func humanMS(ms int64) string { return humanDuration(time.Duration(ms) * time.Millisecond) }
+
+// humanDuration reads like 850ms, 4.2s, 3m05s or 2h07m.
+func humanDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0ms"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%d.%ds", d/time.Second, d%time.Second/(100*time.Millisecond))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", d/time.Minute, d%time.Minute/time.Second)
+	}
+	return fmt.Sprintf("%dh%02dm", d/time.Hour, d%time.Hour/time.Minute)
+}
+
+// short is the first eight characters of an id.
+func short(id string) string {
+	id = flat(id)
+	if r := []rune(id); len(r) > 8 {
+		return string(r[:8])
+	}
+	return id
+}

@@ -1,0 +1,207 @@
+package view
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"lane/trace"
+)
+
+var started = time.Date(2026, 11, 29, 16, 44, 41, 0, time.UTC)
+
+func runs() []*trace.Run {
+	exit := func(n int) *int { return &n }
+	return []*trace.Run{
+		{
+			ID: "3f2a9c1b0d4e5f60", Status: trace.StatusSucceeded, Runtime: "claude", Model: "claude-sonnet-5-5",
+			Dir: "/home/dev/proj", Prompt: "write hello.txt and list the folder", SessionID: sess,
+			CostUSD: 0.0081, Usage: trace.Usage{InputTokens: 200, OutputTokens: 40, CacheReadTokens: 100},
+			Turns: 2, ToolCalls: 3, StartedAt: started, DurationMS: 4213, ExitCode: exit(0),
+		},
+		{
+			ID: "77aa01bc9d3e4f11", Status: trace.StatusSucceeded, Runtime: "claude", Model: "claude-opus-5",
+			Dir: "/home/dev/big", Prompt: "refactor the store package\n\nkeep the API", SessionID: "0d1e2f3a-aaaa",
+			CostUSD: 1.23456, CostEstimate: true,
+			Usage: trace.Usage{InputTokens: 12345, OutputTokens: 6789, CacheReadTokens: 1_234_567, CacheCreationTokens: 45_000},
+			Turns: 1, ToolCalls: 1, StartedAt: started.Add(-26 * time.Hour), DurationMS: 185_000,
+		},
+		{
+			ID: "d401d401d401d401", Status: trace.StatusFailed, Runtime: "claude", Model: "claude-sonnet-5-5",
+			Dir: "/home/dev/proj", Prompt: "say hi", SessionID: "e93929fe-b72b-452e-9e02-ad0769c73614",
+			Turns: 0, StartedAt: started.Add(-2 * time.Hour), DurationMS: 179_412, ExitCode: exit(1),
+			ErrorKind: trace.ErrorAuth, ErrorMessage: "API error 401: authentication_failed",
+			ErrorHint: "check ANTHROPIC_API_KEY or run `claude login`",
+		},
+		{
+			ID: "c0c0c0c0c0c0c0c0", Status: trace.StatusFailed, Runtime: "claude", Model: "claude-sonnet-5-5",
+			Dir: "/srv/work", Prompt: "\x1b]0;pwned\x07fix\tthe \x1b[31mbuild\x1b[0m", SessionID: "abc",
+			CostUSD: 0.002, Usage: trace.Usage{InputTokens: 100, OutputTokens: 1},
+			Turns: 1, StartedAt: started.Add(-10 * 24 * time.Hour), DurationMS: 850,
+			ErrorKind: trace.ErrorContradiction, ErrorMessage: "the runtime said success but is_error was true\nterminal_reason: api_error",
+			Contradiction: `subtype "success" with is_error true`,
+		},
+		{
+			ID: "71m3d0u7", Status: trace.StatusTimedOut, Model: "claude-sonnet-5-5", Dir: "/home/dev/proj",
+			Prompt: "hang", StartedAt: started.Add(-5 * time.Minute), DurationMS: 600_000,
+			ErrorKind: trace.ErrorTimeout, ErrorMessage: "no output for 15s (idle watchdog)",
+		},
+		{
+			ID: "ca11ed00ca11ed00", Status: trace.StatusCancelled, Model: "claude-sonnet-5-5", Dir: "/home/dev",
+			Prompt: "long task", CostUSD: 0.0003, Usage: trace.Usage{InputTokens: 10, OutputTokens: 2},
+			StartedAt: started.Add(-90 * time.Second), EndedAt: started.Add(-80 * time.Second),
+			ErrorKind: trace.ErrorCancelled, ErrorMessage: "interrupted by signal",
+		},
+		{
+			ID: "1e7e7e7e7e7e7e7e", Status: trace.StatusInterrupted, Model: "claude-sonnet-5-5", Dir: "/home/dev/proj",
+			Prompt: "日本語のプロンプトはとても長くなることがありますので切り詰めます。さらに続きます", StartedAt: started.Add(-3 * time.Hour),
+			ErrorMessage: "lane exited while the run was live",
+		},
+		{
+			ID: "a1b2c3d4e5f60718", Status: trace.StatusFailed, Model: "claude-sonnet-5-5", Dir: "/home/dev/proj",
+			Prompt: strings.Repeat("keep calling tools ", 5), CostUSD: 0.0123,
+			Usage: trace.Usage{InputTokens: 900, OutputTokens: 120}, Turns: 2, ToolCalls: 1,
+			StartedAt: started.Add(-45 * time.Second), DurationMS: 5100,
+			ErrorKind: trace.ErrorMaxTurns, ErrorMessage: "reached the turn limit (1)", ErrorHint: "raise --max-turns",
+		},
+		{
+			ID: "0000running0000", Status: trace.StatusRunning, Model: "claude-sonnet-5-5", Dir: "/home/dev/proj",
+			Prompt: "still going", StartedAt: started.Add(-185 * time.Second), Turns: 1,
+		},
+	}
+}
+
+func TestSummaryGolden(t *testing.T) {
+	for _, color := range []bool{false, true} {
+		var buf bytes.Buffer
+		p := NewPrinter(&buf, color)
+		for _, r := range runs() {
+			if err := p.Summary(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Summary(nil); err != nil {
+			t.Fatal(err)
+		}
+		name := "summary.golden"
+		if color {
+			name = "summary_color.golden"
+		}
+		golden(t, name, buf.String())
+		checkSafe(t, buf.String())
+		if !color && strings.Contains(buf.String(), "\x1b") {
+			t.Error("plain summary holds an escape sequence")
+		}
+	}
+}
+
+func TestRunsTableGolden(t *testing.T) {
+	t.Setenv("HOME", "/home/dev")
+	now := started.Add(time.Minute)
+	for _, color := range []bool{false, true} {
+		var buf bytes.Buffer
+		if err := RunsTable(&buf, append(runs(), nil), now, color); err != nil {
+			t.Fatal(err)
+		}
+		name := "runs.golden"
+		if color {
+			name = "runs_color.golden"
+		}
+		golden(t, name, buf.String())
+		checkSafe(t, buf.String())
+	}
+	// Colour must not move the columns.
+	var plain, colored bytes.Buffer
+	if err := RunsTable(&plain, runs(), now, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := RunsTable(&colored, runs(), now, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := sgr.ReplaceAllString(colored.String(), ""); got != plain.String() {
+		t.Errorf("colour table differs from plain table beyond its colours:\n%s", got)
+	}
+}
+
+func TestRunsTableEmpty(t *testing.T) {
+	var buf bytes.Buffer
+	if err := RunsTable(&buf, nil, started, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(buf.String()); len(got) != 10 || got[0] != "ID" {
+		t.Errorf("empty table = %q, want the header alone", buf.String())
+	}
+}
+
+func TestUseColorEnv(t *testing.T) {
+	tests := []struct {
+		env      map[string]string
+		terminal bool
+		want     bool
+	}{
+		{nil, true, true},
+		{nil, false, false},
+		{map[string]string{"NO_COLOR": "1"}, true, false},
+		{map[string]string{"NO_COLOR": "0"}, true, false},
+		{map[string]string{"NO_COLOR": ""}, true, true},
+		{map[string]string{"TERM": "dumb"}, true, false},
+		{map[string]string{"TERM": "xterm-256color"}, true, true},
+	}
+	for _, tt := range tests {
+		if got := useColor(func(k string) string { return tt.env[k] }, tt.terminal); got != tt.want {
+			t.Errorf("useColor(%v, %v) = %v, want %v", tt.env, tt.terminal, got, tt.want)
+		}
+	}
+}
+
+func TestUseColorFiles(t *testing.T) {
+	t.Setenv("NO_COLOR", "")
+	t.Setenv("TERM", "xterm")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if UseColor(w) {
+		t.Error("UseColor(pipe) = true")
+	}
+	if UseColor(nil) {
+		t.Error("UseColor(nil) = true")
+	}
+	f, err := os.Create(t.TempDir() + "/out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if UseColor(f) {
+		t.Error("UseColor(regular file) = true")
+	}
+}
+
+func TestUseColorTerminal(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	t.Setenv("TERM", "xterm-256color")
+	t.Setenv("NO_COLOR", "")
+	if !UseColor(tty) {
+		t.Error("UseColor(terminal) = false")
+	}
+	t.Setenv("NO_COLOR", "1")
+	if UseColor(tty) {
+		t.Error("UseColor(terminal) with NO_COLOR=1 = true")
+	}
+	t.Setenv("NO_COLOR", "")
+	t.Setenv("TERM", "dumb")
+	if UseColor(tty) {
+		t.Error("UseColor(terminal) with TERM=dumb = true")
+	}
+}

@@ -1,0 +1,400 @@
+package view
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"lane/trace"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./view -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (run go test ./view -update and check the diff)\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+// sgr matches the colour sequences lane writes; any other ESC is a leak.
+var sgr = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+
+// checkSafe fails when out holds an escape sequence other than lane's own
+// colours, or a control character other than \n and \t.
+func checkSafe(t *testing.T, out string) {
+	t.Helper()
+	plain := sgr.ReplaceAllString(out, "")
+	for i, r := range plain {
+		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidi(r) {
+			t.Errorf("control character %U at byte %d: %q", r, i, plain[max(0, i-20):min(len(plain), i+20)])
+		}
+	}
+}
+
+func raw(s string) json.RawMessage { return json.RawMessage(s) }
+
+const (
+	sess = "9baea73d-6126-4814-9e5f-b94dc0444e2b"
+	cwd  = "/home/dev/proj"
+)
+
+// script is a run as lane's decoder would hand it over: every kind, in the
+// order a real Claude Code run produces them.
+func script() []trace.Event {
+	longCmd := "go test -run 'TestSomethingVeryLong' ./internal/some/deeply/nested/package/... -count=1 -v -timeout 10m " +
+		strings.Repeat("-tags integration ", 10)
+	var many strings.Builder
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&many, "%6d→line %d\n", i, i)
+	}
+	evs := []trace.Event{
+		{Kind: trace.KindSession, Subtype: "init", SessionID: sess, Model: "claude-sonnet-5-5", Cwd: cwd, Version: "2.1.328"},
+		{Kind: trace.KindThinking, Text: "The user wants a file.\n\nFirst I should look at the folder.\nThen write hello.txt.\nThen check it.\nThen report."},
+		{Kind: trace.KindText, Text: "I'll look around first.\n"},
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_1", ToolName: "Bash", Input: raw(`{"command":"echo hi > hello.txt; ls","description":"write file and list"}`)},
+		{Kind: trace.KindUsage, MessageID: "msg_1", Usage: &trace.Usage{InputTokens: 100, OutputTokens: 20}},
+		{Kind: trace.KindToolResult, ToolUseID: "toolu_1", Output: "hello.txt\n"},
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_2", ToolName: "Read", Input: raw(`{"file_path":"/home/dev/proj/main.go"}`)},
+		{Kind: trace.KindToolResult, ToolUseID: "toolu_2", Output: many.String()},
+		// Two calls in one response: their results name the tool.
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_3", ToolName: "Glob", Input: raw(`{"pattern":"**/*.go","path":"/home/dev/proj/cmd"}`)},
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_4", ToolName: "Grep", Input: raw(`{"pattern":"func main","output_mode":"files_with_matches"}`)},
+		{Kind: trace.KindToolResult, ToolUseID: "toolu_3", Output: "/home/dev/proj/cmd/main.go\n/home/dev/proj/cmd/run.go"},
+		{Kind: trace.KindToolResult, ToolUseID: "toolu_4", Output: ""},
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_5", ToolName: "Bash", Input: raw(`{"command":"ls /nonexistent_dir_xyz","description":"list"}`)},
+		{Kind: trace.KindToolResult, ToolUseID: "toolu_5", IsError: true, Output: "Exit code 1\nls: cannot access '/nonexistent_dir_xyz': No such file or directory"},
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_6", ToolName: "Bash", Input: raw(`{"command":"cat > notes.md <<'EOF'\n# Notes\nEOF"}`)},
+		{Kind: trace.KindToolResult, ToolUseID: "toolu_6"},
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_7", ToolName: "Bash", Input: mustJSON(map[string]string{"command": longCmd})},
+		{Kind: trace.KindToolResult, ToolUseID: "toolu_7", Output: "ok  \tlane/internal/some\t0.012s\n"},
+		// A tool output that tries to drive the terminal.
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_8", ToolName: "Bash", Input: raw(`{"command":"printf '\u001b[2J\u001b]0;pwned\u0007'; cat evil.txt"}`)},
+		{Kind: trace.KindToolResult, ToolUseID: "toolu_8", Output: "\x1b[31mred\x1b[0m \x1b]0;pwned\x07title\x1b[2J\x1b[H\r\nbell\x07 nul\x00 del\x7f c1\u009b31m bidi\u202eevil\u202c\x1b(B\x1bc\n\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\"},
+		// A subagent, indented under the call that started it.
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_9", ToolName: "Agent", Input: raw(`{"description":"mock subagent","prompt":"run echo","subagent_type":"general-purpose"}`)},
+		{Kind: trace.KindTask, Subtype: "task_started", ToolUseID: "toolu_9", Text: "mock subagent"},
+		{Kind: trace.KindToolResult, ToolUseID: "toolu_9", Output: "Async agent launched successfully.\nagentId: a07fa33de95a6484a\nThe agent is working in the background."},
+		{Kind: trace.KindText, ParentToolUseID: "toolu_9", Text: "I'll run the command."},
+		{Kind: trace.KindToolCall, ParentToolUseID: "toolu_9", ToolUseID: "toolu_10", ToolName: "Bash", Input: raw(`{"command":"echo from-subagent","description":"subagent echo"}`)},
+		{Kind: trace.KindTask, Subtype: "task_progress", ToolUseID: "toolu_9", Text: "Running subagent echo"},
+		{Kind: trace.KindToolResult, ParentToolUseID: "toolu_9", ToolUseID: "toolu_10", Output: "from-subagent"},
+		{Kind: trace.KindThinking, ParentToolUseID: "toolu_9", Text: "Done."},
+		{Kind: trace.KindText, ParentToolUseID: "toolu_9", Text: "Subagent result: from-subagent\nAll good."},
+		{Kind: trace.KindTask, Subtype: "task_notification", ToolUseID: "toolu_9", Text: "Subagent result: from-subagent"},
+		{Kind: trace.KindSession, Subtype: "init", SessionID: sess, Model: "claude-sonnet-5-5", Cwd: cwd},
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_11", ToolName: "Write", Input: raw(`{"file_path":"/home/dev/proj/hello.txt","content":"hi\n"}`)},
+		{Kind: trace.KindToolResult, ToolUseID: "toolu_11", Output: "File created successfully at: /home/dev/proj/hello.txt"},
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_12", ToolName: "Edit", Input: raw(`{"file_path":"/etc/hosts","old_string":"a","new_string":"b"}`)},
+		{Kind: trace.KindToolResult, ToolUseID: "toolu_12", IsError: true, Output: "<tool_use_error>File has not been read yet.</tool_use_error>"},
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_13", ToolName: "NotebookEdit", Input: raw(`{"notebook_path":"/home/dev/proj/a.ipynb","new_source":"x"}`)},
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_14", ToolName: "WebFetch", Input: raw(`{"url":"https://go.dev/doc/","prompt":"summarize"}`)},
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_15", ToolName: "WebSearch", Input: raw(`{"query":"golang tabwriter ansi"}`)},
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_16", ToolName: "TodoWrite", Input: raw(`{"todos":[{"content":"a","status":"pending"},{"content":"b","status":"pending"},{"content":"c","status":"completed"}]}`)},
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_17", ToolName: "mcp__github__create_issue", Input: raw(`{ "title": "Bug",  "labels": ["a", "b"] }`)},
+		{Kind: trace.KindToolCall, ToolUseID: "toolu_18", ToolName: "ExitPlanMode", Input: raw(`{}`)},
+		{Kind: trace.KindToolResult, ToolUseID: "toolu_unknown", Output: "a result for a call never seen"},
+		{Kind: trace.KindRetry, Subtype: "api_retry", Retry: &trace.Retry{Attempt: 2, MaxRetries: 10, DelayMS: 617, ErrorStatus: 401, Error: "authentication_failed"}},
+		{Kind: trace.KindRetry, Subtype: "api_retry", Retry: &trace.Retry{Attempt: 3, DelayMS: 65000, Error: "timeout"}},
+		{Kind: trace.KindRetry, Text: "overloaded"},
+		{Kind: trace.KindCompact, Subtype: "compact_boundary"},
+		{Kind: trace.KindStderr, Text: "warning: \x1b[33mslow\x1b[0m network"},
+		{Kind: trace.KindError, ErrorKind: trace.ErrorAuth, Text: "API error 401: authentication_failed\nCheck ANTHROPIC_API_KEY."},
+		{Kind: trace.KindError, Text: "malformed line 12"},
+		{Kind: trace.KindDelta, Text: "partial"},
+		{Kind: trace.KindRaw, Raw: []byte(`{"type":"rate_limit_event"}`)},
+		{Kind: trace.KindResult, Result: &trace.Result{Subtype: "success", Text: "Done."}},
+		{Kind: trace.KindText, Text: "\n\nDone: wrote hello.txt — 日本語も大丈夫。\n\n  - indented item\n\tand a tab\n\n"},
+	}
+	return evs
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func render(t *testing.T, evs []trace.Event, color bool) string {
+	t.Helper()
+	var buf bytes.Buffer
+	p := NewPrinter(&buf, color)
+	for _, ev := range evs {
+		if err := p.Event(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.String()
+}
+
+func TestEventsGolden(t *testing.T) {
+	plain := render(t, script(), false)
+	colored := render(t, script(), true)
+	golden(t, "events.golden", plain)
+	golden(t, "events_color.golden", colored)
+
+	if strings.Contains(plain, "\x1b") {
+		t.Error("plain output holds an escape sequence")
+	}
+	checkSafe(t, plain)
+	checkSafe(t, colored)
+	if got := sgr.ReplaceAllString(colored, ""); got != plain {
+		t.Errorf("colour output differs from plain output beyond its colours:\n%s", got)
+	}
+	for _, l := range strings.Split(plain, "\n") {
+		if w := width(strings.TrimLeft(l, " ")); w > lineWidth+4 && !strings.Contains(l, "日本語") {
+			t.Errorf("line of %d columns: %q", w, l)
+		}
+	}
+}
+
+// Kinds that the summary covers or that are not meant for a person print
+// nothing, and do not detach a result from its call.
+func TestSilentKinds(t *testing.T) {
+	for _, k := range []trace.Kind{trace.KindUsage, trace.KindResult, trace.KindDelta, trace.KindRaw, "future_kind"} {
+		if got := render(t, []trace.Event{{Kind: k, Text: "x", Raw: []byte("x")}}, true); got != "" {
+			t.Errorf("%s printed %q", k, got)
+		}
+	}
+	got := render(t, []trace.Event{
+		{Kind: trace.KindToolCall, ToolUseID: "a", ToolName: "Bash", Input: raw(`{"command":"ls"}`)},
+		{Kind: trace.KindUsage, Usage: &trace.Usage{InputTokens: 1}},
+		{Kind: trace.KindToolResult, ToolUseID: "a", Output: "x"},
+	}, false)
+	if want := "● Bash ls\n  ⎿ x\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestNestedSubagentIndent(t *testing.T) {
+	got := render(t, []trace.Event{
+		{Kind: trace.KindToolCall, ToolUseID: "a", ToolName: "Task", Input: raw(`{"description":"outer"}`)},
+		{Kind: trace.KindToolCall, ParentToolUseID: "a", ToolUseID: "b", ToolName: "Task", Input: raw(`{"description":"inner"}`)},
+		{Kind: trace.KindText, ParentToolUseID: "b", Text: "deep"},
+		{Kind: trace.KindToolResult, ParentToolUseID: "a", ToolUseID: "b", Output: "inner done"},
+		{Kind: trace.KindText, ParentToolUseID: "orphan", Text: "unknown parent"},
+	}, false)
+	want := "● Task outer\n" +
+		"  ● Task inner\n" +
+		"    deep\n" +
+		"    ⎿ Task: inner done\n" +
+		"  unknown parent\n"
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
+
+func TestWriteError(t *testing.T) {
+	p := NewPrinter(failWriter{}, false)
+	if err := p.Event(trace.Event{Kind: trace.KindText, Text: "x"}); err == nil {
+		t.Error("Event: no error from a failing writer")
+	}
+	if err := p.Summary(&trace.Run{Status: trace.StatusSucceeded}); err == nil {
+		t.Error("Summary: no error from a failing writer")
+	}
+	if err := RunsTable(failWriter{}, nil, time.Now(), false); err == nil {
+		t.Error("RunsTable: no error from a failing writer")
+	}
+}
+
+func TestToolSummary(t *testing.T) {
+	tests := []struct {
+		name, input, want string
+	}{
+		{"Bash", `{"command":"go test ./...","description":"run tests"}`, "go test ./..."},
+		{"Bash", `{"command":"set -e\nmake\nmake test"}`, "set -e …"},
+		{"Bash", `{"command":"\n\n  ls -la\n"}`, "ls -la"},
+		{"Bash", `{"description":"no command"}`, `{"description":"no command"}`},
+		{"Read", `{"file_path":"/home/dev/proj/a/b.go","offset":10}`, "a/b.go"},
+		{"Read", `{"file_path":"/home/dev/project2/x.go"}`, "/home/dev/project2/x.go"},
+		{"Read", `{"file_path":"/home/dev/proj"}`, "/home/dev/proj"},
+		{"Write", `{"file_path":"/tmp/x","content":"y"}`, "/tmp/x"},
+		{"Edit", `{"file_path":"rel.go"}`, "rel.go"},
+		{"MultiEdit", `{"file_path":"/home/dev/proj/m.go","edits":[]}`, "m.go"},
+		{"NotebookEdit", `{"notebook_path":"/home/dev/proj/n.ipynb"}`, "n.ipynb"},
+		{"Glob", `{"pattern":"**/*.go"}`, "**/*.go"},
+		{"Grep", `{"pattern":"TODO","path":"/home/dev/proj/view"}`, "TODO in view"},
+		{"Task", `{"description":"explore","prompt":"…","subagent_type":"Explore"}`, "explore (Explore)"},
+		{"Agent", `{"description":"fix it","prompt":"…"}`, "fix it"},
+		{"WebFetch", `{"url":"https://example.com/a?b=c"}`, "https://example.com/a?b=c"},
+		{"WebSearch", `{"query":"no-color.org"}`, "no-color.org"},
+		{"TodoWrite", `{"todos":[{"content":"a"}]}`, "1 todo"},
+		{"TodoWrite", `{"todos":[]}`, "0 todos"},
+		{"Unknown", `{"b": 1,  "a": [1, 2]}`, `{"b":1,"a":[1,2]}`},
+		{"Unknown", `{}`, ""},
+		{"Unknown", ``, ""},
+		{"Unknown", `not json`, "not json"},
+		{"Bash", `["an","array"]`, `["an","array"]`},
+		{"Bash", `{"command":"echo \u001b[31mx\u0007\ty"}`, "echo x y"},
+	}
+	for _, tt := range tests {
+		if got := toolSummary(tt.name, raw(tt.input), cwd+"/"); got != tt.want {
+			t.Errorf("toolSummary(%s, %s) = %q, want %q", tt.name, tt.input, got, tt.want)
+		}
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain text\n\tindented", "plain text\n\tindented"},
+		{"\x1b[1;31mred\x1b[0m", "red"},
+		{"\x1b[?25l\x1b[2J\x1b[10;20Hmoved", "moved"},
+		{"\x1b]0;title\x07after", "after"},
+		{"\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "link"},
+		{"\x1bPq#0;2;0;0;0\x1b\\sixel", "sixel"},
+		{"\x1b]unterminated", "unterminated"},
+		{"\x1b(Bcharset \x1b7saved\x1b8", "charset saved"},
+		{"a\r\nb\rc", "a\nbc"},
+		{"nul\x00bel\x07bs\x08del\x7f", "nulbelbsdel"},
+		{"c1\u009b31m \u0085next", "c131m next"},
+		{"bidi \u202eevil\u202c \u2066x\u2069", "bidi evil x"},
+		{"bad \xff\xfe utf8", "bad \uFFFD\uFFFD utf8"},
+		{"trailing esc \x1b", "trailing esc "},
+		{"日本語 ✔ 🙂", "日本語 ✔ 🙂"},
+	}
+	for _, tt := range tests {
+		if got := sanitize(tt.in); got != tt.want {
+			t.Errorf("sanitize(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func FuzzSanitize(f *testing.F) {
+	for _, s := range []string{"a\x1b[31mb", "\x1b]0;x\x07", "\x1b", "\u009b", "\xff", "\r\n", "日本"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := sanitize(s)
+		checkSafe(t, out)
+		if strings.ContainsRune(out, 0x1b) {
+			t.Errorf("ESC left in %q", out)
+		}
+		if sanitize(out) != out {
+			t.Errorf("sanitize is not idempotent on %q", s)
+		}
+	})
+}
+
+func TestTruncate(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"more than ten", 10, "more than…"},
+		{"日本語のテキスト", 7, "日本語…"},
+		{"日本語のテキスト", 8, "日本語…"},
+		{"e\u0301e\u0301e\u0301e\u0301", 3, "e\u0301e\u0301…"},
+		{"abc", 0, ""},
+	}
+	for _, tt := range tests {
+		got := truncate(tt.in, tt.max)
+		if got != tt.want {
+			t.Errorf("truncate(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+		if width(got) > tt.max {
+			t.Errorf("truncate(%q, %d) is %d columns wide", tt.in, tt.max, width(got))
+		}
+	}
+}
+
+func TestHumanDuration(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0ms"},
+		{-time.Second, "0ms"},
+		{850 * time.Millisecond, "850ms"},
+		{4250 * time.Millisecond, "4.2s"},
+		{59999 * time.Millisecond, "59.9s"},
+		{time.Minute, "1m00s"},
+		{3*time.Minute + 5*time.Second, "3m05s"},
+		{2*time.Hour + 7*time.Minute + 30*time.Second, "2h07m"},
+	}
+	for _, tt := range tests {
+		if got := humanDuration(tt.d); got != tt.want {
+			t.Errorf("humanDuration(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}
+
+func TestCount(t *testing.T) {
+	tests := []struct {
+		n    int64
+		want string
+	}{
+		{0, "0"}, {999, "999"}, {1000, "1k"}, {1540, "1.5k"}, {12345, "12.3k"},
+		{456789, "456k"}, {1_000_000, "1M"}, {1_234_567, "1.2M"}, {123_456_789, "123M"},
+	}
+	for _, tt := range tests {
+		if got := count(tt.n); got != tt.want {
+			t.Errorf("count(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestRelativeTime(t *testing.T) {
+	now := time.Date(2026, 11, 29, 17, 0, 0, 0, time.UTC)
+	tests := []struct {
+		ago  time.Duration
+		want string
+	}{
+		{-time.Minute, "just now"},
+		{0, "just now"},
+		{45 * time.Second, "45s ago"},
+		{3*time.Minute + 59*time.Second, "3m ago"},
+		{2 * time.Hour, "2h ago"},
+		{50 * time.Hour, "2d ago"},
+		{10 * 24 * time.Hour, "2026-11-19"},
+	}
+	for _, tt := range tests {
+		if got := relativeTime(now, now.Add(-tt.ago)); got != tt.want {
+			t.Errorf("relativeTime(-%v) = %q, want %q", tt.ago, got, tt.want)
+		}
+	}
+}
+
+func TestShortHome(t *testing.T) {
+	tests := []struct{ dir, home, want string }{
+		{"/home/dev/proj", "/home/dev", "~/proj"},
+		{"/home/dev", "/home/dev/", "~"},
+		{"/home/developer/x", "/home/dev", "/home/developer/x"},
+		{"/srv/x", "", "/srv/x"},
+	}
+	for _, tt := range tests {
+		if got := shortHome(tt.dir, tt.home); got != tt.want {
+			t.Errorf("shortHome(%q, %q) = %q, want %q", tt.dir, tt.home, got, tt.want)
+		}
+	}
+}
