@@ -160,6 +160,14 @@ func TestRunWritesAFileThroughBash(t *testing.T) {
 	if run.Capability.PermissionMode != "bypassPermissions" || !run.Capability.MCPIsolated || run.Capability.Dir != e.proj {
 		t.Errorf("capability %+v", run.Capability)
 	}
+	// Claude Code adds an internal placeholder for deferred tools; every
+	// real tool the model sees must be one of the allowed six.
+	allowed := map[string]bool{"Read": true, "Write": true, "Edit": true, "Bash": true, "Glob": true, "Grep": true}
+	for _, tool := range e.srv.MainRequests()[0].Tools {
+		if !allowed[tool] && tool != "DeferredToolPlaceholder" {
+			t.Errorf("the model saw tool %s beyond --allowed-tools", tool)
+		}
+	}
 	if run.RuntimeVer == "" || run.ResultText != "Done: wrote hello.txt" {
 		t.Errorf("version %q, result %q", run.RuntimeVer, run.ResultText)
 	}
@@ -223,7 +231,8 @@ func TestTextOutputIsLive(t *testing.T) {
 func TestTaskWithDashAndNewlinesReachesClaude(t *testing.T) {
 	e := newEnv(t, anthropictest.Text("ok"))
 	task := "-v is not a flag here\nsecond line\n  indented third"
-	r := e.run("-o", "json", task)
+	// "--" ends lane's own flags, as with any command.
+	r := e.run("-o", "json", "--", task)
 	wantExit(t, r, 0)
 	reqs := e.srv.MainRequests()
 	if len(reqs) == 0 {

@@ -73,7 +73,10 @@ func ClaudeArgs(o ClaudeOptions) []string {
 		args = append(args, "--permission-mode", o.PermissionMode)
 	}
 	if len(o.AllowedTools) > 0 {
-		args = append(args, "--allowedTools", strings.Join(o.AllowedTools, ","))
+		// --allowedTools only spares permission prompts (and bypassPermissions
+		// spares them all); --tools is what limits the tools the model sees.
+		args = append(args, "--tools", strings.Join(toolNames(o.AllowedTools), ","),
+			"--allowedTools", strings.Join(o.AllowedTools, ","))
 	}
 	if !o.AllowMCP {
 		args = append(args, "--strict-mcp-config")
@@ -88,6 +91,22 @@ func ClaudeArgs(o ClaudeOptions) []string {
 		args = append(args, "--max-turns", strconv.Itoa(o.MaxTurns))
 	}
 	return append(args, "--", o.Prompt)
+}
+
+// toolNames reduces permission rules such as "Bash(git *)" to the tool
+// names they concern, each once.
+func toolNames(rules []string) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, r := range rules {
+		name, _, _ := strings.Cut(r, "(")
+		name = strings.TrimSpace(name)
+		if name != "" && !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // ClaudeEnv is env without the variables that make Claude Code believe it

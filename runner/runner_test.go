@@ -258,11 +258,11 @@ func TestNoRetryForAuth(t *testing.T) {
 func TestClaudeArgs(t *testing.T) {
 	args := ClaudeArgs(ClaudeOptions{
 		Dir: "/proj", Prompt: "-starts with a dash\nand a newline", Model: "opus",
-		AllowedTools: []string{"Read", "Bash"}, PermissionMode: "bypassPermissions",
+		AllowedTools: []string{"Read", "Bash(git *)", "Bash(go test)"}, PermissionMode: "bypassPermissions",
 		AppendSystemPrompt: "be brief", ResumeSession: "s1", MaxTurns: 4,
 	})
 	want := []string{"-p", "--output-format", "stream-json", "--verbose", "--model", "opus",
-		"--add-dir", "/proj", "--permission-mode", "bypassPermissions", "--allowedTools", "Read,Bash",
+		"--add-dir", "/proj", "--permission-mode", "bypassPermissions", "--tools", "Read,Bash", "--allowedTools", "Read,Bash(git *),Bash(go test)",
 		"--strict-mcp-config", "--append-system-prompt", "be brief", "--resume", "s1", "--max-turns", "4",
 		"--", "-starts with a dash\nand a newline"}
 	if strings.Join(args, "|") != strings.Join(want, "|") {
