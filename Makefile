@@ -19,4 +19,4 @@ test: test-deps
 # Speed and memory figures (see README "Performance").
 bench: test-deps
 	$(GO) test -run '^$$' -bench . -benchmem ./streamjson/ ./store/
-	bash scripts/overhead.sh
+	$(GO) test -run '^$$' -bench . -benchtime 5x ./e2e/

@@ -231,7 +231,11 @@ func runClaudeOnce(ctx context.Context, o ClaudeOptions, parentID string, attemp
 		return nil
 	}
 	inv := Invocation{Path: o.Bin, Args: ClaudeArgs(o), Dir: o.Dir, Env: ClaudeEnv(o.Env)}
-	newSource := func(r io.Reader) EventSource { return streamjson.NewDecoder(r) }
+	newSource := func(r io.Reader) EventSource {
+		d := streamjson.NewDecoder(r)
+		d.MaxOutputSize = MaxEventOutput
+		return d
+	}
 	ex, err := supervise(ctx, inv, o.Watchdogs, newSource, emit)
 	if err != nil {
 		run.Status, run.ErrorKind = trace.StatusFailed, trace.ErrorCrash

@@ -56,6 +56,10 @@ type Exit struct {
 	Leftover []int
 }
 
+// MaxEventOutput bounds a tool output in the normalized events; the
+// runtime's raw line keeps the whole of it.
+const MaxEventOutput = 1 << 20
+
 const (
 	stderrTailLines   = 20
 	maxStderrLine     = 64 << 10
@@ -240,6 +244,7 @@ func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func
 				case trace.KindToolResult:
 					delete(pending, ev.ToolUseID)
 				}
+				ev.CapOutput(MaxEventOutput)
 				if cause := emit(ev); cause != nil {
 					beginStop(cause)
 				}

@@ -39,7 +39,7 @@ func newRow(ev trace.Event) (row, error) {
 	}
 	var raw []byte
 	if len(ev.Raw) > 0 {
-		raw = append([]byte(nil), ev.Raw...)
+		raw = ev.Raw // the caller hands it over (see EventWriter.Write)
 	}
 	return row{runID: ev.RunID, seq: ev.Seq, time: unixNano(ev.Time), kind: string(ev.Kind), payload: string(b), raw: raw}, nil
 }

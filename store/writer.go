@@ -83,7 +83,9 @@ func (s *Store) newEventWriter(runID string, afterFlush func(error)) *EventWrite
 }
 
 // Write buffers ev for the next flush; it never waits for the database.
-// ev.RunID must be empty or the writer's run; ev.Raw is copied. A non-nil
+// ev.RunID must be empty or the writer's run. The writer keeps ev.Raw
+// without copying it (a line can be many megabytes): the caller must not
+// change it afterwards. A non-nil
 // error means either that ev was refused (it could not be encoded, or the
 // writer is closed) or, wrapping the cause, that an earlier flush failed; in
 // the second case ev is buffered all the same.

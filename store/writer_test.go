@@ -73,23 +73,6 @@ func TestEventWriterCloseWritesAll(t *testing.T) {
 	}
 }
 
-func TestEventWriterCopiesRaw(t *testing.T) {
-	s := openTest(t)
-	createRun(t, s, "r")
-	w := s.NewEventWriter("r")
-	buf := []byte("original line")
-	ev := testEvent("r", 1, 0)
-	ev.Raw = buf
-	if err := w.Write(ev); err != nil {
-		t.Fatal(err)
-	}
-	copy(buf, "XXXXXXXX") // a decoder reuses its buffer
-	closeWriter(t, w)
-	if got := collect(t, s, "r", 0); string(got[0].Raw) != "original line" {
-		t.Errorf("raw = %q", got[0].Raw)
-	}
-}
-
 func TestEventWriterFlushVisibleToOtherStore(t *testing.T) {
 	path := testPath(t)
 	s1, s2 := openAt(t, path), openAt(t, path)

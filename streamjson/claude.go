@@ -87,7 +87,9 @@ type wireBlock struct {
 
 	ToolUseID string
 	Content   string // a tool_result's content, flattened
-	IsError   bool
+	// ContentSize is the content's full length when Content was cut.
+	ContentSize int64
+	IsError     bool
 }
 
 type wireUsage struct {
@@ -108,16 +110,16 @@ func (u wireUsage) trace() trace.Usage {
 
 // decode turns one non-blank line (owned by the caller) into its events.
 func (d *Decoder) decode(n int64, line []byte) []trace.Event {
-	evs := decodeLine(&d.w, n, line)
+	evs := decodeLine(&d.w, n, line, d.MaxOutputSize)
 	evs[0].Raw = line
 	return evs
 }
 
-func decodeLine(w *wireLine, n int64, line []byte) []trace.Event {
+func decodeLine(w *wireLine, n int64, line []byte, maxOutput int) []trace.Event {
 	blocks := w.Message.Content[:0] // reused: events copy what they keep
 	*w = wireLine{}
 	w.Message.Content = blocks
-	s := scanner{b: line}
+	s := scanner{b: line, maxStr: maxOutput}
 	isObject := s.peek() == '{'
 	if isObject {
 		w.read(&s)
@@ -473,7 +475,7 @@ func readBlocks(s *scanner, blocks []wireBlock) []wireBlock {
 			case "tool_use_id":
 				b.ToolUseID = s.str()
 			case "content":
-				b.Content = readToolOutput(s)
+				b.Content, b.ContentSize = readToolOutput(s)
 			case "is_error":
 				b.IsError = s.bool()
 			default:
@@ -487,16 +489,16 @@ func readBlocks(s *scanner, blocks []wireBlock) []wireBlock {
 // readToolOutput reads a tool_result's content: a string as it is; a list of
 // parts as their text joined by "\n", other parts named ("[image]"); null as
 // ""; anything else as its JSON text.
-func readToolOutput(s *scanner) string {
+func readToolOutput(s *scanner) (string, int64) {
 	switch s.peek() {
 	case '"':
-		return s.str()
+		return s.strCapped()
 	case 'n':
 		s.skip()
-		return ""
+		return "", 0
 	case '[':
 	default:
-		return string(s.raw())
+		return string(s.raw()), 0
 	}
 	s.array()
 	var b strings.Builder
@@ -535,7 +537,7 @@ func readToolOutput(s *scanner) string {
 			b.WriteString("[" + typ + "]")
 		}
 	}
-	return b.String()
+	return b.String(), 0
 }
 
 func systemEvents(w *wireLine, ev trace.Event) []trace.Event {
@@ -657,7 +659,7 @@ func userEvents(w *wireLine, base trace.Event) []trace.Event {
 		}
 		ev := base
 		ev.Kind = trace.KindToolResult
-		ev.ToolUseID, ev.Output, ev.IsError = b.ToolUseID, b.Content, b.IsError
+		ev.ToolUseID, ev.Output, ev.IsError, ev.OutputSize = b.ToolUseID, b.Content, b.IsError, b.ContentSize
 		evs = append(evs, ev)
 	}
 	return evs

@@ -35,6 +35,10 @@ type Decoder struct {
 	// without being held in memory. Zero or less means DefaultMaxLineSize.
 	// Set it before the first call to Next.
 	MaxLineSize int
+	// MaxOutputSize, when positive, bounds the Output of a tool_result event
+	// whose content is one string: only about that many bytes are decoded
+	// and OutputSize holds the full length. Raw keeps the whole line.
+	MaxOutputSize int
 
 	r        *bufio.Reader
 	long     gather // gathers a line longer than r's buffer

@@ -20,6 +20,8 @@ type scanner struct {
 	i     int
 	depth int
 	err   *syntaxError
+	// maxStr, when positive, bounds the strings read with strCapped.
+	maxStr int
 }
 
 // syntaxError is the first syntax error of a line, worded as encoding/json
@@ -368,6 +370,75 @@ func (s *scanner) str() string {
 		return ""
 	}
 	return decodeString(s.b[start:end], esc)
+}
+
+// strCapped reads a string value as str does, but decodes at most about
+// s.maxStr bytes of it; size is the full decoded length when it was cut,
+// else 0. A tool output of many megabytes is then never materialized.
+func (s *scanner) strCapped() (text string, size int64) {
+	if s.maxStr <= 0 || s.peek() != '"' {
+		return s.str(), 0
+	}
+	start, end, esc := s.scanString()
+	if s.err != nil {
+		return "", 0
+	}
+	raw := s.b[start:end]
+	if len(raw) <= s.maxStr {
+		return decodeString(raw, esc), 0
+	}
+	// Cut before the escape that straddles the limit, never inside one.
+	cut := 0
+	for cut < s.maxStr {
+		_, step := utf8.DecodeRune(raw[cut:]) // never split a character
+		if raw[cut] == '\\' {
+			step = 2
+			if raw[cut+1] == 'u' {
+				step = 6
+			}
+		}
+		if cut+step > s.maxStr {
+			break
+		}
+		cut += step
+	}
+	text = decodeString(raw[:cut], esc)
+	if !esc {
+		return text, int64(len(raw))
+	}
+	return text, decodedLen(raw)
+}
+
+// decodedLen is the length in bytes of a checked JSON string's contents once
+// its escapes are decoded (invalid UTF-8 counted as it stands).
+func decodedLen(raw []byte) int64 {
+	var n int64
+	for i := 0; i < len(raw); {
+		if raw[i] != '\\' {
+			n++
+			i++
+			continue
+		}
+		if raw[i+1] != 'u' {
+			n++
+			i += 2
+			continue
+		}
+		r := hex4(raw[i+2:])
+		i += 6
+		if utf16.IsSurrogate(r) && i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+			if dec := utf16.DecodeRune(r, hex4(raw[i+2:])); dec != utf8.RuneError {
+				n += int64(utf8.RuneLen(dec))
+				i += 6
+				continue
+			}
+		}
+		if utf16.IsSurrogate(r) {
+			r = utf8.RuneError
+		}
+		n += int64(utf8.RuneLen(r))
+	}
+	return n
 }
 
 // strs reads an array of strings; other elements are skipped.

@@ -3,8 +3,10 @@ package streamjson
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf16"
 )
 
 func scanValid(data []byte) (bool, string) {
@@ -103,7 +105,7 @@ func FuzzScanner(f *testing.F) {
 			}
 		case map[string]any:
 			var w wireLine
-			evs := decodeLine(&w, 1, data)
+			evs := decodeLine(&w, 1, data, 0)
 			typ, _ := v["type"].(string)
 			sid, _ := v["session_id"].(string)
 			if w.Type != typ || w.SessionID != sid {
@@ -116,4 +118,60 @@ func FuzzScanner(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestStrCappedIsAPrefixWithTheFullSize(t *testing.T) {
+	texts := []string{
+		strings.Repeat("plain ascii ", 20),
+		"quotes \" and \\ backslashes\n\ttabs " + strings.Repeat("\\", 7),
+		"unicode é ü 日本語 😀 and a control \x01 character",
+	}
+	for _, text := range texts {
+		enc, err := json.Marshal(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Also a form with every non-ASCII character escaped.
+		escaped := asciiJSON(enc)
+		for _, js := range [][]byte{enc, escaped} {
+			var full string
+			if err := json.Unmarshal(js, &full); err != nil {
+				t.Fatal(err)
+			}
+			for limit := 1; limit <= len(js)+1; limit++ {
+				s := scanner{b: js, maxStr: limit}
+				got, size := s.strCapped()
+				if s.err != nil {
+					t.Fatalf("%s limit %d: %s", js, limit, s.err.msg)
+				}
+				if !strings.HasPrefix(full, strings.TrimSuffix(got, "\uFFFD")) {
+					t.Fatalf("%s limit %d: %q is not a prefix of %q", js, limit, got, full)
+				}
+				if got != full && size != int64(len(full)) {
+					t.Fatalf("%s limit %d: size %d, want %d", js, limit, size, len(full))
+				}
+				if size == 0 && got != full {
+					t.Fatalf("%s limit %d: cut without a size", js, limit)
+				}
+			}
+		}
+	}
+}
+
+// asciiJSON escapes every non-ASCII character of a JSON text as \uXXXX,
+// pairs of surrogates included.
+func asciiJSON(js []byte) []byte {
+	var b bytes.Buffer
+	for _, r := range string(js) {
+		switch {
+		case r < 0x80:
+			b.WriteRune(r)
+		case r > 0xFFFF:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, "\\u%04x\\u%04x", r1, r2)
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.Bytes()
 }

@@ -5,7 +5,9 @@ package trace
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Kind is the normalized kind of an event. The set is small and closed; anything
@@ -117,6 +119,9 @@ type Event struct {
 	Input     json.RawMessage `json:"input,omitempty"`
 	Output    string          `json:"output,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
+	// OutputSize is the full output's length in bytes when Output was cut
+	// short (see CapOutput); the whole output is still in Raw.
+	OutputSize int64 `json:"output_size,omitempty"`
 
 	Usage  *Usage  `json:"usage,omitempty"`
 	Retry  *Retry  `json:"retry,omitempty"`
@@ -214,4 +219,19 @@ type Run struct {
 	// shown as interrupted.
 	OwnerPID   int    `json:"owner_pid,omitempty"`
 	OwnerStart uint64 `json:"owner_start,omitempty"` // process start time in clock ticks since boot
+}
+
+// CapOutput cuts Output to at most limit bytes (at a UTF-8 boundary) and
+// records the full size, so a giant tool output is not copied into every
+// consumer of the normalized form. The runtime's line in Raw keeps it whole.
+func (e *Event) CapOutput(limit int) {
+	if len(e.Output) <= limit {
+		return
+	}
+	e.OutputSize = int64(len(e.Output))
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(e.Output[cut]) {
+		cut--
+	}
+	e.Output = strings.Clone(e.Output[:cut]) // release the large original
 }

@@ -4,10 +4,18 @@ package main
 
 import (
 	"os"
+	"runtime/debug"
 
 	"lane/cmd"
 )
 
+// softMemoryLimit keeps the heap near lane's real needs when a runtime
+// prints lines of many megabytes; GOMEMLIMIT overrides it.
+const softMemoryLimit = 32 << 20
+
 func main() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(softMemoryLimit)
+	}
 	os.Exit(cmd.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
