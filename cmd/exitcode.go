@@ -2,6 +2,9 @@ package cmd
 
 import (
 	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
 
 	"lane/runner"
 	"lane/trace"
@@ -26,6 +29,24 @@ func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
 
 func usageErrorf(err error) error { return &UsageError{Err: err} }
+
+// exactArgs is cobra.ExactArgs with its complaint marked as a usage error.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(n)(c, args); err != nil {
+			return usageErrorf(fmt.Errorf("%s: %w", c.UseLine(), err))
+		}
+		return nil
+	}
+}
+
+// noArgs is cobra.NoArgs with its complaint marked as a usage error.
+func noArgs(c *cobra.Command, args []string) error {
+	if err := cobra.NoArgs(c, args); err != nil {
+		return usageErrorf(err)
+	}
+	return nil
+}
 
 // RunOutcomeError carries a finished run whose status is not success; the
 // run has already been printed, so Main prints nothing more.

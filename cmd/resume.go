@@ -16,7 +16,7 @@ func NewCmdResume(f *Factory, runF func(context.Context, *RunOptions) error) *co
 		Short: "Continue the session of an earlier run in the same folder",
 		Long: `Resume runs TASK in the folder of RUN (an id or a unique prefix), continuing
 the runtime session that run ended with, and links the new run to it.`,
-		Args: cobra.ExactArgs(2),
+		Args: exactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			task, err := readTask(args[1], f.IO.In)
 			if err != nil {

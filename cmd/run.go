@@ -65,7 +65,7 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 		Long: `Run starts Claude Code headless in --dir on TASK, shows its work live and
 records the run and every event in lane's database. TASK "-" reads the task
 from standard input.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			task, err := readTask(args[0], f.IO.In)
 			if err != nil {

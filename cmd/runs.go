@@ -28,7 +28,7 @@ func NewCmdRuns(f *Factory, runF func(context.Context, *RunsOptions) error) *cob
 	c := &cobra.Command{
 		Use:   "runs",
 		Short: "List recent runs, newest first",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(c.Context(), opts)

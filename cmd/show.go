@@ -26,7 +26,7 @@ func NewCmdShow(f *Factory, runF func(context.Context, *ShowOptions) error) *cob
 		Long: `Show prints a run (an id or a unique prefix) as the live view showed it.
 --output-format json prints the run record with its events; stream-json
 prints the events as JSON lines, then the run record.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.RunID = args[0]
 			if runF != nil {

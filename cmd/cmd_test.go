@@ -1,0 +1,200 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lane/runner"
+	"lane/trace"
+)
+
+func testFactory(t *testing.T, stdin string) (*Factory, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	db := filepath.Join(t.TempDir(), "lane.db")
+	f := &Factory{
+		IO:      IO{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut},
+		Getenv:  func(k string) string { return map[string]string{"LANE_DB": db}[k] },
+		Environ: func() []string { return nil },
+	}
+	return f, &out, &errOut
+}
+
+func TestRunFlags(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		stdin string
+		check func(*testing.T, *RunOptions)
+	}{
+		{
+			name: "defaults",
+			args: []string{"fix the bug"},
+			check: func(t *testing.T, o *RunOptions) {
+				if o.Dir != "." || o.Model != "sonnet" || o.PermissionMode != "bypassPermissions" || o.AllowMCP ||
+					o.OutputFormat != "text" || o.Task != "fix the bug" || o.Retries != 0 || o.MaxTurns != 0 {
+					t.Errorf("%+v", o)
+				}
+				if strings.Join(o.AllowedTools, ",") != "Read,Write,Edit,Bash,Glob,Grep" {
+					t.Errorf("allowed tools %v", o.AllowedTools)
+				}
+				if o.FirstByteTimeout != 2*time.Minute || o.IdleTimeout != 5*time.Minute || o.HardTimeout != time.Hour {
+					t.Errorf("timeouts %v %v %v", o.FirstByteTimeout, o.IdleTimeout, o.HardTimeout)
+				}
+			},
+		},
+		{
+			name: "everything set",
+			args: []string{"--dir", "/p", "--model", "opus", "--allowed-tools", "Read,Bash(git *)", "--append-system-prompt", "be brief",
+				"--resume", "sess", "--permission-mode", "acceptEdits", "--allow-mcp", "--max-turns", "7", "--claude-bin", "/bin/c",
+				"--first-byte-timeout", "90s", "--idle-timeout", "0", "--hard-timeout", "2h", "--retries", "2", "-o", "stream-json",
+				"--", "-dash task"},
+			check: func(t *testing.T, o *RunOptions) {
+				want := RunOptions{Dir: "/p", Model: "opus", AllowedTools: []string{"Read", "Bash(git *)"}, AppendSystemPrompt: "be brief",
+					Resume: "sess", PermissionMode: "acceptEdits", AllowMCP: true, MaxTurns: 7, ClaudeBin: "/bin/c",
+					FirstByteTimeout: 90 * time.Second, HardTimeout: 2 * time.Hour, Retries: 2, OutputFormat: "stream-json", Task: "-dash task"}
+				if fmt.Sprint(*o) != fmt.Sprint(want) {
+					t.Errorf("got  %+v\nwant %+v", *o, want)
+				}
+			},
+		},
+		{
+			name:  "task from stdin keeps inner newlines",
+			args:  []string{"-"},
+			stdin: "line one\n\nline three\n",
+			check: func(t *testing.T, o *RunOptions) {
+				if o.Task != "line one\n\nline three" {
+					t.Errorf("task %q", o.Task)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, _, _ := testFactory(t, tt.stdin)
+			var got *RunOptions
+			c := NewCmdRun(f, func(_ context.Context, o *RunOptions) error { got = o; return nil })
+			c.SetArgs(tt.args)
+			c.SetIn(f.IO.In)
+			if err := c.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, got)
+		})
+	}
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"run"},
+		{"run", "--dir", filepath.Join(dir, "missing"), "task"},
+		{"run", "--nope", "task"},
+		{"run", "--dir", dir, "-o", "xml", "task"},
+		{"run", "--dir", dir, "--idle-timeout", "-1s", "task"},
+		{"run", "--dir", dir, "   "},
+		{"run", "--dir", dir, "-"},
+		{"runs", "--status", "weird"},
+		{"show", "abc"},
+		{"resume", "abc", "more"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			f, _, _ := testFactory(t, "")
+			root := NewRootCmd(f)
+			root.SetArgs(args)
+			err := root.Execute()
+			if code := ExitCode(err); code != ExitUsage {
+				t.Errorf("exit %d (%v), want %d", code, err, ExitUsage)
+			}
+		})
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	run := func(s trace.Status, k trace.ErrorKind) error {
+		return &RunOutcomeError{Run: &trace.Run{Status: s, ErrorKind: k}}
+	}
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{nil, ExitOK},
+		{run(trace.StatusFailed, trace.ErrorAgent), ExitRunFailed},
+		{run(trace.StatusFailed, trace.ErrorCrash), ExitRunFailed},
+		{run(trace.StatusFailed, trace.ErrorContradiction), ExitRunFailed},
+		{run(trace.StatusTimedOut, trace.ErrorTimeout), ExitTimeout},
+		{run(trace.StatusFailed, trace.ErrorAuth), ExitAuth},
+		{run(trace.StatusFailed, trace.ErrorRuntimeMissing), ExitRuntimeMissing},
+		{run(trace.StatusCancelled, trace.ErrorCancelled), ExitCancelled},
+		{&runner.MissingError{Runtime: "Claude Code"}, ExitRuntimeMissing},
+		{usageErrorf(errors.New("bad")), ExitUsage},
+		{fmt.Errorf("open database: %w", errors.New("disk full")), ExitInternal},
+	}
+	for _, tt := range tests {
+		if got := ExitCode(tt.err); got != tt.want {
+			t.Errorf("ExitCode(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestResumeTakesFolderSessionAndCostFromTheRun(t *testing.T) {
+	f, _, _ := testFactory(t, "")
+	ctx := context.Background()
+	st, err := f.OpenStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := &trace.Run{ID: "abcdef0123456789", Status: trace.StatusSucceeded, Runtime: "claude", Model: "opus",
+		Dir: "/work/proj", SessionID: "sess-9", SessionCostUSD: 0.25, StartedAt: time.Now()}
+	if err := st.CreateRun(ctx, prev); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	var got *RunOptions
+	c := NewCmdResume(f, func(_ context.Context, o *RunOptions) error { got = o; return nil })
+	c.SetArgs([]string{"abcd", "now add logging"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Resume != "sess-9" || got.ParentRunID != prev.ID || got.Dir != "/work/proj" || got.Model != "opus" ||
+		got.PriorSessionCostUSD != 0.25 || got.Task != "now add logging" {
+		t.Errorf("%+v", got)
+	}
+}
+
+func TestRunsPrintsHistory(t *testing.T) {
+	f, out, errOut := testFactory(t, "")
+	ctx := context.Background()
+	root := NewRootCmd(f)
+	root.SetArgs([]string{"runs"})
+	if err := root.ExecuteContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "no runs") {
+		t.Errorf("empty history: %q", errOut.String())
+	}
+	st, _ := f.OpenStore(ctx)
+	for i, s := range []trace.Status{trace.StatusSucceeded, trace.StatusFailed} {
+		r := &trace.Run{ID: fmt.Sprintf("%016d", i), Status: s, Runtime: "claude", Model: "sonnet", Dir: "/p",
+			Prompt: "task " + string(s), StartedAt: time.Now(), OwnerPID: 1}
+		if err := st.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	root = NewRootCmd(f)
+	root.SetArgs([]string{"runs", "--status", "failed"})
+	if err := root.ExecuteContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "task failed") || strings.Contains(out.String(), "task succeeded") {
+		t.Errorf("lane runs --status failed:\n%s", out.String())
+	}
+}
