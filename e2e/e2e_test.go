@@ -386,45 +386,61 @@ func TestResumeContinuesTheSession(t *testing.T) {
 	}
 }
 
-func TestCtrlCLeavesNoProcessBehind(t *testing.T) {
-	marker := fmt.Sprintf("lane-e2e-marker-%d", time.Now().UnixNano())
-	e := newEnv(t,
+// startBusyRun starts `lane run` on a task whose Bash tool runs for minutes
+// and returns once that tool's shell exists. marker names the tool's
+// processes; stdout is what lane printed after the tool call.
+func startBusyRun(t *testing.T, marker string) (e *env, cmd *exec.Cmd, stdout io.Reader, runID string) {
+	t.Helper()
+	e = newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo started; sleep 300; echo "+marker)),
 		anthropictest.Text("never"))
-	cmd := exec.Command(laneBin, "run", "--dir", e.proj, "-o", "stream-json", "wait")
+	cmd = exec.Command(laneBin, "run", "--dir", e.proj, "-o", "stream-json", "wait")
 	cmd.Env = e.vars
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
-	// Wait until the tool runs: its call is on stdout and its shell exists.
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), `"kind":"tool_call"`) {
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		for _, p := range pidsWith(marker) {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	br := bufio.NewReader(out)
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("lane ended before the tool call: %v", err)
+		}
+		var ev trace.Event
+		if json.Unmarshal(line, &ev) == nil && ev.Kind == trace.KindToolCall {
+			runID = ev.RunID
 			break
 		}
 	}
 	waitFor(t, 20*time.Second, func() bool { return len(pidsWith(marker)) > 0 })
+	return e, cmd, br, runID
+}
+
+func TestCtrlCLeavesNoProcessBehind(t *testing.T) {
+	marker := fmt.Sprintf("lane-e2e-marker-%d", time.Now().UnixNano())
+	_, cmd, stdout, _ := startBusyRun(t, marker)
 
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
 	rest, _ := io.ReadAll(stdout)
 	err := cmd.Wait()
-	code := cmd.ProcessState.ExitCode()
-	if code != 130 {
-		t.Fatalf("exit %d (%v), want 130\nstderr: %s\nstdout: %s", code, err, stderr.String(), rest)
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("exit %d (%v), want 130\nstdout: %s", code, err, rest)
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("stopping took %s", took)
 	}
 	if left := pidsWith(marker); len(left) > 0 {
-		for _, p := range left {
-			syscall.Kill(p, syscall.SIGKILL)
-		}
 		t.Fatalf("processes left behind: %v", left)
 	}
 	run := lastRun(t, result{stdout: string(rest)})
@@ -435,26 +451,7 @@ func TestCtrlCLeavesNoProcessBehind(t *testing.T) {
 
 func TestKilledLaneShowsInterrupted(t *testing.T) {
 	marker := fmt.Sprintf("lane-e2e-kill9-%d", time.Now().UnixNano())
-	e := newEnv(t,
-		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo started; sleep 300; echo "+marker)),
-		anthropictest.Text("never"))
-	cmd := exec.Command(laneBin, "run", "--dir", e.proj, "-o", "stream-json", "wait")
-	cmd.Env = e.vars
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(nil, 64<<20)
-	var runID string
-	for sc.Scan() {
-		var ev trace.Event
-		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Kind == trace.KindToolCall {
-			runID = ev.RunID
-			break
-		}
-	}
-	waitFor(t, 20*time.Second, func() bool { return len(pidsWith(marker)) > 0 })
+	e, cmd, _, runID := startBusyRun(t, marker)
 	cmd.Process.Kill()
 	cmd.Wait()
 	// The runtime got SIGINT from the kernel when lane died and stops its tool.
