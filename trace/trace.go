@@ -20,6 +20,7 @@ const (
 	KindThinking   Kind = "thinking"    // assistant reasoning
 	KindToolCall   Kind = "tool_call"   // the agent called a tool (ToolUseID, ToolName, Input)
 	KindToolResult Kind = "tool_result" // a tool finished (ToolUseID, Output, IsError)
+	KindToolOutput Kind = "tool_output" // live output of a running tool (ToolUseID, Output)
 	KindUsage      Kind = "usage"       // token usage of one API response (MessageID, Usage)
 	KindRetry      Kind = "retry"       // the runtime retries an API call (Retry)
 	KindCompact    Kind = "compact"     // the runtime compacted its context
@@ -29,6 +30,8 @@ const (
 	KindStderr     Kind = "stderr"      // one line the runtime wrote to stderr (Text)
 	KindRaw        Kind = "raw"         // a line lane could not normalize, kept as is
 	KindDelta      Kind = "delta"       // a partial message fragment (Text holds a text/thinking delta)
+	KindTodo       Kind = "todo"        // the agent's plan changed (Text: the rendered list)
+	KindTranscript Kind = "transcript"  // the local loop's whole conversation (Raw: JSON), kept for resume
 )
 
 // Usage counts tokens. Cache reads and cache creation are kept apart from
