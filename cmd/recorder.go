@@ -80,7 +80,7 @@ func (r *runRecorder) finish(run *trace.Run) error {
 
 // recordMissing records a run that could not start because the runtime is
 // missing, so the history shows it too.
-func (r *runRecorder) recordMissing(ctx context.Context, opts *RunOptions, dir string, me *runner.MissingError) error {
+func (r *runRecorder) recordMissing(ctx context.Context, opts *RunOptions, dir string, me *runner.MissingError) (*trace.Run, error) {
 	now := time.Now().UTC()
 	run := &trace.Run{
 		ID: trace.NewRunID(), ParentRunID: opts.ParentRunID, Attempt: 1,
@@ -92,12 +92,10 @@ func (r *runRecorder) recordMissing(ctx context.Context, opts *RunOptions, dir s
 	}
 	run.OwnerStart, _ = proc.StartTime(run.OwnerPID)
 	if err := r.st.CreateRun(ctx, run); err != nil {
-		return err
+		return nil, err
 	}
 	if r.format == formatText {
 		_ = r.printer.Summary(run)
-	} else if err := r.finish(run); err != nil {
-		return err
 	}
-	return &RunOutcomeError{Run: run}
+	return run, nil
 }

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -15,7 +14,9 @@ func NewCmdResume(f *Factory, runF func(context.Context, *RunOptions) error) *co
 		Use:   "resume [flags] RUN TASK|-",
 		Short: "Continue the session of an earlier run in the same folder",
 		Long: `Resume runs TASK in the folder of RUN (an id or a unique prefix), continuing
-the runtime session that run ended with, and links the new run to it.`,
+the runtime session that run ended with, and links the new run to it. A run
+of the local loop continues from its stored transcript (pass --base-url
+again if it used one).`,
 		Args: exactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			task, err := readTask(args[1], f.IO.In)
@@ -36,8 +37,8 @@ the runtime session that run ended with, and links the new run to it.`,
 			if prev.SessionID == "" {
 				return usageErrorf(fmt.Errorf("run %s has no session to resume (it %s before the runtime started one)", prev.ID, prev.Status))
 			}
-			if prev.Runtime != "claude" {
-				return usageErrorf(errors.New("only Claude runs can be resumed"))
+			if prev.Runtime == "local" && !c.Flags().Changed("runtime") {
+				opts.Runtime = "local"
 			}
 			opts.Resume = prev.SessionID
 			opts.ParentRunID = prev.ID

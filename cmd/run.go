@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lane/config"
 	"lane/runner"
 	"lane/store"
 	"lane/trace"
@@ -35,6 +36,15 @@ type RunOptions struct {
 	Retries            int
 	OutputFormat       string
 	Task               string
+
+	// The local loop's (see README "The local-model lane").
+	Runtime     string
+	BaseURL     string
+	ToolMode    string
+	Sandbox     string
+	MaxCost     float64
+	Fallback    string
+	BashTimeout time.Duration
 
 	// Set by lane resume.
 	ParentRunID         string
@@ -100,6 +110,13 @@ func addRunFlags(c *cobra.Command, opts *RunOptions) {
 	fl.DurationVar(&opts.HardTimeout, "hard-timeout", time.Hour, "fail if the whole run takes longer (0: off)")
 	fl.IntVar(&opts.Retries, "retries", 0, "re-run a timeout, API overload or crash this many times")
 	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text, json or stream-json")
+	fl.StringVar(&opts.Runtime, "runtime", "", "claude or local (default: from --model; PROVIDER:MODEL runs the local loop)")
+	fl.StringVar(&opts.BaseURL, "base-url", "", "the model server's API base URL (local loop)")
+	fl.StringVar(&opts.ToolMode, "tool-mode", "native", "native tool calls, or text: JSON action blocks in the model's prose (local loop)")
+	fl.StringVar(&opts.Sandbox, "sandbox", "auto", "confine bash: auto, landlock, bwrap or off (local loop)")
+	fl.Float64Var(&opts.MaxCost, "max-cost", 0, "stop before spending more than this many USD (local loop; 0: no limit)")
+	fl.StringVar(&opts.Fallback, "fallback", "", "when Claude Code cannot run the task, rerun it on this PROVIDER:MODEL")
+	fl.DurationVar(&opts.BashTimeout, "bash-timeout", 2*time.Minute, "default timeout of one bash command (local loop)")
 }
 
 func readTask(arg string, in io.Reader) (string, error) {
@@ -136,13 +153,28 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		}
 		addDirs = append(addDirs, ad)
 	}
-	for _, d := range []time.Duration{opts.FirstByteTimeout, opts.IdleTimeout, opts.HardTimeout} {
+	for _, d := range []time.Duration{opts.FirstByteTimeout, opts.IdleTimeout, opts.HardTimeout, opts.BashTimeout} {
 		if d < 0 {
 			return usageErrorf(errors.New("timeouts must not be negative"))
 		}
 	}
-	if opts.Retries < 0 || opts.MaxTurns < 0 {
-		return usageErrorf(errors.New("--retries and --max-turns must not be negative"))
+	if opts.Retries < 0 || opts.MaxTurns < 0 || opts.MaxCost < 0 {
+		return usageErrorf(errors.New("--retries, --max-turns and --max-cost must not be negative"))
+	}
+	if opts.ToolMode != "native" && opts.ToolMode != "text" {
+		return usageErrorf(fmt.Errorf("unknown --tool-mode %q (want native or text)", opts.ToolMode))
+	}
+	cfg, err := config.Load(config.Path(f.Getenv))
+	if err != nil {
+		return usageErrorf(err)
+	}
+	target, err := cfg.Resolve(opts.Model, opts.Runtime, opts.BaseURL, f.Getenv)
+	if err != nil {
+		return usageErrorf(err)
+	}
+	fallback := opts.Fallback
+	if fallback == "" {
+		fallback = cfg.Fallback
 	}
 
 	st, err := f.OpenStore(ctx)
@@ -154,8 +186,44 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		// Only the clean-up of orphaned tools after a stop is weaker.
 		fmt.Fprintln(f.IO.ErrOut, "lane: warning:", err)
 	}
-
 	rec := newRunRecorder(st, f.IO, opts.OutputFormat)
+
+	var run *trace.Run
+	if target.Runtime == config.RuntimeLocal {
+		run, err = runLocal(ctx, f, st, rec, cfg, target, opts, dir, addDirs)
+	} else {
+		run, err = runClaude(ctx, f, rec, opts, dir, addDirs)
+	}
+	if err != nil {
+		return err
+	}
+	if target.Runtime == config.RuntimeClaude && fallback != "" && run.Status == trace.StatusFailed && fallbackWorthy(run) && ctx.Err() == nil {
+		ft, err := cfg.Resolve(fallback, "", "", f.Getenv)
+		if err != nil {
+			return usageErrorf(fmt.Errorf("--fallback: %w", err))
+		}
+		if ft.Runtime != config.RuntimeLocal {
+			return usageErrorf(errFallbackNotLocal)
+		}
+		fmt.Fprintf(f.IO.ErrOut, "lane: the Claude lane could not run the task (%s); running it on %s instead\n", run.ErrorKind, ft.Label())
+		next := *opts
+		next.ParentRunID, next.Resume = run.ID, ""
+		if run, err = runLocal(ctx, f, st, rec, cfg, ft, &next, dir, addDirs); err != nil {
+			return err
+		}
+	}
+	if err := rec.finish(run); err != nil {
+		return err
+	}
+	if run.Status != trace.StatusSucceeded {
+		return &RunOutcomeError{Run: run}
+	}
+	return nil
+}
+
+// runClaude runs opts on Claude Code. A missing binary is recorded as a
+// failed run, so that the history shows it and a fallback can follow.
+func runClaude(ctx context.Context, f *Factory, rec *runRecorder, opts *RunOptions, dir string, addDirs []string) (*trace.Run, error) {
 	env := f.Environ()
 	bin := opts.ClaudeBin
 	if bin == "" {
@@ -167,9 +235,9 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		if errors.As(err, &me) {
 			return rec.recordMissing(ctx, opts, dir, me)
 		}
-		return err
+		return nil, err
 	}
-	o := runner.ClaudeOptions{
+	return runner.RunClaude(ctx, runner.ClaudeOptions{
 		Bin:                 path,
 		Version:             version,
 		Dir:                 dir,
@@ -191,18 +259,7 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 			Idle:      opts.IdleTimeout,
 			Hard:      opts.HardTimeout,
 		},
-	}
-	run, err := runner.RunClaude(ctx, o, rec)
-	if err != nil {
-		return err
-	}
-	if err := rec.finish(run); err != nil {
-		return err
-	}
-	if run.Status != trace.StatusSucceeded {
-		return &RunOutcomeError{Run: run}
-	}
-	return nil
+	}, rec)
 }
 
 func resolveDir(d string) (string, error) {

@@ -94,6 +94,7 @@ const (
 	ErrServer          ErrorKind = "server"           // 5xx after retries
 	ErrBadRequest      ErrorKind = "bad_request"      // other 4xx
 	ErrInvalidResponse ErrorKind = "invalid_response" // a reply lane cannot read
+	ErrCanceled        ErrorKind = "canceled"         // ctx ended first; Err holds ctx's error and cause
 )
 
 // Error is a provider failure with what a person needs to act on it.

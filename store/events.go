@@ -215,3 +215,25 @@ func (s *Store) MaxEventSeq(ctx context.Context, runID string) (int64, error) {
 	}
 	return n.Int64, nil
 }
+
+// LastEventOfKind returns the run's latest event of kind, Raw included, or
+// ErrNotFound.
+func (s *Store) LastEventOfKind(ctx context.Context, runID string, kind trace.Kind) (*trace.Event, error) {
+	var payload string
+	var raw []byte
+	err := s.db.QueryRowContext(ctx,
+		`SELECT payload, raw FROM events WHERE run_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1`,
+		runID, string(kind)).Scan(&payload, &raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("no %s event in run %s: %w", kind, runID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("last %s event of run %s: %w", kind, runID, err)
+	}
+	var ev trace.Event
+	if err := json.Unmarshal([]byte(payload), &ev); err != nil {
+		return nil, fmt.Errorf("decode %s event of run %s: %w", kind, runID, err)
+	}
+	ev.Raw = raw
+	return &ev, nil
+}

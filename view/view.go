@@ -100,12 +100,17 @@ func (p *Printer) render(b *strings.Builder, ev trace.Event) {
 		p.line(b, depth, dim, truncate(label, lineWidth))
 	case trace.KindCompact:
 		p.line(b, depth, dim, "── context compacted ──")
+	case trace.KindTodo:
+		for _, l := range lines(ev.Text) {
+			p.line(b, depth, dim, l)
+		}
 	case trace.KindStderr:
 		for _, l := range lines(ev.Text) {
 			p.line(b, depth, dim, "stderr: "+l)
 		}
 	}
-	// usage, result, delta, raw and kinds this version does not know: nothing.
+	// usage, result, delta, raw, tool_output (the result sums it up),
+	// transcript and kinds this version does not know: nothing.
 }
 
 // depth is how far ev is indented: one level under the call that started the
@@ -296,11 +301,13 @@ func toolSummary(name string, input json.RawMessage, cwd string) string {
 		URL          string            `json:"url"`
 		Query        string            `json:"query"`
 		Todos        []json.RawMessage `json:"todos"`
+		Items        []json.RawMessage `json:"items"`
+		Name         string            `json:"name"`
 	}
 	s := ""
 	if len(input) > 0 && json.Unmarshal(input, &in) == nil {
 		switch name {
-		case "Bash":
+		case "Bash", "bash":
 			first, more := firstLine(in.Command)
 			s = strings.TrimSpace(first)
 			if more {
@@ -311,12 +318,14 @@ func toolSummary(name string, input json.RawMessage, cwd string) string {
 			if s == "" {
 				s = relPath(in.NotebookPath, cwd)
 			}
-		case "Glob", "Grep":
+		case "read_file", "write_file", "edit_file":
+			s = relPath(in.Path, cwd)
+		case "Glob", "Grep", "glob", "grep":
 			s = flat(in.Pattern)
 			if s != "" && in.Path != "" {
 				s += " in " + relPath(in.Path, cwd)
 			}
-		case "Task", "Agent":
+		case "Task", "Agent", "task":
 			s = flat(in.Description)
 			if s != "" && in.SubagentType != "" {
 				s += " (" + flat(in.SubagentType) + ")"
@@ -329,6 +338,12 @@ func toolSummary(name string, input json.RawMessage, cwd string) string {
 			if in.Todos != nil {
 				s = plural(len(in.Todos), "todo")
 			}
+		case "todo":
+			if in.Items != nil {
+				s = plural(len(in.Items), "todo")
+			}
+		case "load_skill":
+			s = flat(in.Name)
 		}
 	}
 	if s == "" && len(input) > 0 {

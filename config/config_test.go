@@ -1,0 +1,72 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestResolve(t *testing.T) {
+	f := &File{Endpoints: map[string]Endpoint{"gpu": {API: "openai", BaseURL: "http://gpu:8000/v1", KeyEnv: "GPU_KEY", ContextWindow: 32768}}}
+	vars := env(map[string]string{"OPENAI_API_KEY": "sk-o", "ANTHROPIC_API_KEY": "sk-a", "GPU_KEY": "g", "OLLAMA_HOST": "box:11434"})
+	tests := []struct {
+		model, runtime, baseURL string
+		want                    Target
+		err                     string
+	}{
+		{model: "sonnet", want: Target{Runtime: "claude", Model: "sonnet"}},
+		{model: "claude-opus-4-1", want: Target{Runtime: "claude", Model: "claude-opus-4-1"}},
+		{model: "ollama:qwen2.5-coder:7b", want: Target{Runtime: "local", Provider: "ollama", Model: "qwen2.5-coder:7b", API: "openai", BaseURL: "http://box:11434/v1"}},
+		{model: "openai:gpt-4.1-mini", want: Target{Runtime: "local", Provider: "openai", Model: "gpt-4.1-mini", API: "openai", BaseURL: "https://api.openai.com/v1", KeyEnv: "OPENAI_API_KEY", APIKey: "sk-o"}},
+		{model: "anthropic:claude-sonnet-4-5", want: Target{Runtime: "local", Provider: "anthropic", Model: "claude-sonnet-4-5", API: "anthropic", BaseURL: "https://api.anthropic.com", KeyEnv: "ANTHROPIC_API_KEY", APIKey: "sk-a"}},
+		{model: "gpu:qwen3-coder", want: Target{Runtime: "local", Provider: "gpu", Model: "qwen3-coder", API: "openai", BaseURL: "http://gpu:8000/v1", KeyEnv: "GPU_KEY", APIKey: "g", ContextWindow: 32768}},
+		{model: "llama3", runtime: "local", baseURL: "http://127.0.0.1:8080/v1", want: Target{Runtime: "local", Provider: "openai-compatible", Model: "llama3", API: "openai", BaseURL: "http://127.0.0.1:8080/v1", KeyEnv: "OPENAI_API_KEY", APIKey: "sk-o"}},
+		{model: "llama3", runtime: "local", err: "needs an endpoint"},
+		{model: "ollama:qwen", runtime: "claude", err: "Claude models only"},
+		{model: "sonnet", runtime: "remote", err: "unknown --runtime"},
+		{model: "ollama:", err: "names no model"},
+	}
+	for _, tt := range tests {
+		got, err := f.Resolve(tt.model, tt.runtime, tt.baseURL, vars)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("Resolve(%q, %q): error %v, want %q", tt.model, tt.runtime, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("Resolve(%q, %q) =\n %+v, %v\nwant\n %+v", tt.model, tt.runtime, got, err, tt.want)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	if f, err := Load(path); err != nil || f.Fallback != "" {
+		t.Fatalf("missing file: %+v %v", f, err)
+	}
+	os.WriteFile(path, []byte(""), 0o600)
+	if _, err := Load(path); err != nil {
+		t.Fatalf("empty file: %v", err)
+	}
+	os.WriteFile(path, []byte("fallback: ollama:qwen2.5-coder:7b\nendpoints:\n  gpu:\n    api: openai\n    base_url: http://gpu/v1\nprices:\n  ollama:qwen2.5-coder:7b: {input: 0, output: 0}\n"), 0o600)
+	f, err := Load(path)
+	if err != nil || f.Fallback != "ollama:qwen2.5-coder:7b" || f.Endpoints["gpu"].BaseURL != "http://gpu/v1" {
+		t.Fatalf("%+v %v", f, err)
+	}
+	os.WriteFile(path, []byte("fallbak: x\n"), 0o600)
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "fallbak") {
+		t.Errorf("unknown field: %v", err)
+	}
+	os.WriteFile(path, []byte("endpoints:\n  x:\n    api: grpc\n    base_url: u\n"), 0o600)
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "api must be") {
+		t.Errorf("bad api: %v", err)
+	}
+	if p := Path(env(map[string]string{"XDG_CONFIG_HOME": "/x"})); p != "/x/lane/config.yaml" {
+		t.Errorf("path %s", p)
+	}
+}

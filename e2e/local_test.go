@@ -1,0 +1,281 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lane/internal/openaitest"
+	"lane/trace"
+)
+
+// localEnv is a project folder, a database and a scripted OpenAI-style model
+// server standing in for Ollama.
+type localEnv struct {
+	*env
+	model *openaitest.Server
+}
+
+const localModel = "ollama:qwen2.5-coder:7b"
+
+func newLocalEnv(t *testing.T, turns ...openaitest.Turn) *localEnv {
+	t.Helper()
+	srv := openaitest.NewServer(t, turns...)
+	root := t.TempDir()
+	e := &env{t: t, proj: filepath.Join(root, "proj"), db: filepath.Join(root, "lane.db")}
+	os.Mkdir(e.proj, 0o755)
+	home := filepath.Join(root, "home")
+	os.Mkdir(home, 0o755)
+	var vars []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "HOME", "XDG_CONFIG_HOME", "OLLAMA_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL", "LANE_DB":
+			continue
+		}
+		vars = append(vars, kv)
+	}
+	e.vars = append(vars, "HOME="+home, "LANE_DB="+e.db, "NO_COLOR=1",
+		"OLLAMA_HOST="+strings.TrimSuffix(srv.URL(), "/v1"))
+	return &localEnv{env: e, model: srv}
+}
+
+func (e *localEnv) write(name, content string) {
+	e.t.Helper()
+	p := filepath.Join(e.proj, name)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func toolResults(evs []trace.Event) map[string]trace.Event {
+	out := map[string]trace.Event{}
+	for _, ev := range evs {
+		if ev.Kind == trace.KindToolResult {
+			out[ev.ToolUseID] = ev
+		}
+	}
+	return out
+}
+
+func TestLocalReadEditAndTest(t *testing.T) {
+	e := newLocalEnv(t,
+		openaitest.ToolCalls(openaitest.Call("c1", "read_file", map[string]any{"path": "greeting.txt"})),
+		openaitest.ToolCalls(openaitest.Call("c2", "edit_file", map[string]any{"path": "greeting.txt", "old_text": "world", "new_text": "lane"})),
+		openaitest.ToolCalls(openaitest.Call("c3", "bash", map[string]any{"command": "grep -q 'hello lane' greeting.txt && echo TEST PASSED"})),
+		openaitest.Text("The greeting now says hello lane."))
+	e.write("greeting.txt", "hello world\n")
+	r := e.run("--model", localModel, "-o", "json", "make the greeting say hello lane")
+	wantExit(t, r, 0)
+	if b, _ := os.ReadFile(filepath.Join(e.proj, "greeting.txt")); string(b) != "hello lane\n" {
+		t.Errorf("greeting.txt = %q", b)
+	}
+	run := lastRun(t, r)
+	if run.Runtime != "local" || run.Model != localModel || run.Status != trace.StatusSucceeded ||
+		run.Turns != 4 || run.ToolCalls != 3 || run.SessionID == "" || run.ResultText != "The greeting now says hello lane." {
+		t.Errorf("run %+v", run)
+	}
+	if run.CostUSD != 0 || run.CostEstimate || run.Usage.InputTokens == 0 {
+		t.Errorf("an Ollama model costs a known 0: cost %v estimate %v usage %+v", run.CostUSD, run.CostEstimate, run.Usage)
+	}
+	evs := e.events(run.ID)
+	res := toolResults(evs)
+	if !strings.Contains(res["c1"].Output, "hello world") || res["c2"].IsError || !strings.Contains(res["c3"].Output, "TEST PASSED") {
+		t.Errorf("tool results %+v", res)
+	}
+	var streamed bool
+	for _, ev := range evs {
+		streamed = streamed || (ev.Kind == trace.KindToolOutput && ev.ToolUseID == "c3" && strings.Contains(ev.Output, "TEST PASSED"))
+	}
+	if !streamed {
+		t.Error("bash output was not streamed as tool_output events")
+	}
+	// The model saw the folder's tools and the results in call order.
+	reqs := e.model.Requests()
+	if len(reqs) != 4 || !strings.Contains(strings.Join(reqs[0].Tools, ","), "edit_file") {
+		t.Fatalf("%d requests, tools %v", len(reqs), reqs[0].Tools)
+	}
+	show := e.lane(context.Background(), "show", run.ID[:8])
+	for _, want := range []string{"read_file", "edit_file", "grep -q 'hello lane'", "succeeded"} {
+		if !strings.Contains(show.stdout, want) {
+			t.Errorf("lane show lacks %q:\n%s", want, show.stdout)
+		}
+	}
+}
+
+func TestLocalPathEscapesAreRefused(t *testing.T) {
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("secret"), 0o644)
+	e := newLocalEnv(t,
+		openaitest.ToolCalls(
+			openaitest.Call("up", "read_file", map[string]any{"path": "../secret.txt"}),
+			openaitest.Call("abs", "write_file", map[string]any{"path": filepath.Join(outside, "new.txt"), "content": "x"}),
+			openaitest.Call("link-read", "read_file", map[string]any{"path": "out/secret.txt"}),
+			openaitest.Call("link-write", "write_file", map[string]any{"path": "out/evil.txt", "content": "x"}),
+			openaitest.Call("edit", "edit_file", map[string]any{"path": filepath.Join(outside, "secret.txt"), "old_text": "secret", "new_text": "pwned"})),
+		openaitest.Text("I could not leave the folder."))
+	if err := os.Symlink(outside, filepath.Join(e.proj, "out")); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run("--model", localModel, "-o", "json", "try to escape")
+	wantExit(t, r, 0)
+	res := toolResults(e.events(lastRun(t, r).ID))
+	for _, id := range []string{"up", "abs", "link-read", "link-write", "edit"} {
+		if !res[id].IsError || !strings.Contains(res[id].Output, "outside") {
+			t.Errorf("%s: %+v", id, res[id])
+		}
+	}
+	entries, _ := os.ReadDir(outside)
+	if len(entries) != 1 {
+		t.Errorf("the outside folder was touched: %v", entries)
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "secret.txt")); string(b) != "secret" {
+		t.Errorf("secret.txt = %q", b)
+	}
+}
+
+func TestLocalBashTimeoutLeavesNoProcess(t *testing.T) {
+	marker := fmt.Sprintf("lane-local-timeout-%d", time.Now().UnixNano())
+	e := newLocalEnv(t,
+		openaitest.ToolCalls(openaitest.Call("c1", "bash", map[string]any{"command": "sleep 100 & sleep 100; echo " + marker})),
+		openaitest.Text("it timed out"))
+	r := e.run("--model", localModel, "-o", "json", "--bash-timeout", "1s", "wait")
+	wantExit(t, r, 0)
+	res := toolResults(e.events(lastRun(t, r).ID))
+	if !res["c1"].IsError || !strings.Contains(res["c1"].Output, "timed out") {
+		t.Errorf("result %+v", res["c1"])
+	}
+	if left := pidsWith(marker); len(left) > 0 {
+		t.Errorf("processes left: %v", left)
+	}
+}
+
+func TestLocalSandboxKeepsBashInside(t *testing.T) {
+	// /var/tmp is outside both the folder and the temp dir.
+	target := filepath.Join("/var/tmp", fmt.Sprintf("lane-sandbox-%d", time.Now().UnixNano()))
+	t.Cleanup(func() { os.Remove(target) })
+	e := newLocalEnv(t,
+		openaitest.ToolCalls(openaitest.Call("out", "bash", map[string]any{"command": "echo x > " + target})),
+		openaitest.ToolCalls(openaitest.Call("in", "bash", map[string]any{"command": "echo x > inside.txt"})),
+		openaitest.Text("done"))
+	r := e.run("--model", localModel, "-o", "json", "write around")
+	if strings.Contains(r.stderr, "no sandbox available") {
+		t.Skip("no sandbox on this machine: " + r.stderr)
+	}
+	wantExit(t, r, 0)
+	if _, err := os.Stat(target); err == nil {
+		t.Errorf("bash wrote %s outside the folder", target)
+	}
+	if _, err := os.Stat(filepath.Join(e.proj, "inside.txt")); err != nil {
+		t.Errorf("bash could not write inside the folder: %v", err)
+	}
+	if res := toolResults(e.events(lastRun(t, r).ID)); !res["out"].IsError {
+		t.Errorf("the write outside did not fail: %+v", res["out"])
+	}
+}
+
+func TestLocalErrorsSayWhatToDo(t *testing.T) {
+	t.Run("401 names the key", func(t *testing.T) {
+		e := newLocalEnv(t, openaitest.Status(401, ""))
+		e.vars = append(e.vars, "OPENAI_BASE_URL="+e.model.URL(), "OPENAI_API_KEY=sk-wrong")
+		r := e.run("--model", "openai:gpt-4.1-mini", "-o", "json", "hi")
+		wantExit(t, r, 4)
+		if run := lastRun(t, r); !strings.Contains(run.ErrorMessage+run.ErrorHint, "OPENAI_API_KEY") {
+			t.Errorf("%s / %s", run.ErrorMessage, run.ErrorHint)
+		}
+	})
+	t.Run("unreachable names the URL", func(t *testing.T) {
+		e := newLocalEnv(t)
+		r := e.run("--model", "openai-compatible:llama3", "--base-url", "http://127.0.0.1:9/v1", "-o", "json", "hi")
+		wantExit(t, r, 1)
+		if run := lastRun(t, r); !strings.Contains(run.ErrorMessage, "127.0.0.1:9") {
+			t.Errorf("%s / %s", run.ErrorMessage, run.ErrorHint)
+		}
+	})
+	t.Run("model not found says how to pull it", func(t *testing.T) {
+		e := newLocalEnv(t, openaitest.ModelNotFound())
+		r := e.run("--model", localModel, "-o", "json", "hi")
+		wantExit(t, r, 1)
+		if run := lastRun(t, r); !strings.Contains(run.ErrorHint, "ollama pull qwen2.5-coder:7b") {
+			t.Errorf("%s / %s", run.ErrorMessage, run.ErrorHint)
+		}
+	})
+}
+
+func TestLocalResumeContinuesTheTranscript(t *testing.T) {
+	e := newLocalEnv(t,
+		openaitest.ToolCalls(openaitest.Call("c1", "write_file", map[string]any{"path": "a.txt", "content": "one"})),
+		openaitest.Text("wrote a.txt"),
+		openaitest.Text("second answer"))
+	first := lastRun(t, e.run("--model", localModel, "-o", "json", "first task"))
+	r := e.lane(context.Background(), "resume", "-o", "json", first.ID[:6], "second task")
+	wantExit(t, r, 0)
+	second := lastRun(t, r)
+	if second.Runtime != "local" || second.SessionID != first.SessionID || second.ParentRunID != first.ID {
+		t.Errorf("second %+v", second)
+	}
+	reqs := e.model.Requests()
+	var text []string
+	for _, m := range reqs[len(reqs)-1].Messages {
+		text = append(text, m.Content)
+	}
+	all := strings.Join(text, "\n")
+	if !strings.Contains(all, "first task") || !strings.Contains(all, "wrote a.txt") || !strings.Contains(all, "second task") {
+		t.Errorf("the resumed request lacks the earlier turns:\n%s", all)
+	}
+}
+
+func TestLocalTextToolMode(t *testing.T) {
+	e := newLocalEnv(t,
+		openaitest.Text("I will write the file.\n```json\n{\"tool\": \"write_file\", \"arguments\": {\"path\": \"t.txt\", \"content\": \"from text mode\"}}\n```\n"),
+		openaitest.Text("Done, no more actions."))
+	r := e.run("--model", localModel, "--tool-mode", "text", "-o", "json", "write t.txt")
+	wantExit(t, r, 0)
+	if b, _ := os.ReadFile(filepath.Join(e.proj, "t.txt")); string(b) != "from text mode" {
+		t.Errorf("t.txt = %q", b)
+	}
+	if reqs := e.model.Requests(); len(reqs[0].Tools) != 0 {
+		t.Errorf("text mode sent tool schemas: %v", reqs[0].Tools)
+	}
+}
+
+func TestFallbackToTheLocalLoop(t *testing.T) {
+	e := newLocalEnv(t, openaitest.Text("done by the fallback"))
+	r := e.run("--model", "sonnet", "--claude-bin", filepath.Join(t.TempDir(), "no-claude"), "--fallback", localModel, "-o", "json", "hi")
+	wantExit(t, r, 0)
+	if !strings.Contains(r.stderr, "running it on "+localModel) {
+		t.Errorf("no word of the fallback on stderr: %q", r.stderr)
+	}
+	run := lastRun(t, r)
+	if run.Runtime != "local" || run.ParentRunID == "" || run.ResultText != "done by the fallback" {
+		t.Errorf("run %+v", run)
+	}
+	failed, err := e.openStore().GetRun(context.Background(), run.ParentRunID)
+	if err != nil || failed.ErrorKind != trace.ErrorRuntimeMissing {
+		t.Errorf("the failed Claude run: %+v %v", failed, err)
+	}
+}
+
+func TestLocalStreamJSONEventsAreLaneEvents(t *testing.T) {
+	e := newLocalEnv(t, openaitest.Text("hello"))
+	r := e.run("--model", localModel, "-o", "stream-json", "hi")
+	wantExit(t, r, 0)
+	kinds := map[trace.Kind]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var ev trace.Event
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Kind != "" {
+			kinds[ev.Kind] = true
+		}
+	}
+	for _, k := range []trace.Kind{trace.KindSession, trace.KindText, trace.KindUsage, trace.KindResult} {
+		if !kinds[k] {
+			t.Errorf("no %s event in %v", k, kinds)
+		}
+	}
+}

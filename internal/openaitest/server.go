@@ -1,0 +1,382 @@
+// Package openaitest is a scripted OpenAI chat completions server for tests
+// of lane's own agent loop: each POST /v1/chat/completions takes the next
+// Turn of the script and streams it as the API does (or answers JSON when
+// the request did not ask for a stream); once the script is spent every
+// request is answered Text("done").
+//
+//	srv := openaitest.NewServer(t,
+//		openaitest.ToolCalls(openaitest.Call("call_1", "bash", map[string]string{"command": "ls"})),
+//		openaitest.Text("Done").WithUsage(5000, 20))
+//	p := provider.NewOpenAI(provider.OpenAIConfig{Name: "ollama", BaseURL: srv.URL()})
+//
+// A streamed reply is one chunk with the role, the text in pieces, each
+// tool call with its id and name first and then its arguments in pieces (3
+// by default, see Turn.Chunks), a chunk with finish_reason, a usage chunk
+// when stream_options.include_usage is set, and data: [DONE].
+package openaitest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A Request is one request the server received, decoded.
+type Request struct {
+	N            int // 1-based order of arrival
+	Turn         int // 1-based index of the turn it consumed; 0 when it got the default answer
+	Method       string
+	Path         string
+	Header       http.Header
+	Model        string
+	Messages     []Message
+	Tools        []string // names of the tools offered
+	Stream       bool
+	IncludeUsage bool // stream_options.include_usage
+	MaxTokens    int  // max_tokens or max_completion_tokens
+	Body         []byte
+}
+
+// A Message is one entry of a request's messages.
+type Message struct {
+	Role       string
+	Content    string // a string content, or the text parts of an array joined by "\n"
+	ToolCallID string
+	ToolCalls  []ToolCall
+	Raw        json.RawMessage // the message as sent
+}
+
+// HasTool reports whether the request offered the named tool.
+func (r Request) HasTool(name string) bool {
+	for _, t := range r.Tools {
+		if t == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Server is a scripted chat completions API on 127.0.0.1.
+type Server struct {
+	t    testing.TB
+	srv  *httptest.Server
+	done chan struct{} // closed by Close: releases hung handlers
+	once sync.Once
+
+	mu      sync.Mutex
+	turns   []Turn
+	next    int
+	reqs    []Request
+	changed chan struct{} // closed and replaced whenever a request is recorded
+}
+
+// NewServer starts a server whose chat completions requests consume turns
+// in order. It is closed when the test ends.
+func NewServer(t testing.TB, turns ...Turn) *Server {
+	t.Helper()
+	s := &Server{t: t, done: make(chan struct{}), turns: turns, changed: make(chan struct{})}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// URL is the base URL, ending in /v1, as OPENAI_BASE_URL takes it.
+func (s *Server) URL() string { return s.srv.URL + "/v1" }
+
+// Requests returns the chat completions requests received so far, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// WaitRequests waits until n requests have arrived (not necessarily been
+// answered) and returns them. It returns ctx's error, with the requests so
+// far, if ctx ends first.
+func (s *Server) WaitRequests(ctx context.Context, n int) ([]Request, error) {
+	for {
+		s.mu.Lock()
+		got, changed := append([]Request(nil), s.reqs...), s.changed
+		s.mu.Unlock()
+		if len(got) >= n {
+			return got, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return got, fmt.Errorf("wait for request %d, got %d: %w", n, len(got), context.Cause(ctx))
+		}
+	}
+}
+
+// Close releases hung requests (their connections are dropped) and shuts
+// the server down. It is safe to call more than once.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		close(s.done)
+		s.srv.Close()
+	})
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, errorBody(http.StatusNotFound))
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	req, err := decode(r, body)
+	if err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = fmt.Fprintf(w, `{"error":{"message":%q,"type":"invalid_request_error","param":null,"code":null}}`, err.Error())
+		return
+	}
+
+	s.mu.Lock()
+	req.N = len(s.reqs) + 1
+	turn := Text("done")
+	if s.next < len(s.turns) {
+		turn, s.next = s.turns[s.next], s.next+1
+		req.Turn = s.next
+	}
+	s.reqs = append(s.reqs, req)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+
+	s.t.Logf("openaitest: #%d model=%s tools=%d messages=%d stream=%v -> %s",
+		req.N, req.Model, len(req.Tools), len(req.Messages), req.Stream, turn)
+
+	for k, vs := range turn.header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	switch {
+	case turn.status != 0:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(turn.status)
+		_, _ = io.WriteString(w, turn.body)
+	case turn.modelNotFound:
+		msg, _ := json.Marshal(fmt.Sprintf("model %q not found, try pulling it first", req.Model))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = fmt.Fprintf(w, `{"error":{"message":%s,"type":"not_found_error","param":null,"code":null}}`, msg)
+	case turn.hang:
+		s.stall(r)
+	case !req.Stream:
+		s.writeJSON(w, req, turn)
+	default:
+		s.writeSSE(w, req, turn)
+	}
+}
+
+// stall blocks until the client goes away or the server closes; on close
+// the connection is dropped without a response.
+func (s *Server) stall(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-s.done:
+		panic(http.ErrAbortHandler)
+	}
+}
+
+func decode(r *http.Request, body []byte) (Request, error) {
+	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+	var b struct {
+		Model    string            `json:"model"`
+		Messages []json.RawMessage `json:"messages"`
+		Tools    []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+		Stream        bool `json:"stream"`
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+		MaxTokens           int `json:"max_tokens"`
+		MaxCompletionTokens int `json:"max_completion_tokens"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		return req, fmt.Errorf("request body: %w", err)
+	}
+	req.Model, req.Stream, req.IncludeUsage = b.Model, b.Stream, b.StreamOptions.IncludeUsage
+	req.MaxTokens = max(b.MaxTokens, b.MaxCompletionTokens)
+	for _, t := range b.Tools {
+		req.Tools = append(req.Tools, t.Function.Name)
+	}
+	for i, raw := range b.Messages {
+		m, err := decodeMessage(raw)
+		if err != nil {
+			return req, fmt.Errorf("messages[%d]: %w", i, err)
+		}
+		req.Messages = append(req.Messages, m)
+	}
+	return req, nil
+}
+
+func decodeMessage(raw json.RawMessage) (Message, error) {
+	var m struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Type     string `json:"type"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return Message{}, err
+	}
+	out := Message{Role: m.Role, ToolCallID: m.ToolCallID, Raw: raw}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	switch {
+	case len(m.Content) == 0 || string(m.Content) == "null":
+	case json.Unmarshal(m.Content, &out.Content) == nil:
+	case json.Unmarshal(m.Content, &parts) == nil:
+		var texts []string
+		for _, p := range parts {
+			if p.Type == "text" {
+				texts = append(texts, p.Text)
+			}
+		}
+		out.Content = strings.Join(texts, "\n")
+	default:
+		return Message{}, fmt.Errorf("content is neither a string nor parts: %s", m.Content)
+	}
+	for _, c := range m.ToolCalls {
+		if c.Type != "function" {
+			return Message{}, fmt.Errorf("tool call %s: type %q, want function", c.ID, c.Type)
+		}
+		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+	}
+	return out, nil
+}
+
+type object = map[string]any
+
+func completionID(req Request) string { return fmt.Sprintf("chatcmpl-test-%04d", req.N) }
+
+func callID(req Request, i int, c ToolCall) string {
+	if c.ID != "" {
+		return c.ID
+	}
+	return fmt.Sprintf("call_test_%04d_%d", req.N, i)
+}
+
+// writeSSE streams turn as chat.completion.chunk events, flushing after each.
+func (s *Server) writeSSE(w http.ResponseWriter, req Request, turn Turn) {
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	created := time.Now().Unix()
+	sent := 0
+	send := func(data string) bool {
+		if turn.breakAfter > 0 && sent == turn.breakAfter-1 {
+			panic(http.ErrAbortHandler) // drop the connection mid-stream
+		}
+		sent++
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", data); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+	chunk := func(delta object, finish any) bool {
+		b, err := json.Marshal(object{
+			"id": completionID(req), "object": "chat.completion.chunk", "created": created, "model": req.Model,
+			"choices": []any{object{"index": 0, "delta": delta, "finish_reason": finish}},
+		})
+		if err != nil {
+			panic(err)
+		}
+		return send(string(b))
+	}
+	n := turn.chunks
+	if n == 0 {
+		n = DefaultChunks
+	}
+
+	ok := chunk(object{"role": "assistant", "content": ""}, nil)
+	if turn.text != "" {
+		for _, piece := range split(turn.text, n) {
+			ok = ok && chunk(object{"content": piece}, nil)
+		}
+	}
+	for i, c := range turn.calls {
+		pieces := split(c.Arguments, n)
+		ok = ok && chunk(object{"tool_calls": []any{object{
+			"index": i, "id": callID(req, i, c), "type": "function",
+			"function": object{"name": c.Name, "arguments": pieces[0]},
+		}}}, nil)
+		for _, piece := range pieces[1:] {
+			ok = ok && chunk(object{"tool_calls": []any{object{"index": i, "function": object{"arguments": piece}}}}, nil)
+		}
+	}
+	ok = ok && chunk(object{}, turn.finishReason())
+	if ok && req.IncludeUsage {
+		b, _ := json.Marshal(object{
+			"id": completionID(req), "object": "chat.completion.chunk", "created": created, "model": req.Model,
+			"choices": []any{}, "usage": usageJSON(turn),
+		})
+		ok = send(string(b))
+	}
+	_ = ok && send("[DONE]")
+}
+
+// writeJSON answers a request made without stream: true.
+func (s *Server) writeJSON(w http.ResponseWriter, req Request, turn Turn) {
+	msg := object{"role": "assistant", "content": turn.text}
+	if turn.text == "" && len(turn.calls) > 0 {
+		msg["content"] = nil
+	}
+	var calls []any
+	for i, c := range turn.calls {
+		calls = append(calls, object{"id": callID(req, i, c), "type": "function",
+			"function": object{"name": c.Name, "arguments": c.Arguments}})
+	}
+	if calls != nil {
+		msg["tool_calls"] = calls
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(object{
+		"id": completionID(req), "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
+		"choices": []any{object{"index": 0, "message": msg, "finish_reason": turn.finishReason()}},
+		"usage":   usageJSON(turn),
+	})
+}
+
+func usageJSON(turn Turn) object {
+	u := turn.usageOrDefault()
+	return object{
+		"prompt_tokens": u.prompt, "completion_tokens": u.completion, "total_tokens": u.prompt + u.completion,
+		"prompt_tokens_details": object{"cached_tokens": u.cached},
+	}
+}

@@ -1,0 +1,288 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"lane/provider"
+	"lane/sandbox"
+)
+
+const (
+	// stdinEOFs is how many end-of-file reads the command's terminal holds:
+	// nothing is typed, so a read of stdin ends instead of waiting.
+	stdinEOFs = 32
+	// drainWait is how long output may still come after the command ended
+	// and its group was killed, before lane looks for detached holders of
+	// the terminal; closeWait is how long after those were killed.
+	drainWait = 250 * time.Millisecond
+	closeWait = time.Second
+)
+
+// bashEnv is what lane sets in every command's environment.
+var bashEnv = [][2]string{
+	{"TERM", "dumb"},
+	{"PAGER", "cat"},
+	{"GIT_PAGER", "cat"},
+	{"NO_COLOR", "1"},
+	{"GIT_TERMINAL_PROMPT", "0"}, // no credential prompt that waits for the timeout
+}
+
+type bashTool struct{ ws *Workspace }
+
+func (t *bashTool) timeout() time.Duration {
+	if t.ws.BashTimeout > 0 {
+		return t.ws.BashTimeout
+	}
+	return DefaultBashTimeout
+}
+
+func (t *bashTool) Spec() provider.ToolSpec {
+	desc := "Run a command with `bash -c` in the working folder and return its output (stdout and stderr together, colors and terminal codes removed) and its exit code when not 0. " +
+		"Each call is a new shell: cd and variables do not carry over. Nothing is typed: a command that reads input gets end-of-file. " +
+		fmt.Sprintf("A command is stopped after timeout_seconds (default %s, at most %s); ", seconds(t.timeout()), seconds(MaxBashTimeout)) +
+		"everything it started, background jobs included, is stopped when it ends, so a server started here does not outlive the call. " +
+		"Prefer read_file, edit_file, glob and grep for reading, changing and finding files."
+	if sb := t.ws.Sandbox; sb != nil && sb.Mode != sandbox.Off {
+		desc += " Commands may write only inside the working folder and the temp folder; writes elsewhere fail with a permission error."
+	}
+	return spec("bash", desc, schema{props: []prop{
+		{"command", "string", "The command line."},
+		{"timeout_seconds", "number", fmt.Sprintf("Stop the command after this many seconds. Default %s, at most %s.", strings.TrimSuffix(seconds(t.timeout()), "s"), strings.TrimSuffix(seconds(MaxBashTimeout), "s"))},
+	}, required: []string{"command"}})
+}
+
+func (t *bashTool) Run(ctx context.Context, call Call) Result {
+	var in struct {
+		Command        string `json:"command"`
+		TimeoutSeconds num    `json:"timeout_seconds"`
+	}
+	if err := decode(call.Input, &in); err != nil {
+		return errorf("bash: %v", err)
+	}
+	if strings.TrimSpace(in.Command) == "" {
+		return errorf("bash: command is required")
+	}
+	timeout := t.timeout()
+	if in.TimeoutSeconds.set {
+		if in.TimeoutSeconds.v <= 0 {
+			return errorf("bash: timeout_seconds must be more than 0")
+		}
+		timeout = min(time.Duration(in.TimeoutSeconds.v*float64(time.Second)), MaxBashTimeout)
+	}
+	if ctx.Err() != nil {
+		return errorf("cancelled before it started")
+	}
+	r := runCommand(ctx, command{
+		dir:     t.ws.Dir,
+		argv:    t.ws.Sandbox.Wrap([]string{"bash", "-c", in.Command}),
+		env:     t.ws.Sandbox.Env(commandEnv(os.Environ())),
+		timeout: timeout,
+		output:  call.Output,
+	})
+	if r.err != nil {
+		return errorf("bash: %v", r.err)
+	}
+	var status string
+	switch {
+	case r.timedOut:
+		status = "timed out after " + seconds(timeout)
+	case r.cancelled:
+		status = "cancelled"
+	case r.signal != "":
+		status = "killed by signal " + r.signal
+	case r.exitCode != 0:
+		status = "exit code " + strconv.Itoa(r.exitCode)
+	}
+	out := r.output
+	if status != "" {
+		if out != "" && !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += status
+	}
+	if out == "" {
+		out = "(no output)"
+	}
+	return Result{Output: out, IsError: status != ""}
+}
+
+// seconds writes d as whole or fractional seconds: "120s", "0.5s".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
+}
+
+// commandEnv is env with lane's settings for commands replacing any there.
+func commandEnv(env []string) []string {
+	out := make([]string, 0, len(env)+len(bashEnv))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !setByLane(k) {
+			out = append(out, kv)
+		}
+	}
+	for _, kv := range bashEnv {
+		out = append(out, kv[0]+"="+kv[1])
+	}
+	return out
+}
+
+func setByLane(key string) bool {
+	for _, kv := range bashEnv {
+		if kv[0] == key {
+			return true
+		}
+	}
+	return false
+}
+
+// command is one process to run under a pseudo-terminal.
+type command struct {
+	dir     string
+	argv    []string
+	env     []string
+	timeout time.Duration
+	output  func(string) // live output; may be nil
+}
+
+type commandResult struct {
+	output    string // cleaned and cut to leave room for a status line
+	exitCode  int
+	signal    string // the signal that ended it, if one did
+	timedOut  bool
+	cancelled bool
+	err       error // it could not be started
+}
+
+// runCommand runs c in a new session whose controlling terminal is a fresh
+// pty, and returns when the process, everything it started and the
+// terminal's output are done. A timeout or ctx's end kills the whole tree.
+func runCommand(ctx context.Context, c command) commandResult {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		return commandResult{err: fmt.Errorf("open a terminal: %w", err)}
+	}
+	defer ptmx.Close()
+	ttyName := tty.Name()
+	if err := setupTerminal(ptmx, tty); err != nil {
+		tty.Close()
+		return commandResult{err: err}
+	}
+	cmd := exec.Command(c.argv[0], c.argv[1:]...)
+	cmd.Dir = c.dir
+	cmd.Env = c.env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	err = cmd.Start()
+	tty.Close()
+	if err != nil {
+		return commandResult{err: fmt.Errorf("start %s: %w", c.argv[0], err)}
+	}
+	pid := cmd.Process.Pid
+	// Each ^D at the start of an empty line ends one read of stdin.
+	_, _ = ptmx.Write([]byte(strings.Repeat("\x04", stdinEOFs)))
+
+	buf := newCapBuffer(2 * MaxOutput)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		var strip ansiStripper
+		emit := func(s string) {
+			if s == "" {
+				return
+			}
+			buf.WriteString(s)
+			if c.output != nil {
+				c.output(s)
+			}
+		}
+		b := make([]byte, 32<<10)
+		for {
+			n, err := ptmx.Read(b)
+			emit(strip.Strip(b[:n]))
+			if err != nil { // EIO once no process holds the terminal
+				break
+			}
+		}
+		emit(strip.Flush())
+	}()
+
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	timer := time.NewTimer(c.timeout)
+	defer timer.Stop()
+	var r commandResult
+	var waitErr error
+	select {
+	case waitErr = <-waited:
+	case <-timer.C:
+		r.timedOut = true
+		killTree(pid)
+		waitErr = <-waited
+	case <-ctx.Done():
+		r.cancelled = true
+		killTree(pid)
+		waitErr = <-waited
+	}
+	// Nothing the command started outlives it.
+	if unix.Kill(-pid, 0) == nil {
+		killTree(pid)
+	}
+	select {
+	case <-readDone:
+	case <-time.After(drainWait):
+		// Something that left the group and the tree still holds the terminal.
+		killHolders(ttyName)
+		select {
+		case <-readDone:
+		case <-time.After(closeWait):
+			ptmx.Close() // ends the read
+			<-readDone
+		}
+	}
+
+	var exitErr *exec.ExitError
+	switch {
+	case waitErr == nil:
+	case errors.As(waitErr, &exitErr):
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.signal = unix.SignalName(ws.Signal())
+			r.exitCode = 128 + int(ws.Signal())
+		} else {
+			r.exitCode = exitErr.ExitCode()
+		}
+	default:
+		r.err = waitErr
+	}
+	r.output = buf.String(MaxOutput - 100)
+	return r
+}
+
+// setupTerminal makes the pty plain: a wide window, no echo of input, and
+// \n not turned into \r\n.
+func setupTerminal(ptmx, tty *os.File) error {
+	if err := pty.Setsize(ptmx, &pty.Winsize{Rows: 50, Cols: 200}); err != nil {
+		return fmt.Errorf("size the terminal: %w", err)
+	}
+	fd := int(tty.Fd())
+	tio, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		return fmt.Errorf("read the terminal's settings: %w", err)
+	}
+	tio.Lflag &^= unix.ECHO | unix.ECHONL
+	tio.Oflag &^= unix.ONLCR
+	if err := unix.IoctlSetTermios(fd, unix.TCSETS, tio); err != nil {
+		return fmt.Errorf("set the terminal: %w", err)
+	}
+	return nil
+}
