@@ -44,6 +44,9 @@ func TestRunFlags(t *testing.T) {
 				if strings.Join(o.AllowedTools, ",") != "Read,Write,Edit,Bash,Glob,Grep" {
 					t.Errorf("allowed tools %v", o.AllowedTools)
 				}
+				if o.ToolMode != "native" || o.Sandbox != "auto" || o.BashTimeout != 2*time.Minute || o.Runtime != "" || o.Fallback != "" {
+					t.Errorf("local loop defaults %+v", o)
+				}
 				if o.FirstByteTimeout != 2*time.Minute || o.IdleTimeout != 5*time.Minute || o.HardTimeout != time.Hour {
 					t.Errorf("timeouts %v %v %v", o.FirstByteTimeout, o.IdleTimeout, o.HardTimeout)
 				}
@@ -54,11 +57,14 @@ func TestRunFlags(t *testing.T) {
 			args: []string{"--dir", "/p", "--model", "opus", "--allowed-tools", "Read,Bash(git *)", "--append-system-prompt", "be brief",
 				"--resume", "sess", "--permission-mode", "acceptEdits", "--allow-mcp", "--max-turns", "7", "--claude-bin", "/bin/c",
 				"--first-byte-timeout", "90s", "--idle-timeout", "0", "--hard-timeout", "2h", "--retries", "2", "-o", "stream-json",
+				"--runtime", "local", "--base-url", "http://h/v1", "--tool-mode", "text", "--sandbox", "off", "--max-cost", "0.5",
+				"--fallback", "ollama:q", "--bash-timeout", "30s",
 				"--", "-dash task"},
 			check: func(t *testing.T, o *RunOptions) {
 				want := RunOptions{Dir: "/p", Model: "opus", AllowedTools: []string{"Read", "Bash(git *)"}, AppendSystemPrompt: "be brief",
 					Resume: "sess", PermissionMode: "acceptEdits", AllowMCP: true, MaxTurns: 7, ClaudeBin: "/bin/c",
-					FirstByteTimeout: 90 * time.Second, HardTimeout: 2 * time.Hour, Retries: 2, OutputFormat: "stream-json", Task: "-dash task"}
+					FirstByteTimeout: 90 * time.Second, HardTimeout: 2 * time.Hour, Retries: 2, OutputFormat: "stream-json", Task: "-dash task",
+					Runtime: "local", BaseURL: "http://h/v1", ToolMode: "text", Sandbox: "off", MaxCost: 0.5, Fallback: "ollama:q", BashTimeout: 30 * time.Second}
 				if fmt.Sprint(*o) != fmt.Sprint(want) {
 					t.Errorf("got  %+v\nwant %+v", *o, want)
 				}
@@ -100,6 +106,10 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"run", "--dir", dir, "--idle-timeout", "-1s", "task"},
 		{"run", "--dir", dir, "   "},
 		{"run", "--dir", dir, "-"},
+		{"run", "--dir", dir, "--tool-mode", "xml", "task"},
+		{"run", "--dir", dir, "--runtime", "remote", "task"},
+		{"run", "--dir", dir, "--runtime", "claude", "--model", "ollama:qwen", "task"},
+		{"run", "--dir", dir, "--max-cost", "-1", "task"},
 		{"runs", "--status", "weird"},
 		{"show", "abc"},
 		{"resume", "abc", "more"},

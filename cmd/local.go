@@ -50,8 +50,8 @@ func runLocal(ctx context.Context, f *Factory, st *store.Store, rec *runRecorder
 	if err != nil {
 		return nil, usageErrorf(fmt.Errorf("--sandbox %s: %w", opts.Sandbox, err))
 	}
-	if sb.Note != "" && opts.OutputFormat == formatText {
-		fmt.Fprintln(f.IO.ErrOut, "lane: "+sb.Note)
+	if sb.Note != "" {
+		fmt.Fprintln(f.IO.ErrOut, "lane: "+sb.Note) // stderr: the data formats stay clean
 	}
 	ws, err := tools.NewWorkspace(dir, sb)
 	if err != nil {

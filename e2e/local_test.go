@@ -279,3 +279,87 @@ func TestLocalStreamJSONEventsAreLaneEvents(t *testing.T) {
 		}
 	}
 }
+
+func TestLocalSubagentSkillAndTodoReminder(t *testing.T) {
+	e := newLocalEnv(t,
+		openaitest.ToolCalls(openaitest.Call("plan", "todo", map[string]any{"items": []map[string]any{
+			{"text": "load the release skill", "status": "in_progress"}, {"text": "ask a helper", "status": "pending"}}})),
+		openaitest.ToolCalls(openaitest.Call("skill", "load_skill", map[string]any{"name": "release"})),
+		openaitest.ToolCalls(openaitest.Call("sub", "task", map[string]any{"description": "count files", "prompt": "count the files"})),
+		// the subagent's own request
+		openaitest.Text("there are 2 files"),
+		openaitest.ToolCalls(openaitest.Call("ls", "bash", map[string]any{"command": "ls"})),
+		openaitest.Text("all done"))
+	e.write(".lane/skills/release/SKILL.md", "---\nname: release\ndescription: How to cut a release of this project\n---\nTag with vX.Y.Z and push the tag.\n")
+	e.write("a.txt", "a")
+	r := e.run("--model", localModel, "-o", "json", "release it")
+	wantExit(t, r, 0)
+	run := lastRun(t, r)
+	evs := e.events(run.ID)
+	res := toolResults(evs)
+	if !strings.Contains(res["skill"].Output, "Tag with vX.Y.Z") {
+		t.Errorf("load_skill returned %q", res["skill"].Output)
+	}
+	if !strings.Contains(res["sub"].Output, "there are 2 files") {
+		t.Errorf("the task tool returned %q", res["sub"].Output)
+	}
+	var nested, todo bool
+	for _, ev := range evs {
+		nested = nested || (ev.ParentToolUseID == "sub" && ev.Kind == trace.KindText && ev.Text == "there are 2 files")
+		todo = todo || (ev.Kind == trace.KindTodo && strings.Contains(ev.Text, "[>] load the release skill"))
+	}
+	if !nested || !todo {
+		t.Errorf("subagent text nested under its call: %v; todo event: %v", nested, todo)
+	}
+	reqs := e.model.Requests()
+	system := reqs[0].Messages[0].Content
+	if !strings.Contains(system, "How to cut a release") || strings.Contains(system, "Tag with vX.Y.Z") {
+		t.Errorf("the system prompt must list the skill, not its body:\n%s", system)
+	}
+	// The subagent has no task tool of its own.
+	for _, tool := range reqs[3].Tools {
+		if tool == "task" {
+			t.Error("the subagent was offered the task tool")
+		}
+	}
+	// Three turns without a todo update: the next tool result reminds.
+	var reminded bool
+	for _, m := range reqs[len(reqs)-1].Messages {
+		reminded = reminded || (m.Role == "tool" && strings.Contains(m.Content, "<reminder>"))
+	}
+	if !reminded {
+		t.Error("no todo reminder after three turns without an update")
+	}
+}
+
+func TestLocalAutoCompactionKeepsTheTranscript(t *testing.T) {
+	e := newLocalEnv(t,
+		// The API reports a prompt of 100k tokens: past 75% of a 128k window.
+		openaitest.ToolCalls(openaitest.Call("c1", "bash", map[string]any{"command": "echo big"})).WithUsage(100_000, 20),
+		openaitest.Text("SUMMARY: ran echo big; nothing else to do."),
+		openaitest.Text("finished after compaction"))
+	r := e.run("--model", localModel, "-o", "json", "a long task")
+	wantExit(t, r, 0)
+	run := lastRun(t, r)
+	var transcriptBefore, compacted bool
+	for _, ev := range e.events(run.ID) {
+		if ev.Kind == trace.KindTranscript && !compacted && strings.Contains(string(ev.Raw), "echo big") {
+			transcriptBefore = true
+		}
+		if ev.Kind == trace.KindCompact && ev.Subtype == "auto" {
+			compacted = true
+		}
+	}
+	if !transcriptBefore || !compacted {
+		t.Errorf("transcript saved before compaction: %v; auto compaction event: %v", transcriptBefore, compacted)
+	}
+	reqs := e.model.Requests()
+	last := reqs[len(reqs)-1]
+	var all []string
+	for _, m := range last.Messages {
+		all = append(all, m.Content)
+	}
+	if joined := strings.Join(all, "\n"); !strings.Contains(joined, "SUMMARY: ran echo big") || strings.Contains(joined, "tool_call") {
+		t.Errorf("the call after compaction does not continue from the summary:\n%s", joined)
+	}
+}

@@ -55,7 +55,13 @@ func LauncherMain() {
 	}
 	err := launch(raw, os.Args[1:])
 	fmt.Fprintf(os.Stderr, "%s%v\n", launcherPrefix, err)
-	os.Exit(exitLaunch)
+	exit(exitLaunch)
+}
+
+// exit ends the launcher at once: os.Exit in a -race binary first sleeps
+// a second (GORACE atexit_sleep_ms), for nothing here.
+func exit(code int) {
+	syscall.Exit(code)
 }
 
 // launch confines the calling thread and execs args; it returns only on failure.
@@ -88,7 +94,7 @@ func launch(raw string, args []string) error {
 	}
 	if c.Probe {
 		fmt.Println(probeReply)
-		os.Exit(0)
+		exit(0)
 	}
 	return syscall.Exec(path, args, os.Environ())
 }

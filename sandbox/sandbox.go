@@ -92,6 +92,9 @@ func newSandbox(mode Mode, dir string, h host) (*Sandbox, error) {
 		}
 	}
 	if bwErr = s.tryBwrap(ctx, h); bwErr == nil {
+		if s.ABI > 0 && llErr != nil {
+			s.Note = fmt.Sprintf("sandbox: bubblewrap, as %s", llErr)
+		}
 		return s, nil
 	}
 	if mode == Bwrap {
@@ -225,8 +228,15 @@ func probeLauncher(ctx context.Context, writable []string) error {
 }
 
 func runLauncherProbe(ctx context.Context, exe string, writable []string) error {
+	if _, ok := os.LookupEnv(EnvExec); ok {
+		// This process was started as a launcher and did not act as one:
+		// a probe from here would start the same again, and so on.
+		return errors.New(EnvExec + " is set but sandbox.LauncherMain() did not run: it must be called first thing in main (and in TestMain)")
+	}
 	env := append(os.Environ(), EnvExec+"="+launchConfig{Writable: writable, Probe: true}.encode())
-	stdout, stderr, err := runChild(ctx, []string{exe, "lane-sandbox-probe"}, env)
+	// The argument makes a binary without the launcher stop at once: lane's
+	// command line rejects it, a test binary runs no test.
+	stdout, stderr, err := runChild(ctx, []string{exe, "-test.run=^$"}, env)
 	switch {
 	case err == nil && stdout == probeReply:
 		return nil

@@ -49,7 +49,7 @@ func TestNewChoosesAMode(t *testing.T) {
 		{"auto takes landlock", Auto, fakeHost(7, nil, nil, true), Landlock, "", ""},
 		{"empty is auto", "", fakeHost(7, nil, nil, true), Landlock, "", ""},
 		{"auto falls back to bwrap", Auto, fakeHost(0, nil, nil, true), Bwrap, "", ""},
-		{"auto falls back to bwrap when landlock fails", Auto, fakeHost(7, broken, nil, true), Bwrap, "", ""},
+		{"auto falls back to bwrap when landlock fails", Auto, fakeHost(7, broken, nil, true), Bwrap, "sandbox: bubblewrap, as landlock (ABI v7) cannot be enforced: broken", ""},
 		{"auto without either", Auto, fakeHost(0, nil, nil, false), Off, noSandbox, ""},
 		{"auto with both broken", Auto, fakeHost(3, broken, broken, true), Off,
 			"no sandbox available (landlock (ABI v3) cannot be enforced: broken, bubblewrap does not work here: broken)", ""},

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -24,9 +25,10 @@ const (
 	stdinEOFs = 32
 	// drainWait is how long output may still come after the command ended
 	// and its group was killed, before lane looks for detached holders of
-	// the terminal; closeWait is how long after those were killed.
+	// the terminal; closeWait is how long after those were killed (output
+	// still buffered, a slow Output) before lane stops reading.
 	drainWait = 250 * time.Millisecond
-	closeWait = time.Second
+	closeWait = 5 * time.Second
 )
 
 // bashEnv is what lane sets in every command's environment.
@@ -83,10 +85,12 @@ func (t *bashTool) Run(ctx context.Context, call Call) Result {
 	if ctx.Err() != nil {
 		return errorf("cancelled before it started")
 	}
+	mark := markVar + "=" + rand.Text()
 	r := runCommand(ctx, command{
 		dir:     t.ws.Dir,
 		argv:    t.ws.Sandbox.Wrap([]string{"bash", "-c", in.Command}),
-		env:     t.ws.Sandbox.Env(commandEnv(os.Environ())),
+		env:     t.ws.Sandbox.Env(append(commandEnv(os.Environ()), mark)),
+		mark:    mark,
 		timeout: timeout,
 		output:  call.Output,
 	})
@@ -127,7 +131,7 @@ func commandEnv(env []string) []string {
 	out := make([]string, 0, len(env)+len(bashEnv))
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if !setByLane(k) {
+		if !setByLane(k) && k != markVar {
 			out = append(out, kv)
 		}
 	}
@@ -146,11 +150,16 @@ func setByLane(key string) bool {
 	return false
 }
 
+// markVar names the environment entry that marks the processes of one
+// command, so that a kill finds those that left its tree.
+const markVar = "LANE_BASH_RUN"
+
 // command is one process to run under a pseudo-terminal.
 type command struct {
 	dir     string
 	argv    []string
 	env     []string
+	mark    string // an entry of env unique to this command, "" for none
 	timeout time.Duration
 	output  func(string) // live output; may be nil
 }
@@ -227,16 +236,16 @@ func runCommand(ctx context.Context, c command) commandResult {
 	case waitErr = <-waited:
 	case <-timer.C:
 		r.timedOut = true
-		killTree(pid)
+		killTree(pid, c.mark)
 		waitErr = <-waited
 	case <-ctx.Done():
 		r.cancelled = true
-		killTree(pid)
+		killTree(pid, c.mark)
 		waitErr = <-waited
 	}
 	// Nothing the command started outlives it.
 	if unix.Kill(-pid, 0) == nil {
-		killTree(pid)
+		killTree(pid, c.mark)
 	}
 	select {
 	case <-readDone:

@@ -125,13 +125,13 @@ func waitNoSleepers(t *testing.T, tok string) {
 	}
 }
 
-// waitSleepers waits until n sleepers of tok run.
-func waitSleepers(t *testing.T, tok string, n int) {
-	t.Helper()
+// waitSleepers waits until n sleepers of tok run, reporting how many did.
+func waitSleepers(tok string, n int) int {
 	deadline := time.Now().Add(5 * time.Second)
-	for len(sleepers(tok)) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sleepers of %d started", len(sleepers(tok)), n)
+	for {
+		got := len(sleepers(tok))
+		if got >= n || time.Now().After(deadline) {
+			return got
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -139,11 +139,14 @@ func waitSleepers(t *testing.T, tok string, n int) {
 
 // escapers is a command line that starts sleepers of tok every way a
 // process can slip out of its group or its parent: in the background, in
-// the foreground, in a new session, ignoring SIGHUP and SIGTERM, and in a
-// subshell that double-forks.
+// the foreground, in a new session, ignoring SIGHUP and SIGTERM, in a
+// subshell that double-forks, and as a daemon without the terminal.
 func escapers(tok string) string {
-	return fmt.Sprintf("sleep %[1]s & setsid sleep %[1]s & (trap '' HUP TERM; sleep %[1]s) & (setsid sleep %[1]s &) ; sleep %[1]s", tok)
+	return fmt.Sprintf("sleep %[1]s & setsid sleep %[1]s & (trap '' HUP TERM; sleep %[1]s) & (setsid sleep %[1]s &) ; "+
+		"(setsid sleep %[1]s </dev/null >/dev/null 2>&1 &) ; sleep %[1]s", tok)
 }
+
+const escaperCount = 6
 
 func TestBashTimeoutKillsEverything(t *testing.T) {
 	ws := newWorkspace(t)
@@ -159,9 +162,14 @@ func TestBashTimeoutKillsEverything(t *testing.T) {
 	waitNoSleepers(t, tok)
 
 	tok = token()
+	started := make(chan int, 1)
+	go func() { started <- waitSleepers(tok, escaperCount) }() // all start well within the second
 	r = runBash(t, ws, map[string]any{"command": escapers(tok), "timeout_seconds": 1})
 	if !strings.HasSuffix(r.Output, "timed out after 1s") {
 		t.Errorf("result %+v", r)
+	}
+	if n := <-started; n != escaperCount {
+		t.Errorf("%d sleepers started, want %d", n, escaperCount)
 	}
 	waitNoSleepers(t, tok)
 }
@@ -170,14 +178,18 @@ func TestBashCancelKillsEverything(t *testing.T) {
 	ws := newWorkspace(t)
 	tok := token()
 	ctx, cancel := context.WithCancel(t.Context())
+	started := make(chan int, 1)
 	go func() {
-		waitSleepers(t, tok, 5)
+		started <- waitSleepers(tok, escaperCount)
 		cancel()
 	}()
 	in, _ := json.Marshal(map[string]any{"command": escapers(tok)})
 	r := toolNamed(t, ws, "bash").Run(ctx, Call{Input: in})
 	if r.Output != "cancelled" || !r.IsError {
 		t.Errorf("result %+v", r)
+	}
+	if n := <-started; n != escaperCount {
+		t.Errorf("%d sleepers started, want %d", n, escaperCount)
 	}
 	waitNoSleepers(t, tok)
 
@@ -191,12 +203,22 @@ func TestBashCancelKillsEverything(t *testing.T) {
 func TestBashLeavesNothingBehindWhenItEnds(t *testing.T) {
 	ws := newWorkspace(t)
 	tok := token()
-	// The command ends at once; what it put in the background must not
-	// outlive it, nor the process that detached but kept the terminal.
+	// The command ends soon; what it put in the background must not outlive
+	// it, nor what detached but kept the terminal.
+	line := fmt.Sprintf("sleep %[1]s & nohup sleep %[1]s >/dev/null 2>&1 & setsid sleep %[1]s & (setsid sleep %[1]s &); sleep 0.3; echo started; sleep 0.3; echo bye", tok)
+	in, _ := json.Marshal(map[string]any{"command": line})
+	running := make(chan int, 1)
 	start := time.Now()
-	r := runBash(t, ws, map[string]any{"command": fmt.Sprintf("sleep %[1]s & nohup sleep %[1]s >/dev/null 2>&1 & setsid sleep %[1]s & echo bye", tok)})
-	if r.Output != "bye\n" || r.IsError {
+	r := toolNamed(t, ws, "bash").Run(t.Context(), Call{Input: in, Output: func(s string) {
+		if strings.Contains(s, "started") {
+			running <- len(sleepers(tok))
+		}
+	}})
+	if r.Output != "started\nbye\n" || r.IsError {
 		t.Errorf("result %+v", r)
+	}
+	if n := <-running; n != 4 {
+		t.Errorf("%d sleepers ran, want 4", n)
 	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("took %v", took)

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 
@@ -15,9 +16,11 @@ const killRounds = 10
 
 // killTree kills the process group pgid and every process that descends
 // from one of its members, also those that moved to another group or
-// session. It stops them all first, so none forks or reparents its
-// children away while the tree is walked, then kills them.
-func killTree(pgid int) {
+// session, and every process whose environment holds the entry mark (set
+// for the command, so it finds even a daemon that double-forked away). It
+// stops them all first, so none forks or reparents its children away while
+// the tree is walked, then kills them.
+func killTree(pgid int, mark string) {
 	_ = unix.Kill(-pgid, unix.SIGSTOP)
 	found := map[int]proc.Process{}
 	for range killRounds {
@@ -26,7 +29,7 @@ func killTree(pgid int) {
 			break
 		}
 		added := false
-		for _, p := range tree(procs, pgid) {
+		for _, p := range append(tree(procs, pgid), marked(procs, mark)...) {
 			if _, ok := found[p.PID]; ok {
 				continue
 			}
@@ -70,6 +73,32 @@ func tree(procs []proc.Process, pgid int) []proc.Process {
 		seen[p.PID] = true
 		out = append(out, p)
 		queue = append(queue, children[p.PID]...)
+	}
+	return out
+}
+
+// marked is the processes of procs whose environment holds the entry mark.
+func marked(procs []proc.Process, mark string) []proc.Process {
+	if mark == "" {
+		return nil
+	}
+	want := []byte(mark)
+	self := os.Getpid()
+	var out []proc.Process
+	for _, p := range procs {
+		if p.PID == self {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/environ")
+		if err != nil {
+			continue
+		}
+		for entry := range bytes.SplitSeq(env, []byte{0}) {
+			if bytes.Equal(entry, want) {
+				out = append(out, p)
+				break
+			}
+		}
 	}
 	return out
 }

@@ -99,12 +99,27 @@ func TestBashUnderSandboxKillsEverything(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			ws := sandboxedWorkspace(t, mode)
 			tok := token()
+			started := make(chan int, 1)
+			go func() { started <- waitSleepers(tok, escaperCount) }()
 			r := runBash(t, ws, map[string]any{"command": escapers(tok), "timeout_seconds": 1})
 			if !strings.HasSuffix(r.Output, "timed out after 1s") {
 				t.Errorf("result %+v", r)
 			}
+			if n := <-started; n != escaperCount {
+				t.Errorf("%d sleepers started, want %d", n, escaperCount)
+			}
 			waitNoSleepers(t, tok)
 		})
+	}
+}
+
+func TestWorkspaceAndSandboxShareTheFolder(t *testing.T) {
+	sb, err := sandbox.New(sandbox.Off, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewWorkspace(t.TempDir(), sb); err == nil || !strings.Contains(err.Error(), "the sandbox confines bash to") {
+		t.Errorf("a sandbox of another folder: %v", err)
 	}
 }
 

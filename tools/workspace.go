@@ -42,6 +42,9 @@ func NewWorkspace(dir string, sb *sandbox.Sandbox) (*Workspace, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("working folder %s is not a folder", dir)
 	}
+	if sb != nil && sb.Dir != real {
+		return nil, fmt.Errorf("the sandbox confines bash to %s, not to the working folder %s", sb.Dir, real)
+	}
 	return &Workspace{Dir: real, Sandbox: sb}, nil
 }
 
