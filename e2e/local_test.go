@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"lane/internal/anthropictest"
 	"lane/internal/openaitest"
 	"lane/trace"
 )
@@ -361,5 +362,25 @@ func TestLocalAutoCompactionKeepsTheTranscript(t *testing.T) {
 	}
 	if joined := strings.Join(all, "\n"); !strings.Contains(joined, "SUMMARY: ran echo big") || strings.Contains(joined, "tool_call") {
 		t.Errorf("the call after compaction does not continue from the summary:\n%s", joined)
+	}
+}
+
+func TestLocalLoopOnTheAnthropicAPI(t *testing.T) {
+	e := newLocalEnv(t)
+	srv := anthropictest.NewServer(t,
+		anthropictest.Tools(anthropictest.Call("w1", "write_file", map[string]any{"path": "hi.txt", "content": "hi"})),
+		anthropictest.Text("wrote hi.txt"))
+	e.vars = append(e.vars, "ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=sk-ant-test")
+	r := e.run("--model", "anthropic:claude-sonnet-4-5", "-o", "json", "write hi")
+	wantExit(t, r, 0)
+	if b, _ := os.ReadFile(filepath.Join(e.proj, "hi.txt")); string(b) != "hi" {
+		t.Errorf("hi.txt = %q", b)
+	}
+	run := lastRun(t, r)
+	if run.Runtime != "local" || run.Model != "anthropic:claude-sonnet-4-5" || run.CostUSD <= 0 || run.CostEstimate {
+		t.Errorf("run %s %s cost %v estimate %v", run.Runtime, run.Model, run.CostUSD, run.CostEstimate)
+	}
+	if reqs := srv.Requests(); len(reqs) != 2 || !reqs[0].HasTool("edit_file") {
+		t.Errorf("%d requests", len(reqs))
 	}
 }
