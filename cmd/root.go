@@ -35,17 +35,22 @@ type Factory struct {
 	dbPath  string
 }
 
-// OpenStore opens the database named by --db, LANE_DB or the default path.
-func (f *Factory) OpenStore(ctx context.Context) (*store.Store, error) {
-	path := f.dbPath
-	if path == "" {
-		path = f.Getenv("LANE_DB")
+// DBPath is the database named by --db, LANE_DB or the default path.
+func (f *Factory) DBPath() (string, error) {
+	if f.dbPath != "" {
+		return f.dbPath, nil
 	}
-	if path == "" {
-		var err error
-		if path, err = store.DefaultPath(); err != nil {
-			return nil, err
-		}
+	if p := f.Getenv("LANE_DB"); p != "" {
+		return p, nil
+	}
+	return store.DefaultPath()
+}
+
+// OpenStore opens the database at DBPath.
+func (f *Factory) OpenStore(ctx context.Context) (*store.Store, error) {
+	path, err := f.DBPath()
+	if err != nil {
+		return nil, err
 	}
 	st, err := store.Open(ctx, path)
 	if err != nil {

@@ -1,8 +1,8 @@
 // Package sandbox confines the commands of lane's bash tool: they may read
-// and execute anything, but write only to the run's folder, the temp folder
-// and a few devices. It uses Landlock where the kernel has it (applied by a
-// launcher in the child, just before exec), else bubblewrap, else nothing,
-// saying so.
+// and execute anything, but write only to the run's folder, the temp
+// folder, the user's build caches and a few devices. It uses Landlock where
+// the kernel has it (applied to a thread of lane that then starts the
+// command, which inherits it), else bubblewrap, else nothing, saying so.
 package sandbox
 
 import (
@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -32,25 +33,34 @@ const (
 
 // Sandbox is the confinement chosen for a run.
 type Sandbox struct {
-	Mode     Mode     // the effective mode: Landlock, Bwrap or Off
-	Dir      string   // the working folder, absolute, symlinks resolved
-	Writable []string // the folders bash may write to: Dir and the temp folder
-	Note     string   // a sentence for lane's start-up output; empty when all is well
-	ABI      int      // the kernel's Landlock ABI version (0: none)
+	Mode Mode   // the effective mode: Landlock, Bwrap or Off
+	Dir  string // the working folder, absolute, symlinks resolved
+	// Writable is the folders bash may write to, parents first: Dir, the
+	// temp folder and the user's build caches (those that exist).
+	Writable []string
+	Note     string // a sentence for lane's start-up output; empty when all is well
+	ABI      int    // the kernel's Landlock ABI version (0: none)
 
 	bwrap string // bwrap's path, for Mode Bwrap
 }
 
 // host is what New asks of the machine; tests pass a fake one.
 type host struct {
-	landlockABI func() int                                         // 0: no Landlock
-	probeSelf   func(ctx context.Context, writable []string) error // the launcher in a child
-	lookPath    func(file string) (string, error)
-	probeBwrap  func(ctx context.Context, argv []string) error
+	landlockABI   func() int                                                     // 0: no Landlock
+	probeLandlock func(ctx context.Context, dir string, writable []string) error // confine a child once
+	lookPath      func(file string) (string, error)
+	probeBwrap    func(ctx context.Context, argv []string) error
+	caches        func(ctx context.Context) []string // the user's build caches
 }
 
 func realHost() host {
-	return host{landlockABI: landlockABI, probeSelf: probeLauncher, lookPath: exec.LookPath, probeBwrap: runProbe}
+	return host{
+		landlockABI:   landlockABI,
+		probeLandlock: probeLandlock,
+		lookPath:      exec.LookPath,
+		probeBwrap:    runProbe,
+		caches:        func(ctx context.Context) []string { return userCaches(ctx, exec.LookPath) },
+	}
 }
 
 // New picks the confinement for mode ("" means Auto) around the folder dir.
@@ -73,14 +83,16 @@ func newSandbox(mode Mode, dir string, h host) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sandbox{Dir: real, Writable: writableDirs(real), ABI: h.landlockABI()}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s := &Sandbox{Dir: real, ABI: h.landlockABI()}
 	if mode == Off {
 		s.Mode = Off
+		s.Writable = writableDirs(real, nil)
 		s.Note = "sandbox off by request: only lane's path checks confine the file tools; bash can write anywhere"
 		return s, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	s.Writable = writableDirs(real, h.caches(ctx))
 
 	var llErr, bwErr error
 	if mode == Auto || mode == Landlock {
@@ -109,7 +121,7 @@ func (s *Sandbox) tryLandlock(ctx context.Context, h host) error {
 	if s.ABI < 1 {
 		return errors.New("kernel without Landlock")
 	}
-	if err := h.probeSelf(ctx, s.Writable); err != nil {
+	if err := h.probeLandlock(ctx, s.Dir, s.Writable); err != nil {
 		return fmt.Errorf("landlock (ABI v%d) cannot be enforced: %w", s.ABI, err)
 	}
 	s.Mode = Landlock
@@ -130,43 +142,57 @@ func (s *Sandbox) tryBwrap(ctx context.Context, h host) error {
 	return nil
 }
 
-// Wrap returns the argv that runs cmd confined. With Landlock it starts
-// lane itself (as /proc/self/exe, the running binary even if its file was
-// replaced since), whose LauncherMain applies the rules and execs cmd; run it
-// with the environment from Env. A nil Sandbox or Mode Off returns cmd.
+// Wrap returns the argv that runs cmd confined once started with Start:
+// with bubblewrap, bwrap's command line around cmd; otherwise cmd itself
+// (Landlock confines it from Start). A nil Sandbox returns cmd.
 func (s *Sandbox) Wrap(cmd []string) []string {
-	if s == nil {
-		return cmd
-	}
-	switch s.Mode {
-	case Landlock:
-		return append([]string{selfExe}, cmd...)
-	case Bwrap:
+	if s != nil && s.Mode == Bwrap {
 		return s.bwrapArgv(cmd)
 	}
 	return cmd
 }
 
-// Env returns env as the command from Wrap needs it: with Landlock, plus the
-// launcher's configuration in LANE_SANDBOX_EXEC (which the launcher removes
-// before exec). Otherwise env less any stray LANE_SANDBOX_EXEC.
-func (s *Sandbox) Env(env []string) []string {
-	out := make([]string, 0, len(env)+1)
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, EnvExec+"=") {
-			out = append(out, kv)
-		}
-	}
+// Start starts cmd (made from Wrap's argv) confined and waits for it; the
+// channel receives cmd.Wait's result. Both happen on an OS thread locked
+// for the child's whole life, so that the thread that started the child
+// outlives it (bubblewrap's --die-with-parent watches that thread, not
+// lane). With Landlock that thread confines itself first and the child
+// inherits it: lane's other threads stay free, and if the rules cannot be
+// enforced cmd is not started. A nil Sandbox starts cmd unconfined.
+func (s *Sandbox) Start(cmd *exec.Cmd) (<-chan error, error) {
 	if s != nil && s.Mode == Landlock {
-		out = append(out, EnvExec+"="+launchConfig{Writable: s.Writable}.encode())
+		waited, err := startLandlocked(cmd, s.Dir, s.Writable)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		return waited, nil
 	}
-	return out
+	started := make(chan error, 1)
+	waited := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		waited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return waited, nil
 }
 
 func (s *Sandbox) bwrapArgv(cmd []string) []string {
 	argv := []string{s.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}
 	for _, d := range s.Writable {
-		argv = append(argv, "--bind", d, d)
+		bind := "--bind-try" // a cache may be removed during the run
+		if d == s.Dir {
+			bind = "--bind"
+		}
+		argv = append(argv, bind, d, d)
 	}
 	argv = append(argv, "--die-with-parent", "--")
 	return append(argv, cmd...)
@@ -192,15 +218,72 @@ func realDir(dir string) (string, error) {
 	return real, nil
 }
 
-// writableDirs is dir and the temp folder, parents before children (so a
-// bwrap bind of a child is not hidden by its parent's), without "/".
-func writableDirs(dir string) []string {
+// writableDirs is dir, the temp folder and the folders of caches that
+// exist and are not inside another of these, resolved, parents before
+// children (so a bwrap bind of a child is not hidden by its parent's),
+// without duplicates or "/". (Each bwrap bind costs about 0.15 ms a
+// command.)
+func writableDirs(dir string, caches []string) []string {
 	dirs := []string{dir}
-	if tmp, err := realDir(os.TempDir()); err == nil && tmp != "/" {
+	if tmp, ok := resolve(os.TempDir()); ok && tmp != dir {
 		dirs = append(dirs, tmp)
 	}
-	slices.SortFunc(dirs, func(a, b string) int { return len(a) - len(b) })
-	return slices.Compact(dirs)
+	var found []string
+	for _, c := range caches {
+		if real, ok := resolve(c); ok {
+			found = append(found, real)
+		}
+	}
+	for _, c := range found {
+		within := func(p string) bool { return strings.HasPrefix(c, p+"/") }
+		if !slices.Contains(dirs, c) && !slices.ContainsFunc(dirs, within) && !slices.ContainsFunc(found, within) {
+			dirs = append(dirs, c)
+		}
+	}
+	slices.SortStableFunc(dirs, func(a, b string) int { return len(a) - len(b) })
+	return dirs
+}
+
+// resolve is the absolute path d with symlinks resolved, if it is a folder
+// other than "/".
+func resolve(d string) (string, bool) {
+	if !filepath.IsAbs(d) {
+		return "", false
+	}
+	real, err := realDir(d)
+	return real, err == nil && real != "/"
+}
+
+// userCaches is where the user's builds keep what they download and
+// compile, so that commands under the sandbox can use it: Go's build and
+// module caches (as `go env` says, else their defaults), ~/.cache (made if
+// missing) and ~/.npm. writableDirs keeps those that exist.
+func userCaches(ctx context.Context, lookPath func(string) (string, error)) []string {
+	var dirs []string
+	home, err := os.UserHomeDir()
+	if err == nil && filepath.IsAbs(home) && home != "/" {
+		cache := filepath.Join(home, ".cache")
+		_ = os.Mkdir(cache, 0o700) // as the XDG spec says to make it
+		dirs = append(dirs, cache, filepath.Join(home, ".npm"),
+			filepath.Join(cache, "go-build"), filepath.Join(home, "go", "pkg", "mod"))
+	}
+	if goBin, err := lookPath("go"); err == nil {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, goBin, "env", "GOCACHE", "GOMODCACHE")
+		// Outside any module, and with the local toolchain: a go.mod
+		// asking for a newer one must not start a download.
+		cmd.Dir = "/"
+		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+		if out, err := cmd.Output(); err == nil {
+			for _, d := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				if filepath.IsAbs(d) { // not "off"
+					dirs = append(dirs, d)
+				}
+			}
+		}
+	}
+	return dirs
 }
 
 func landlockABI() int {
@@ -213,45 +296,13 @@ func landlockABI() int {
 
 // runProbe runs argv, which should exit 0 quickly, and reports how it failed.
 func runProbe(ctx context.Context, argv []string) error {
-	_, stderr, err := runChild(ctx, argv, nil)
-	if err != nil && stderr != "" {
-		return fmt.Errorf("%w: %s", err, stderr)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	if msg := strings.TrimSpace(stderr.String()); err != nil && msg != "" {
+		return fmt.Errorf("%w: %s", err, msg)
 	}
 	return err
-}
-
-// probeLauncher starts lane's launcher in a child with a probe
-// configuration: it must apply the rules and answer, which proves both that
-// the kernel enforces them and that LauncherMain is wired into main.
-func probeLauncher(ctx context.Context, writable []string) error {
-	return runLauncherProbe(ctx, selfExe, writable)
-}
-
-func runLauncherProbe(ctx context.Context, exe string, writable []string) error {
-	if _, ok := os.LookupEnv(EnvExec); ok {
-		// This process was started as a launcher and did not act as one:
-		// a probe from here would start the same again, and so on.
-		return errors.New(EnvExec + " is set but sandbox.LauncherMain() did not run: it must be called first thing in main (and in TestMain)")
-	}
-	env := append(os.Environ(), EnvExec+"="+launchConfig{Writable: writable, Probe: true}.encode())
-	// The argument makes a binary without the launcher stop at once: lane's
-	// command line rejects it, a test binary runs no test.
-	stdout, stderr, err := runChild(ctx, []string{exe, "-test.run=^$"}, env)
-	switch {
-	case err == nil && stdout == probeReply:
-		return nil
-	case strings.HasPrefix(stderr, launcherPrefix):
-		return errors.New(strings.TrimPrefix(stderr, launcherPrefix))
-	}
-	return errors.New("the launcher did not answer: sandbox.LauncherMain() must be called first thing in main (and in TestMain)")
-}
-
-func runChild(ctx context.Context, argv, env []string) (stdout, stderr string, err error) {
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = env
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	cmd.WaitDelay = time.Second
-	err = cmd.Run()
-	return strings.TrimSpace(out.String()), strings.TrimSpace(errOut.String()), err
 }

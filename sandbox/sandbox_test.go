@@ -3,27 +3,70 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
+func init() {
+	// TestMain runs on the main thread, so that it can confine a thread
+	// from there (see TestLandlockSparesTheMainThread).
+	runtime.LockOSThread()
+}
+
+// fromMainThread is how confining a thread from the main one went.
+var fromMainThread error
+
 func TestMain(m *testing.M) {
-	// The test binary is its own Landlock launcher.
-	LauncherMain()
+	fromMainThread = confineFromMainThread()
+	runtime.UnlockOSThread()
 	os.Exit(m.Run())
+}
+
+// confineFromMainThread confines a thread with runLocked called on the
+// main thread, and checks that the main thread was not the one confined.
+func confineFromMainThread() error {
+	if unix.Gettid() != unix.Getpid() {
+		return errors.New("TestMain is not on the main thread")
+	}
+	fd, flags, err := ruleset(os.TempDir(), nil)
+	if err != nil {
+		return nil // no Landlock here
+	}
+	defer unix.Close(fd)
+	type result struct {
+		tid int
+		err error
+	}
+	done := make(chan result, 1)
+	runLocked(func() { done <- result{unix.Gettid(), restrict(fd, flags)} })
+	r := <-done
+	switch nnp, err := noNewPrivs(unix.Gettid()); {
+	case r.err != nil:
+		return r.err
+	case r.tid == unix.Getpid():
+		return errors.New("the main thread was confined")
+	case err != nil || nnp:
+		return fmt.Errorf("the main thread has no_new_privs %v (%v)", nnp, err)
+	}
+	return nil
 }
 
 // fakeHost answers New's questions without asking the machine.
 func fakeHost(abi int, landlockErr, bwrapErr error, bwrapOnPath bool) host {
 	return host{
-		landlockABI: func() int { return abi },
-		probeSelf:   func(context.Context, []string) error { return landlockErr },
+		landlockABI:   func() int { return abi },
+		probeLandlock: func(context.Context, string, []string) error { return landlockErr },
 		lookPath: func(string) (string, error) {
 			if !bwrapOnPath {
 				return "", exec.ErrNotFound
@@ -31,6 +74,7 @@ func fakeHost(abi int, landlockErr, bwrapErr error, bwrapOnPath bool) host {
 			return "/usr/bin/bwrap", nil
 		},
 		probeBwrap: func(context.Context, []string) error { return bwrapErr },
+		caches:     func(context.Context) []string { return nil },
 	}
 }
 
@@ -92,10 +136,6 @@ func TestWrap(t *testing.T) {
 	if got := none.Wrap(cmd); !slices.Equal(got, cmd) {
 		t.Errorf("nil sandbox wraps: %q", got)
 	}
-	env := []string{"A=1", EnvExec + "=stray"}
-	if got := none.Env(env); !slices.Equal(got, []string{"A=1"}) {
-		t.Errorf("nil sandbox env: %q", got)
-	}
 
 	off, _ := newSandbox(Off, dir, fakeHost(0, nil, nil, false))
 	if got := off.Wrap(cmd); !slices.Equal(got, cmd) {
@@ -105,32 +145,81 @@ func TestWrap(t *testing.T) {
 		t.Errorf("writable %q, want %s and %s", off.Writable, real, tmp)
 	}
 
-	bw, _ := newSandbox(Bwrap, dir, fakeHost(0, nil, nil, true))
+	h := fakeHost(0, nil, nil, true)
+	cache := t.TempDir() // inside the temp folder: left out
+	h.caches = func(context.Context) []string { return []string{cache} }
+	bw, _ := newSandbox(Bwrap, dir, h)
 	want := []string{"/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}
 	for _, d := range bw.Writable {
-		want = append(want, "--bind", d, d)
+		if d == real {
+			want = append(want, "--bind", d, d)
+		} else {
+			want = append(want, "--bind-try", d, d)
+		}
 	}
 	want = append(want, "--die-with-parent", "--", "bash", "-c", "echo hi")
-	if got := bw.Wrap(cmd); !slices.Equal(got, want) {
+	if got := bw.Wrap(cmd); !slices.Equal(got, want) || slices.Contains(got, cache) {
 		t.Errorf("bwrap argv\n%q\nwant\n%q", got, want)
 	}
 
 	ll, _ := newSandbox(Landlock, dir, fakeHost(7, nil, nil, false))
-	if got := ll.Wrap(cmd); !slices.Equal(got, append([]string{"/proc/self/exe"}, cmd...)) {
+	if got := ll.Wrap(cmd); !slices.Equal(got, cmd) {
 		t.Errorf("landlock argv %q", got)
-	}
-	got := ll.Env(env)
-	if len(got) != 2 || got[0] != "A=1" || !strings.HasPrefix(got[1], EnvExec+"=") {
-		t.Fatalf("landlock env %q", got)
-	}
-	var c launchConfig
-	if err := json.Unmarshal([]byte(strings.TrimPrefix(got[1], EnvExec+"=")), &c); err != nil || !slices.Equal(c.Writable, ll.Writable) || c.Probe {
-		t.Errorf("launcher config %+v, %v", c, err)
 	}
 }
 
-// outsideDir makes a folder outside the working folder and the temp folder
-// (which the sandbox lets bash write to), or skips the test.
+func TestWritableDirs(t *testing.T) {
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	dir, tmp, other := filepath.Join(base, "work"), filepath.Join(base, "tmp"), filepath.Join(base, "other")
+	sub, inTmp := filepath.Join(other, "sub"), filepath.Join(tmp, "cache")
+	for _, d := range []string{dir, sub, inTmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(other, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", tmp)
+	got := writableDirs(dir, []string{filepath.Join(other, "missing"), sub, link, other, inTmp, "/", "", "relative", dir})
+	if want := []string{tmp, dir, other}; !slices.Equal(got, want) {
+		t.Errorf("writable %q, want %q", got, want)
+	}
+}
+
+func TestUserCaches(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	noGo := func(string) (string, error) { return "", exec.ErrNotFound }
+	got := userCaches(t.Context(), noGo)
+	want := []string{filepath.Join(home, ".cache"), filepath.Join(home, ".npm"),
+		filepath.Join(home, ".cache", "go-build"), filepath.Join(home, "go", "pkg", "mod")}
+	if !slices.Equal(got, want) {
+		t.Errorf("caches without go %q, want %q", got, want)
+	}
+	if fi, err := os.Stat(filepath.Join(home, ".cache")); err != nil || !fi.IsDir() {
+		t.Errorf("~/.cache was not made: %v", err)
+	}
+
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go on PATH")
+	}
+	out, err := exec.Command(goBin, "env", "GOCACHE", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = userCaches(t.Context(), exec.LookPath)
+	for _, d := range strings.Fields(string(out)) {
+		if !slices.Contains(got, d) {
+			t.Errorf("caches %q lack %s from go env", got, d)
+		}
+	}
+}
+
+// outsideDir makes a folder outside the folders the sandbox lets bash
+// write to, or skips the test.
 func outsideDir(t *testing.T, writable []string) string {
 	t.Helper()
 	home, _ := os.UserHomeDir()
@@ -160,15 +249,18 @@ func outsideDir(t *testing.T, writable []string) string {
 	return ""
 }
 
-// sh runs a shell command line wrapped by s, returning its output and error.
+// sh runs a shell command line confined by s, returning its output and error.
 func sh(s *Sandbox, dir, line string) (string, error) {
 	argv := s.Wrap([]string{"sh", "-c", line})
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = s.Env(os.Environ())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
+	waited, err := s.Start(cmd)
+	if err != nil {
+		return "", err
+	}
+	err = <-waited
 	return out.String(), err
 }
 
@@ -198,16 +290,107 @@ func checkConfines(t *testing.T, s *Sandbox) {
 		t.Errorf("the outside folder holds %d entries", len(entries))
 	}
 
-	out, err = sh(s, dir, "echo inside > in.txt && mkdir -p a b && echo m > a/m && mv a/m b/m && cat b/m && head -c 4 /etc/passwd >/dev/null && echo tmp > "+filepath.Join(os.TempDir(), filepath.Base(dir)+"-tmp")+" && env")
+	tmpFile := filepath.Join(os.TempDir(), filepath.Base(dir)+"-tmp")
+	out, err = sh(s, dir, "echo inside > in.txt && mkdir -p a b && echo m > a/m && mv a/m b/m && cat b/m && head -c 4 /etc/passwd >/dev/null && echo tmp > "+tmpFile)
 	if err != nil {
 		t.Fatalf("work inside failed: %v: %s", err, out)
 	}
-	os.Remove(filepath.Join(os.TempDir(), filepath.Base(dir)+"-tmp"))
+	os.Remove(tmpFile)
 	if got, _ := os.ReadFile(filepath.Join(dir, "in.txt")); string(got) != "inside\n" {
 		t.Errorf("in.txt holds %q", got)
 	}
-	if strings.Contains(out, EnvExec) {
-		t.Errorf("the command sees %s", EnvExec)
+
+	// lane, which started the commands, is not confined.
+	checkFree(t, outside)
+}
+
+// checkFree checks that this process is not confined once its confined
+// commands ended: no thread has no_new_privs, and goroutines on every
+// thread can write to outside.
+func checkFree(t *testing.T, outside string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		confined, err := threadsWithNoNewPrivs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(confined) == 0 {
+			break
+		}
+		// A confined thread ends just after its command.
+		if time.Now().After(deadline) {
+			t.Fatalf("threads %v of this process have no_new_privs", confined)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range cap(errs) {
+		wg.Go(func() {
+			f := filepath.Join(outside, fmt.Sprintf("from-lane-%d", i))
+			if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+				errs <- err
+				return
+			}
+			errs <- os.Remove(f)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("this process cannot write outside: %v", err)
+		}
+	}
+}
+
+// threadsWithNoNewPrivs lists the threads of this process with
+// no_new_privs set, which Landlock confinement sets.
+func threadsWithNoNewPrivs() ([]int, error) {
+	entries, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range entries {
+		var tid int
+		if _, err := fmt.Sscan(e.Name(), &tid); err != nil {
+			continue
+		}
+		if nnp, err := noNewPrivs(tid); err == nil && nnp {
+			out = append(out, tid)
+		}
+	}
+	return out, nil
+}
+
+func noNewPrivs(tid int) (bool, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/status", tid))
+	if err != nil {
+		return false, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "NoNewPrivs:"); ok {
+			return strings.TrimSpace(v) == "1", nil
+		}
+	}
+	return false, errors.New("no NoNewPrivs line")
+}
+
+// checkCaches checks that Go's caches are writable under s.
+func checkCaches(t *testing.T, s *Sandbox) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Log("no go on PATH: its caches not checked")
+		return
+	}
+	out, err := sh(s, s.Dir, `for d in $(go env GOCACHE GOMODCACHE); do test -d "$d" || continue; f="$d/lane-sandbox-test-$$"; echo x > "$f" && rm "$f" && echo "$d"; done`)
+	if err != nil {
+		t.Fatalf("go's caches: %v: %s", err, out)
+	}
+	gocache, _ := exec.Command("go", "env", "GOCACHE").Output()
+	if d := strings.TrimSpace(string(gocache)); !strings.Contains(out, d+"\n") {
+		t.Errorf("GOCACHE %s not writable: %q", d, out)
 	}
 }
 
@@ -218,6 +401,7 @@ func TestLandlockConfines(t *testing.T) {
 	}
 	t.Logf("Landlock ABI v%d", s.ABI)
 	checkConfines(t, s)
+	checkCaches(t, s)
 }
 
 func TestBwrapConfines(t *testing.T) {
@@ -226,6 +410,7 @@ func TestBwrapConfines(t *testing.T) {
 		t.Skipf("bubblewrap does not work here: %v", err)
 	}
 	checkConfines(t, s)
+	checkCaches(t, s)
 }
 
 func TestAutoHere(t *testing.T) {
@@ -239,60 +424,90 @@ func TestAutoHere(t *testing.T) {
 	}
 }
 
-// TestLauncherFailsLoudly: a launcher that cannot confine the command does
-// not run it.
-func TestLauncherFailsLoudly(t *testing.T) {
-	exe, err := os.Executable()
+// TestLandlockManyAtOnce starts confined commands from many goroutines at
+// once; afterwards this process is still free.
+func TestLandlockManyAtOnce(t *testing.T) {
+	s, err := New(Landlock, t.TempDir())
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("Landlock does not work here: %v", err)
 	}
-	marker := filepath.Join(t.TempDir(), "ran")
-	tests := []struct {
-		name, config string
-		args         []string
-		stderr       string
-	}{
-		{"unenforceable", `{"writable":["/no/such/folder"]}`, []string{"sh", "-c", "touch " + marker}, "/no/such/folder"},
-		{"bad config", `{"writable":`, []string{"sh", "-c", "touch " + marker}, "read " + EnvExec},
-		{"no command", `{"writable":["/tmp"]}`, nil, "no command to run"},
-		{"unknown command", `{"writable":["/tmp"]}`, []string{"no-such-command-here"}, "executable file not found"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.name == "unenforceable" && landlockABI() < 1 {
-				tt.stderr = "no Landlock"
+	outside := outsideDir(t, s.Writable)
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			f := filepath.Join(outside, fmt.Sprint(i))
+			if out, err := sh(s, s.Dir, "echo x > "+f); err == nil {
+				t.Errorf("command %d wrote outside: %s", i, out)
 			}
-			cmd := exec.Command(exe, tt.args...)
-			cmd.Env = append(os.Environ(), EnvExec+"="+tt.config)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 126 {
-				t.Errorf("exit %v, want 126", err)
-			}
-			if !strings.HasPrefix(stderr.String(), "lane sandbox: ") || !strings.Contains(stderr.String(), tt.stderr) {
-				t.Errorf("stderr %q, want one with %q", stderr.String(), tt.stderr)
-			}
-			if _, err := os.Stat(marker); err == nil {
-				t.Error("the command ran")
+			if out, err := sh(s, s.Dir, fmt.Sprintf("echo x > %d", i)); err != nil {
+				t.Errorf("command %d could not write inside: %v: %s", i, err, out)
 			}
 		})
 	}
+	wg.Wait()
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("the outside folder holds %d entries", len(entries))
+	}
+	checkFree(t, outside)
 }
 
-// TestProbeNeedsTheLauncher: a binary that does not call LauncherMain is
-// told so instead of being taken for a Landlock launcher.
-func TestProbeNeedsTheLauncher(t *testing.T) {
+// TestLandlockSparesTheMainThread: runLocked on the main thread (in
+// TestMain) confines another thread.
+func TestLandlockSparesTheMainThread(t *testing.T) {
+	if fromMainThread != nil {
+		t.Error(fromMainThread)
+	}
+}
+
+// TestLandlockFailsLoudly: a command that cannot be confined is not run.
+func TestLandlockFailsLoudly(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	s := &Sandbox{Mode: Landlock, Dir: "/no/such/folder", Writable: []string{"/no/such/folder", os.TempDir()}}
+	want := "/no/such/folder"
+	if landlockABI() < 1 {
+		want = "no Landlock"
+	}
+	cmd := exec.Command("sh", "-c", "touch "+marker)
+	waited, err := s.Start(cmd)
+	if err == nil || !strings.Contains(err.Error(), want) || waited != nil {
+		t.Errorf("error %v, want one with %q", err, want)
+	}
+	if cmd.Process != nil {
+		t.Error("the command was started")
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran")
+	}
+}
+
+func TestProbeLandlock(t *testing.T) {
 	if landlockABI() < 1 {
 		t.Skip("kernel without Landlock")
 	}
-	// sh stands in for a lane without LauncherMain: it ignores the variable.
-	err := runLauncherProbe(t.Context(), "/bin/sh", []string{t.TempDir()})
-	if err == nil || !strings.Contains(err.Error(), "sandbox.LauncherMain() must be called") {
-		t.Errorf("probe of a binary without the launcher: %v", err)
+	dir := t.TempDir()
+	if err := probeLandlock(t.Context(), dir, writableDirs(dir, nil)); err != nil {
+		t.Errorf("probe: %v", err)
 	}
-	if err := runLauncherProbe(t.Context(), selfExe, []string{t.TempDir()}); err != nil {
-		t.Errorf("probe of this binary: %v", err)
+	if err := probeLandlock(t.Context(), filepath.Join(dir, "missing"), nil); err == nil {
+		t.Error("a probe of a missing folder passed")
+	}
+}
+
+func TestStartUnconfined(t *testing.T) {
+	for _, s := range []*Sandbox{nil, {Mode: Off}} {
+		var out bytes.Buffer
+		cmd := exec.Command("sh", "-c", "echo hi; exit 3")
+		cmd.Stdout = &out
+		waited, err := s.Start(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ee *exec.ExitError
+		if err := <-waited; !errors.As(err, &ee) || ee.ExitCode() != 3 || out.String() != "hi\n" {
+			t.Errorf("%v: %v, %q", s, err, out.String())
+		}
+	}
+	if _, err := (*Sandbox)(nil).Start(exec.Command("/no/such/command")); err == nil {
+		t.Error("a missing command started")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -89,8 +90,9 @@ func (t *bashTool) Run(ctx context.Context, call Call) Result {
 	r := runCommand(ctx, command{
 		dir:     t.ws.Dir,
 		argv:    t.ws.Sandbox.Wrap([]string{"bash", "-c", in.Command}),
-		env:     t.ws.Sandbox.Env(append(commandEnv(os.Environ()), mark)),
+		env:     append(commandEnv(os.Environ(), t.ws.EnvDrop), mark),
 		mark:    mark,
+		sandbox: t.ws.Sandbox,
 		timeout: timeout,
 		output:  call.Output,
 	})
@@ -126,12 +128,23 @@ func seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 }
 
-// commandEnv is env with lane's settings for commands replacing any there.
-func commandEnv(env []string) []string {
+// secretEnv is the variables that never reach a command: the model
+// providers' keys, which lane itself uses.
+var secretEnv = []string{
+	"ANTHROPIC_API_KEY",
+	"ANTHROPIC_AUTH_TOKEN",
+	"OPENAI_API_KEY",
+	"GEMINI_API_KEY",
+	"GOOGLE_API_KEY",
+}
+
+// commandEnv is env without secretEnv and the variables named in drop,
+// with lane's settings for commands replacing any there.
+func commandEnv(env, drop []string) []string {
 	out := make([]string, 0, len(env)+len(bashEnv))
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if !setByLane(k) && k != markVar {
+		if !setByLane(k) && k != markVar && !slices.Contains(secretEnv, k) && !slices.Contains(drop, k) {
 			out = append(out, kv)
 		}
 	}
@@ -159,7 +172,8 @@ type command struct {
 	dir     string
 	argv    []string
 	env     []string
-	mark    string // an entry of env unique to this command, "" for none
+	mark    string           // an entry of env unique to this command, "" for none
+	sandbox *sandbox.Sandbox // confines the command; nil for none
 	timeout time.Duration
 	output  func(string) // live output; may be nil
 }
@@ -192,7 +206,7 @@ func runCommand(ctx context.Context, c command) commandResult {
 	cmd.Env = c.env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	err = cmd.Start()
+	waited, err := c.sandbox.Start(cmd)
 	tty.Close()
 	if err != nil {
 		return commandResult{err: fmt.Errorf("start %s: %w", c.argv[0], err)}
@@ -226,8 +240,6 @@ func runCommand(ctx context.Context, c command) commandResult {
 		emit(strip.Flush())
 	}()
 
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
 	timer := time.NewTimer(c.timeout)
 	defer timer.Stop()
 	var r commandResult

@@ -241,3 +241,16 @@ func TestBashTimeouts(t *testing.T) {
 		t.Errorf("description: %s", desc)
 	}
 }
+
+func TestBashDropsSecrets(t *testing.T) {
+	for _, k := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "LANE_TEST_SECRET"} {
+		t.Setenv(k, "secret")
+	}
+	t.Setenv("LANE_TEST_KEPT", "kept")
+	ws := newWorkspace(t)
+	ws.EnvDrop = []string{"LANE_TEST_SECRET"}
+	r := runBash(t, ws, map[string]any{"command": "echo ${OPENAI_API_KEY:-none}; env | grep -c secret; echo ${LANE_TEST_KEPT:-none}"})
+	if r.Output != "none\n0\nkept\n" {
+		t.Errorf("result %+v", r)
+	}
+}

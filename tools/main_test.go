@@ -6,15 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"lane/sandbox"
 )
-
-func TestMain(m *testing.M) {
-	// The test binary is also the Landlock launcher of the sandboxed tests.
-	sandbox.LauncherMain()
-	os.Exit(m.Run())
-}
 
 // newWorkspace is a workspace in a fresh folder, bash not confined.
 func newWorkspace(t *testing.T) *Workspace {

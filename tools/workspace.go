@@ -22,6 +22,9 @@ type Workspace struct {
 	Dir         string           // absolute, symlinks resolved
 	Sandbox     *sandbox.Sandbox // nil: bash is not confined
 	BashTimeout time.Duration    // per command unless the model asks otherwise; 0: DefaultBashTimeout
+	// EnvDrop names variables of lane's environment that bash commands do
+	// not get, besides the providers' API keys, which they never get.
+	EnvDrop []string
 }
 
 // NewWorkspace returns the workspace of the folder dir, made absolute with

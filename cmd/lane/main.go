@@ -7,7 +7,6 @@ import (
 	"runtime/debug"
 
 	"lane/cmd"
-	"lane/sandbox"
 )
 
 // softMemoryLimit keeps the heap near lane's real needs when a runtime
@@ -15,9 +14,6 @@ import (
 const softMemoryLimit = 32 << 20
 
 func main() {
-	// When lane starts itself as the sandbox launcher of a bash command, it
-	// confines itself and execs the command here, never returning.
-	sandbox.LauncherMain()
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(softMemoryLimit)
 	}
