@@ -1,7 +1,7 @@
 # lane's two everyday commands: `make build` and `make test`.
 GO ?= go
 
-.PHONY: build test test-deps bench overhead
+.PHONY: build test test-deps bench
 build:
 	$(GO) build -o lane ./cmd/lane
 
@@ -18,5 +18,5 @@ test: test-deps
 
 # Speed and memory figures (see README "Performance").
 bench: test-deps
-	$(GO) test -run '^$$' -bench . -benchmem ./streamjson/ ./store/
+	$(GO) test -run '^$$' -bench . -benchmem ./streamjson/ ./store/ ./agent/ ./tools/
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./e2e/
