@@ -88,6 +88,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		NewCmdResume(f, nil),
 		NewCmdRuns(f, nil),
 		NewCmdShow(f, nil),
+		NewCmdDashboard(f, nil),
 	)
 	return root
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite" // registers the "sqlite" driver
@@ -30,6 +31,19 @@ type Store struct {
 	// here instead of in SQLite's busy handler, which polls with sleeps.
 	// Other processes are still kept apart by SQLite's own lock.
 	wlock chan struct{}
+
+	// dv is the connection DataVersion asks, opened on first use: SQLite's
+	// data_version is per connection. dvOffset is added to its numbers,
+	// dvLast is the last sum returned (when dvSeen).
+	dvMu     sync.Mutex
+	dv       *sql.Conn
+	dvOffset int64
+	dvLast   int64
+	dvSeen   bool
+
+	// search sets how QueryRuns finds a page of text matches (see
+	// search.go); tests change it to take the other way.
+	search searchTuning
 }
 
 // DefaultPath returns where lane keeps its database:
@@ -60,7 +74,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	db.SetMaxIdleConns(4)
-	s := &Store{db: db, wlock: make(chan struct{}, 1)}
+	s := &Store{db: db, wlock: make(chan struct{}, 1), search: defaultSearch}
 
 	if err := checkWAL(ctx, db); err != nil {
 		db.Close()
@@ -127,6 +141,12 @@ func isBusy(err error) bool {
 
 // Close closes the database. Close every EventWriter first.
 func (s *Store) Close() error {
+	s.dvMu.Lock()
+	if s.dv != nil {
+		_ = s.dv.Close() // it goes back to the pool, closed just below
+		s.dv = nil
+	}
+	s.dvMu.Unlock()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close store: %w", err)
 	}

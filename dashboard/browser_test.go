@@ -1,0 +1,457 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"lane/internal/proc"
+	"lane/store"
+	"lane/trace"
+)
+
+// chromium is Debian's browser (apt-get install chromium), which CI installs.
+const chromium = "/usr/bin/chromium"
+
+var updateScreenshot = flag.Bool("screenshot", false,
+	"TestBrowser: write the run page's screenshot to testdata/screenshot.png")
+
+// hostile is a tool output that must reach the page as text only.
+const hostile = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>`
+
+// browserEnv is a dashboard on a real database, a second store handle
+// writing to it as a `lane run` process would, and a headless browser.
+type browserEnv struct {
+	t      *testing.T
+	url    string
+	writer *store.Store
+	ctx    context.Context // the browser tab
+
+	mu       sync.Mutex
+	problems []string // exceptions, console errors, CSP violations
+}
+
+// startBrowserEnv starts it all; seed, when set, writes to the database
+// before the dashboard starts (what it finds there is not streamed live).
+func startBrowserEnv(t *testing.T, seed func(*browserEnv)) *browserEnv {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		if os.Getenv("LANE_REQUIRE_BROWSER") == "1" {
+			t.Fatalf("LANE_REQUIRE_BROWSER=1 but %s is missing: apt-get install -y chromium", chromium)
+		}
+		t.Skipf("skipping the browser test: %s is missing (apt-get install -y chromium; LANE_REQUIRE_BROWSER=1 makes this a failure)", chromium)
+	}
+
+	// Cleanups run last registered first: the browser, then the dashboard,
+	// then the stores.
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "lane.db")
+	st, err := store.Open(ctx, dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	writer, err := store.Open(ctx, dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { writer.Close() })
+	e := &browserEnv{t: t, writer: writer}
+	if seed != nil {
+		seed(e)
+	}
+
+	hs := httptest.NewUnstartedServer(nil)
+	srv, err := New(Config{Store: st, Addr: hs.Listener.Addr().String(), Poll: 25 * time.Millisecond})
+	if err != nil {
+		hs.Close()
+		t.Fatal(err)
+	}
+	hs.Config.Handler = srv.Handler()
+	hs.Start()
+	runCtx, stopRun := context.WithCancel(ctx)
+	runDone := make(chan error, 1)
+	go func() { runDone <- srv.Run(runCtx) }()
+	t.Cleanup(func() {
+		stopRun()
+		if err := <-runDone; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		hs.Close()
+	})
+	e.url = hs.URL
+
+	// chromedp gives the browser a fresh --user-data-dir of its own and
+	// removes it afterwards.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1280, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc) // stops the browser and waits for it
+	tab, cancelTab := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancelTab)
+	if err := chromedp.Do(tab); err != nil { // start the browser
+		t.Fatalf("start %s: %v", chromium, err)
+	}
+	e.ctx = tab
+
+	// Uncaught exceptions, console.error calls and CSP violations fail the
+	// test; other browser log errors (an expected 4xx) are only logged.
+	consoleDone := make(chan struct{})
+	go func() {
+		defer close(consoleDone)
+		for m, err := range chromedp.Console(tab) {
+			if err != nil {
+				return
+			}
+			switch {
+			case m.IsException():
+				e.problem("exception: %s", m.Text)
+			case m.Type != chromedp.ConsoleError:
+			case strings.Contains(m.Text, "Content Security Policy"):
+				e.problem("CSP: %s", m.Text)
+			case m.Source == "":
+				e.problem("console.error: %s", m.Text)
+			default:
+				t.Logf("browser log (%s): %s %s", m.Source, m.Text, m.URL)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancelTab()
+		<-consoleDone
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for _, p := range e.problems {
+			t.Errorf("page: %s", p)
+		}
+	})
+	return e
+}
+
+func (e *browserEnv) problem(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.problems = append(e.problems, fmt.Sprintf(format, args...))
+}
+
+// do runs browser actions, failing the test after timeout.
+func (e *browserEnv) do(what string, timeout time.Duration, steps ...chromedp.Action[chromedp.Void]) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(e.ctx, timeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		e.fatal(what, err)
+	}
+}
+
+func (e *browserEnv) fatal(what string, err error) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
+	defer cancel()
+	body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText.slice(0, 3000)`))
+	e.t.Fatalf("%s: %v\npage text:\n%s", what, err, body)
+}
+
+// eval evaluates js in the page and decodes its value as T.
+func eval[T any](e *browserEnv, js string, opts ...chromedp.EvaluateOption) T {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, opts...))
+	if err != nil {
+		e.fatal("evaluate "+js, err)
+	}
+	return v
+}
+
+// newRun records a run owned by the test process, so the dashboard does not
+// sweep it as interrupted, and returns a writer for its events.
+func (e *browserEnv) newRun(r *trace.Run) *store.EventWriter {
+	e.t.Helper()
+	start, err := proc.StartTime(os.Getpid())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if r.ID == "" {
+		r.ID = trace.NewRunID()
+	}
+	r.OwnerPID, r.OwnerStart = os.Getpid(), start
+	if err := e.writer.CreateRun(context.Background(), r); err != nil {
+		e.t.Fatal(err)
+	}
+	return e.writer.NewEventWriter(r.ID)
+}
+
+func write(t *testing.T, w *store.EventWriter, evs ...trace.Event) {
+	t.Helper()
+	for _, ev := range evs {
+		if err := w.Write(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func seqSel(seq int64) string { return fmt.Sprintf(`.timeline [data-seq="%d"]`, seq) }
+
+func TestBrowser(t *testing.T) {
+	e := startBrowserEnv(t, nil)
+	ctx := context.Background()
+
+	// The runs table, live before any run exists.
+	e.do("open /", 30*time.Second,
+		chromedp.Navigate(e.url+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`table.runs`)),
+		chromedp.WaitVisible(chromedp.CSS(`#conn.on`)))
+	eval[bool](e, `window.__noReload = true`)
+
+	// A run appears in the list as a `lane run` process records it.
+	now := time.Now()
+	run := &trace.Run{
+		Status: trace.StatusRunning, Runtime: "claude", Model: "sonnet", Dir: "/work/demo",
+		Prompt: "List the files and <b>explain</b> them", SessionID: "sess-browser", StartedAt: now,
+		Capability: trace.Capability{Dir: "/work/demo"},
+	}
+	w := e.newRun(run)
+	defer w.Close(ctx)
+	toolInput, _ := json.Marshal(map[string]string{"command": "ls -la", "description": "list files"})
+	at := func(d time.Duration) time.Time { return now.Add(d) }
+	write(t, w,
+		trace.Event{Seq: 1, Time: at(100 * time.Millisecond), Kind: trace.KindSession, SessionID: "sess-browser", Model: "claude-sonnet-4-5", Cwd: "/work/demo", Version: "2.1.0", Tools: []string{"Bash", "Read"}},
+		trace.Event{Seq: 2, Time: at(1 * time.Second), Kind: trace.KindText, Text: "I'll look at the **files** with `ls`."},
+		trace.Event{Seq: 3, Time: at(1200 * time.Millisecond), Kind: trace.KindToolCall, ToolUseID: "toolu_1", ToolName: "Bash", Input: toolInput},
+		trace.Event{Seq: 4, Time: at(3500 * time.Millisecond), Kind: trace.KindToolResult, ToolUseID: "toolu_1", Output: hostile},
+	)
+	row := fmt.Sprintf(`table.runs tr[data-id=%q]`, run.ID)
+	e.do("the new run appears live in the list", 20*time.Second,
+		chromedp.WaitVisible(chromedp.CSS(row+` .st-running`)))
+	if !eval[bool](e, `window.__noReload === true`) {
+		t.Fatal("the page reloaded to show the new run")
+	}
+
+	// Its trace, reached by a click (client-side navigation).
+	e.do("open the run", 20*time.Second,
+		chromedp.Click(chromedp.CSS(row+` td.prompt a`)),
+		chromedp.WaitVisible(chromedp.CSS(`.run-head dl.kv`)),
+		chromedp.WaitVisible(chromedp.CSS(`.run-head button.danger`)), // Cancel, while it runs
+		chromedp.WaitReady(chromedp.CSS(seqSel(4))))
+	if path := eval[string](e, `location.pathname`); path != "/runs/"+run.ID {
+		t.Fatalf("location %q, want /runs/%s", path, run.ID)
+	}
+	// The hostile output is text: in the collapsed summary's preview and, once
+	// opened, in full; nothing of it became an element or ran.
+	e.do("open the tool result", 10*time.Second,
+		chromedp.Click(chromedp.CSS(seqSel(4)+` > summary`)),
+		chromedp.WaitVisible(chromedp.CSS(seqSel(4)+` pre.out`)))
+	if out := eval[string](e, fmt.Sprintf(`document.querySelector(%q).textContent`, seqSel(4)+` pre.out`)); out != hostile {
+		t.Errorf("tool output shown as %q, want the text %q", out, hostile)
+	}
+	timelineText := eval[string](e, `document.querySelector('.timeline').textContent`)
+	for _, want := range []string{"<script>", `<img src=x onerror="window.__pwned=1">`, "ls -la", "I'll look at the files with ls."} {
+		if !strings.Contains(timelineText, want) {
+			t.Errorf("timeline text lacks %q:\n%s", want, timelineText)
+		}
+	}
+	type safety struct {
+		Pwned    bool `json:"pwned"`
+		Scripts  int  `json:"scripts"`
+		Imgs     int  `json:"imgs"`
+		InTrace  int  `json:"inTrace"`
+		BoldTags int  `json:"boldTags"`
+	}
+	safe := eval[safety](e, `({
+		pwned: typeof window.__pwned !== 'undefined',
+		scripts: document.scripts.length,
+		imgs: document.images.length,
+		inTrace: document.querySelectorAll('.timeline script, .timeline img, .run-head script, .run-head img, .run-head b').length,
+		boldTags: document.querySelectorAll('b').length,
+	})`)
+	if safe.Pwned || safe.Scripts != 1 || safe.Imgs != 0 || safe.InTrace != 0 || safe.BoldTags != 0 {
+		t.Errorf("hostile data became markup: %+v (want no __pwned, only the page's one script, no img, no b)", safe)
+	}
+
+	// More events appear live: text with markdown, a tool streaming output,
+	// a subagent nested under its Task call, a retry, an error, the result.
+	readInput, _ := json.Marshal(map[string]string{"file_path": "/work/demo/README.md"})
+	taskInput, _ := json.Marshal(map[string]string{"description": "explore the repo", "subagent_type": "Explore", "prompt": "look around"})
+	write(t, w,
+		trace.Event{Seq: 5, Time: at(4 * time.Second), Kind: trace.KindText, Text: "Found **3 files**. See [the docs](https://example.com/docs) — not [this](javascript:alert(1)).\n\n```go\nfmt.Println(\"<b>hi</b>\")\n```"},
+		trace.Event{Seq: 6, Time: at(4100 * time.Millisecond), Kind: trace.KindToolCall, ToolUseID: "toolu_2", ToolName: "Read", Input: readInput},
+		trace.Event{Seq: 7, Time: at(4200 * time.Millisecond), Kind: trace.KindToolOutput, ToolUseID: "toolu_2", Output: "# demo\n"},
+	)
+	e.do("live events appear", 20*time.Second,
+		chromedp.WaitVisible(chromedp.CSS(seqSel(5)+` .md strong`)),
+		chromedp.WaitVisible(chromedp.CSS(seqSel(6)+` .live-out`)))
+	write(t, w,
+		trace.Event{Seq: 8, Time: at(4700 * time.Millisecond), Kind: trace.KindToolResult, ToolUseID: "toolu_2", Output: "# demo\nA demo project.\n"},
+		trace.Event{Seq: 9, Time: at(5 * time.Second), Kind: trace.KindRetry, Retry: &trace.Retry{Attempt: 1, MaxRetries: 10, DelayMS: 1200, ErrorStatus: 529, Error: "overloaded"}},
+		trace.Event{Seq: 10, Time: at(7 * time.Second), Kind: trace.KindToolCall, ToolUseID: "toolu_task", ToolName: "Task", Input: taskInput},
+		trace.Event{Seq: 11, Time: at(8 * time.Second), Kind: trace.KindText, ParentToolUseID: "toolu_task", Text: "Subagent: exploring."},
+		trace.Event{Seq: 12, Time: at(8500 * time.Millisecond), Kind: trace.KindToolCall, ParentToolUseID: "toolu_task", ToolUseID: "toolu_sub1", ToolName: "Glob", Input: json.RawMessage(`{"pattern":"**/*.go"}`)},
+		trace.Event{Seq: 13, Time: at(9 * time.Second), Kind: trace.KindToolResult, ParentToolUseID: "toolu_task", ToolUseID: "toolu_sub1", Output: "main.go\nmain_test.go"},
+		trace.Event{Seq: 14, Time: at(12 * time.Second), Kind: trace.KindToolResult, ToolUseID: "toolu_task", Output: "The repo has two Go files."},
+		trace.Event{Seq: 15, Time: at(12500 * time.Millisecond), Kind: trace.KindCompact, Subtype: "compact_boundary"},
+		trace.Event{Seq: 16, Time: at(13 * time.Second), Kind: trace.KindError, ErrorKind: trace.ErrorAPI, Text: "API error 529 (overloaded), recovered"},
+		trace.Event{Seq: 17, Time: at(14 * time.Second), Kind: trace.KindText, Text: "Done: it is a **small Go project**."},
+		trace.Event{Seq: 18, Time: at(14100 * time.Millisecond), Kind: trace.KindResult, Result: &trace.Result{Subtype: "success", NumTurns: 4, DurationMS: 14000, Text: "Done: it is a **small Go project**."}},
+	)
+	e.do("the subagent nests under its Task call", 20*time.Second,
+		chromedp.WaitReady(chromedp.CSS(`.ev.tool[data-tool="toolu_task"] .sub-body [data-seq="13"]`)),
+		chromedp.WaitReady(chromedp.CSS(seqSel(18))))
+	type linkCount struct {
+		Ext int `json:"ext"`
+		JS  int `json:"js"`
+	}
+	links := eval[linkCount](e, `({ext: document.querySelectorAll('.timeline a[href="https://example.com/docs"]').length,
+		js: document.querySelectorAll('a[href^="javascript"]').length})`)
+	if links.Ext != 1 || links.JS != 0 {
+		t.Errorf("links: %+v, want the https link and no javascript: link", links)
+	}
+
+	// The run ends; its header follows.
+	run.Status, run.EndedAt, run.DurationMS = trace.StatusSucceeded, at(15*time.Second), 15000
+	run.CostUSD, run.CostEstimate, run.Turns, run.ToolCalls = 0.0421, true, 4, 4
+	run.Usage = trace.Usage{InputTokens: 1200, OutputTokens: 850, CacheReadTokens: 45000, CacheCreationTokens: 3000}
+	run.ResultText = "Done: it is a small Go project."
+	if err := e.writer.UpdateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	e.do("the header shows the end", 20*time.Second,
+		chromedp.WaitVisible(chromedp.CSS(`.run-head h1 .st-succeeded`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`.run-head button.danger`)),
+		chromedp.ScrollIntoView(chromedp.CSS(`.run-head`)))
+	head := eval[string](e, `document.querySelector('.run-head').textContent`)
+	for _, bad := range []string{"null", "undefined", "NaN", "[object"} {
+		if strings.Contains(head, bad) {
+			t.Errorf("run header shows %q: %s", bad, head)
+		}
+	}
+
+	shotCtx, cancelShot := context.WithTimeout(e.ctx, 20*time.Second)
+	png, err := chromedp.Run(shotCtx, chromedp.CaptureScreenshot())
+	cancelShot()
+	if err != nil {
+		e.fatal("screenshot", err)
+	}
+	if len(png) == 0 {
+		t.Error("empty screenshot")
+	}
+	if *updateScreenshot {
+		if err := os.WriteFile(filepath.Join("testdata", "screenshot.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote testdata/screenshot.png (%d bytes)", len(png))
+	}
+
+	// The other views render without a page error.
+	e.do("sessions", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`#nav a[href="/sessions"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.sessions tbody tr`)))
+	e.do("costs", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`#nav a[href="/costs"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`svg.chart rect.s-cost`)))
+	e.do("bench", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`#nav a[href="/bench"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`p.empty`)))
+
+	// The New run form posts with the CSRF header and a real Origin (the page
+	// is served with Referrer-Policy: no-referrer): this dashboard has no lane
+	// binary to start, so the answer must be that, not a refused request.
+	e.do("new run form", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`#new-run`)),
+		chromedp.SetValue(chromedp.CSS(`dialog form.newrun input[name="dir"]`), "/work/demo"),
+		chromedp.SetValue(chromedp.CSS(`dialog form.newrun textarea[name="task"]`), "say hi"),
+		chromedp.Click(chromedp.CSS(`dialog form.newrun button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`dialog .errorbox`)))
+	postErr := eval[string](e, `document.querySelector('dialog .errorbox').textContent`)
+	if strings.Contains(postErr, "Origin") || strings.Contains(postErr, "X-CSRF-Token") {
+		t.Errorf("POST /api/runs was refused by the CSRF checks: %s", postErr)
+	} else {
+		t.Logf("POST /api/runs without a lane binary: %s", postErr)
+	}
+}
+
+// TestBrowserLongTrace measures (logs, does not assert) how long the page
+// takes to show a 20,000-event trace.
+func TestBrowserLongTrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long trace: skipped in -short")
+	}
+	const n int64 = 20000
+	var run *trace.Run
+	e := startBrowserEnv(t, func(e *browserEnv) { run = writeLongTrace(e, n) })
+	began := time.Now()
+	e.do("show the first events", 60*time.Second,
+		chromedp.Navigate(e.url+"/runs/"+run.ID),
+		chromedp.WaitReady(chromedp.CSS(seqSel(1))))
+	first := time.Since(began)
+	e.do("show 20k events", 120*time.Second, chromedp.WaitReady(chromedp.CSS(seqSel(n))))
+	shown := time.Since(began)
+	nodes := eval[int](e, `document.getElementsByTagName('*').length`)
+	scrolled := eval[float64](e, `(async () => {
+		const t0 = performance.now();
+		scrollTo(0, document.documentElement.scrollHeight);
+		await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+		return performance.now() - t0;
+	})()`, chromedp.EvalAwaitPromise)
+	t.Logf("%d-event trace: first event shown %v after navigation, the last %v; %d DOM elements; jump to the end painted in %.0fms",
+		n, first.Round(time.Millisecond), shown.Round(time.Millisecond), nodes, scrolled)
+}
+
+// writeLongTrace records a finished run of n events: text, a Bash call, its
+// result and thinking, over and over; the last event is text.
+func writeLongTrace(e *browserEnv, n int64) *trace.Run {
+	start := time.Now().Add(-time.Hour)
+	run := &trace.Run{
+		Status: trace.StatusSucceeded, Runtime: "claude", Model: "opus", Dir: "/work/big",
+		Prompt: "a very long session", StartedAt: start, EndedAt: start.Add(time.Hour), DurationMS: 3600_000,
+	}
+	w := e.newRun(run)
+	input := json.RawMessage(`{"command":"go test ./..."}`)
+	for seq := int64(1); seq <= n; seq++ {
+		ev := trace.Event{Seq: seq, Time: start.Add(time.Duration(seq) * 150 * time.Millisecond)}
+		id := fmt.Sprintf("toolu_%d", seq/4)
+		switch seq % 4 {
+		case 1:
+			ev.Kind, ev.Text = trace.KindText, fmt.Sprintf("Step %d: running the **tests** again with `go test`.", seq)
+		case 2:
+			ev.Kind, ev.ToolUseID, ev.ToolName, ev.Input = trace.KindToolCall, id, "Bash", input
+		case 3:
+			ev.Kind, ev.ToolUseID, ev.Output = trace.KindToolResult, id, strings.Repeat(fmt.Sprintf("ok  lane/pkg%d 0.%03ds\n", seq, seq%1000), 8)
+		case 0:
+			ev.Kind, ev.Text = trace.KindThinking, "Thinking about what failed and why."
+		}
+		if seq == n {
+			ev.Kind, ev.Text = trace.KindText, "The last word."
+		}
+		if err := w.Write(ev); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	if err := w.Close(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
+	return run
+}

@@ -1,0 +1,271 @@
+// Package dashboard serves `lane dashboard`: the page, a JSON API over lane's
+// store and a websocket that streams the events of every run as lane
+// processes record them. API.md is the contract, and the public
+// documentation, of everything it serves.
+//
+// Other lane processes write to the same SQLite file; the dashboard learns of
+// their commits by polling the database's data version and then reads only
+// what is new (events after a global id cursor, runs after a revision).
+package dashboard
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"lane/store"
+)
+
+const (
+	defaultPoll = 100 * time.Millisecond
+	// sweepInterval is how often the poller reads run changes even though
+	// the data version did not move, so that running runs whose lane process
+	// died are marked interrupted (and broadcast).
+	sweepInterval = 3 * time.Second
+	// eventPage is how many events one query reads, live and in catch-up.
+	eventPage = 1000
+	// changedRunsPage is how many runs store.RunsChangedAfter returns at
+	// most: a full page means there may be more.
+	changedRunsPage = 1000
+	// burstWait is how long the poller waits, after a burst of events, for
+	// the clients' queues to have room for another page (see poller.room).
+	burstWait = time.Second
+	// childGrace is how long runs started from the dashboard get to record
+	// their cancellation when the dashboard stops, before they are killed.
+	childGrace = 10 * time.Second
+)
+
+// Config is what a Server needs.
+type Config struct {
+	Store *store.Store
+	// Addr is the address the dashboard listens on, as "host:port" with the
+	// real port (not 0): the Host header and the Origin of requests are
+	// checked against it.
+	Addr string
+	// Token is required (non-empty) unless Addr is a loopback address. When
+	// set it is required on every request.
+	Token string
+	// LaneBin is the lane binary that POST /api/runs starts; empty disables
+	// starting runs.
+	LaneBin string
+	// DBPath is the database LaneBin is told to use (--db); required with
+	// LaneBin.
+	DBPath string
+	// Poll is how often the database's data version is checked; 0 means
+	// 100 ms.
+	Poll time.Duration
+	// Logger receives what the dashboard cannot report to a client (a
+	// failing poll, a child that would not start); nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is the dashboard. Handler serves requests; Run polls the database
+// and feeds the websocket clients.
+type Server struct {
+	st       *store.Store
+	cfg      Config
+	log      *slog.Logger
+	host     hostCheck
+	csrf     string
+	page     []byte // index.html as served, CSRF token and asset checksums filled in
+	assets   map[string]asset
+	hub      *hub
+	runRev   int64 // the run revision at New, where the poller starts
+	upgrader websocket.Upgrader
+	handler  http.Handler
+
+	mu       sync.Mutex
+	running  bool
+	closed   bool               // Run has ended: no new clients or children
+	wg       sync.WaitGroup     // client goroutines and child waiters
+	children map[*exec.Cmd]bool // runs started by POST /api/runs, not yet waited for
+}
+
+// New checks cfg and returns a Server whose live feed starts at the
+// database's current last event.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("dashboard: no store")
+	}
+	hc, err := newHostCheck(cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	if cfg.Token == "" && !hc.loopback {
+		return nil, fmt.Errorf("dashboard: %s is not a loopback address: a token is required", cfg.Addr)
+	}
+	if cfg.LaneBin != "" && cfg.DBPath == "" {
+		return nil, errors.New("dashboard: LaneBin needs DBPath")
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = defaultPoll
+	}
+	s := &Server{
+		st:       cfg.Store,
+		cfg:      cfg,
+		log:      cfg.Logger,
+		host:     hc,
+		children: map[*exec.Cmd]bool{},
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("dashboard: csrf token: %w", err)
+	}
+	s.csrf = hex.EncodeToString(b)
+
+	web, err := fs.Sub(webFiles, "web")
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	if s.page, s.assets, err = loadAssets(web, s.csrf); err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cursor, err := s.st.MaxEventID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	rev, err := s.st.MaxRunRev(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	s.hub, s.runRev = newHub(cursor), rev
+
+	s.upgrader = websocket.Upgrader{
+		ReadBufferSize:  1024,
+		WriteBufferSize: 16 << 10,
+		CheckOrigin:     s.sameOrigin,
+		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
+			writeError(w, status, reason.Error())
+		},
+	}
+	s.handler = s.secure(s.routes())
+	return s, nil
+}
+
+// Handler returns the handler of every route of API.md and of the page.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	for _, p := range []string{"GET /{$}", "GET /runs/{id}", "GET /sessions", "GET /costs", "GET /bench"} {
+		mux.HandleFunc(p, s.servePage)
+	}
+	mux.HandleFunc("GET /assets/{path...}", s.serveAsset)
+	mux.HandleFunc("GET /api/csrf", s.getCSRF)
+	mux.HandleFunc("GET /api/runs", s.listRuns)
+	mux.HandleFunc("POST /api/runs", s.startRun)
+	mux.HandleFunc("GET /api/runs/{id}", s.getRun)
+	mux.HandleFunc("GET /api/runs/{id}/events", s.runEvents)
+	mux.HandleFunc("GET /api/runs/{id}/export", s.exportRun)
+	mux.HandleFunc("POST /api/runs/{id}/cancel", s.cancelRun)
+	mux.HandleFunc("GET /api/sessions", s.listSessions)
+	mux.HandleFunc("GET /api/stats", s.getStats)
+	mux.HandleFunc("GET /ws", s.serveWS)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not found")
+	})
+	return mux
+}
+
+// Run polls the database and feeds the websocket clients until ctx ends.
+// Then it closes every client, interrupts the runs it started (killing
+// those still running after childGrace) and returns once all of its
+// goroutines have stopped. It can be called once.
+func (s *Server) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.running || s.closed {
+		s.mu.Unlock()
+		return errors.New("dashboard: Run called twice")
+	}
+	s.running = true
+	s.mu.Unlock()
+
+	s.poll(ctx)
+
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.hub.closeAll(websocket.CloseGoingAway, "dashboard stopping")
+	s.stopChildren()
+	return nil
+}
+
+// track adds n goroutines to the ones Run waits for, unless Run has ended.
+func (s *Server) track(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(n)
+	return true
+}
+
+// hostCheck knows which Host headers name this dashboard.
+type hostCheck struct {
+	loopback bool
+	port     string
+	host     string // lower case, without brackets; "" for a wildcard address
+}
+
+func newHostCheck(addr string) (hostCheck, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return hostCheck{}, fmt.Errorf("address %q: %w", addr, err)
+	}
+	if port == "" || port == "0" {
+		return hostCheck{}, fmt.Errorf("address %q: the real port is needed", addr)
+	}
+	hc := hostCheck{port: port, host: strings.ToLower(host)}
+	if hc.host == "localhost" {
+		hc.loopback = true
+	} else if ip := net.ParseIP(hc.host); ip != nil {
+		hc.loopback = ip.IsLoopback()
+		if ip.IsUnspecified() {
+			hc.host = ""
+		}
+	}
+	return hc, nil
+}
+
+// allowed reports whether a request's Host header names the dashboard: the
+// listening address, any loopback name with its port when it listens on
+// loopback, any host with its port when it listens on every interface (a
+// token is then required, which a rebound page does not have).
+func (hc hostCheck) allowed(hostHeader string) bool {
+	host, port, err := net.SplitHostPort(hostHeader)
+	if err != nil {
+		host, port = hostHeader, "80"
+	}
+	if port != hc.port || host == "" {
+		return false
+	}
+	host = strings.ToLower(host)
+	switch {
+	case hc.host == "":
+		return true
+	case host == hc.host:
+		return true
+	case hc.loopback:
+		return host == "localhost" || host == "127.0.0.1" || host == "::1"
+	}
+	return false
+}

@@ -1,0 +1,248 @@
+package dashboard
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"lane/internal/proc"
+	"lane/trace"
+)
+
+const (
+	maxStartBody = 1 << 20
+	// childWaitDelay bounds the wait for a child's pipes after it exits
+	// (a grandchild may hold them).
+	childWaitDelay = 5 * time.Second
+	stderrTail     = 4 << 10
+	exitUsage      = 2 // lane's exit code for a usage error
+)
+
+var errStopping = errors.New("the dashboard is stopping")
+
+type startRequest struct {
+	Dir   string `json:"dir"`
+	Task  string `json:"task"`
+	Model string `json:"model"`
+}
+
+// launched is how a child started by startRun went: its run id, or why it
+// has none.
+type launched struct {
+	runID  string
+	status int // of the error
+	err    error
+}
+
+// startRun starts `lane run` on the request's task as a child of the
+// dashboard and answers with the run id once the child has printed it.
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.LaneBin == "" {
+		writeError(w, http.StatusNotImplemented, "this dashboard cannot start runs (no lane binary)")
+		return
+	}
+	var req startRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxStartBody)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "the body must be JSON {\"dir\", \"task\", \"model\"}: "+err.Error())
+		return
+	}
+	req.Model = cmp.Or(strings.TrimSpace(req.Model), "sonnet")
+	switch {
+	case !filepath.IsAbs(req.Dir):
+		writeError(w, http.StatusBadRequest, "dir must be an absolute path")
+		return
+	case strings.TrimSpace(req.Task) == "":
+		writeError(w, http.StatusBadRequest, "task is empty")
+		return
+	case strings.HasPrefix(req.Model, "-"):
+		writeError(w, http.StatusBadRequest, "bad model "+req.Model)
+		return
+	}
+	if fi, err := os.Stat(req.Dir); err != nil || !fi.IsDir() {
+		writeError(w, http.StatusBadRequest, "dir is not a directory: "+req.Dir)
+		return
+	}
+	ch, err := s.launch(req)
+	if errors.Is(err, errStopping) {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	select {
+	case res := <-ch:
+		if res.err != nil {
+			writeError(w, res.status, res.err.Error())
+			return
+		}
+		writeJSON(w, http.StatusCreated, map[string]string{"run_id": res.runID})
+	case <-r.Context().Done():
+		// The caller left; the run goes on and shows in the list.
+	}
+}
+
+// launch starts LaneBin --db DBPath run --dir DIR --model=MODEL -o
+// stream-json -, with the task on its standard input (a task may begin with
+// "-" or exceed what one argument may hold), in its own process group. The
+// channel gets the run id from the child's first stream-json line (an
+// event's run_id, or the run record's id when the run ended before any
+// event), or the reason there is none.
+func (s *Server) launch(req startRequest) (<-chan launched, error) {
+	cmd := exec.Command(s.cfg.LaneBin, "--db", s.cfg.DBPath, "run", "--dir", req.Dir, "--model="+req.Model,
+		"-o", "stream-json", "-")
+	cmd.Stdin = strings.NewReader(req.Task)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = childWaitDelay
+	stderr := &tailBuffer{max: stderrTail}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start lane run: %w", err)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errStopping
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start lane run: %w", err)
+	}
+	s.children[cmd] = true
+	s.wg.Add(1)
+	ch := make(chan launched, 1)
+	go s.superviseChild(cmd, stdout, stderr, ch)
+	return ch, nil
+}
+
+// superviseChild reads the run id from the child's first line, then drains
+// and discards the rest of its output, and waits for it.
+func (s *Server) superviseChild(cmd *exec.Cmd, stdout io.Reader, stderr *tailBuffer, ch chan<- launched) {
+	defer s.wg.Done()
+	dec := json.NewDecoder(stdout)
+	var first struct {
+		RunID string `json:"run_id"` // an event
+		ID    string `json:"id"`     // the run record
+	}
+	derr := dec.Decode(&first)
+	id := cmp.Or(first.RunID, first.ID)
+	if derr == nil && id != "" {
+		ch <- launched{runID: id}
+	}
+	_, _ = io.Copy(io.Discard, io.MultiReader(dec.Buffered(), stdout))
+	werr := cmd.Wait()
+
+	s.mu.Lock()
+	delete(s.children, cmd)
+	s.mu.Unlock()
+
+	if derr == nil && id != "" {
+		return
+	}
+	msg := strings.TrimSpace(stderr.String())
+	if msg == "" && derr != nil && !errors.Is(derr, io.EOF) {
+		msg = "unreadable output: " + derr.Error()
+	}
+	res := launched{status: http.StatusInternalServerError, err: fmt.Errorf("lane run ended without a run (%v): %s", werr, msg)}
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) && ee.ExitCode() == exitUsage {
+		res.status, res.err = http.StatusBadRequest, fmt.Errorf("lane run refused the request: %s", msg)
+	}
+	ch <- res
+}
+
+// stopChildren interrupts the runs the dashboard started, as Ctrl-C would,
+// kills those still running after childGrace, and waits for every goroutine
+// of the server.
+func (s *Server) stopChildren() {
+	s.signalChildren(syscall.SIGINT)
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(childGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+	}
+	s.signalChildren(syscall.SIGKILL)
+	<-done
+}
+
+func (s *Server) signalChildren(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for cmd := range s.children {
+		_ = syscall.Kill(-cmd.Process.Pid, sig)
+	}
+}
+
+// cancelRun interrupts a running run's owner, whichever lane process it is;
+// the owner records the run as cancelled.
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	run, err := s.st.GetRun(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	if run.Status != trace.StatusRunning {
+		writeError(w, http.StatusConflict, fmt.Sprintf("run %s is %s, not running", run.ID, run.Status))
+		return
+	}
+	// GetRun marked the run interrupted if its owner had exited; the
+	// owner can still exit in between.
+	if run.OwnerPID == os.Getpid() || !proc.Alive(run.OwnerPID, run.OwnerStart) {
+		writeError(w, http.StatusConflict, fmt.Sprintf("run %s has no live lane process to stop", run.ID))
+		return
+	}
+	if err := syscall.Kill(run.OwnerPID, syscall.SIGINT); err != nil {
+		status := http.StatusInternalServerError
+		switch {
+		case errors.Is(err, syscall.ESRCH):
+			status = http.StatusConflict
+		case errors.Is(err, syscall.EPERM):
+			status = http.StatusForbidden
+		}
+		writeError(w, status, fmt.Sprintf("stop run %s: signal lane process %d: %v", run.ID, run.OwnerPID, err))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]bool{"cancelled": true})
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}

@@ -1,0 +1,1349 @@
+// lane dashboard: a single-page app over the JSON API and websocket of
+// dashboard/API.md. No framework, no build step, no external resource.
+//
+// Safety rule: recorded data (prompts, tool inputs and outputs, model text)
+// reaches the DOM only as text nodes, textContent or attribute values set with
+// setAttribute; never through innerHTML, insertAdjacentHTML or document.write.
+// Links built from data are limited to http(s) URLs and our own paths.
+
+const app = document.getElementById('app');
+const connEl = document.getElementById('conn');
+
+// ---------------------------------------------------------------- DOM helpers
+
+// h builds an element. props: class, text, dataset, on<event> (functions),
+// href (checked by safeHref), anything else as an attribute.
+function h(tag, props, ...kids) {
+  const el = document.createElement(tag);
+  if (props) setProps(el, props);
+  add(el, kids);
+  return el;
+}
+
+function setProps(el, props) {
+  for (const [k, v] of Object.entries(props)) {
+    if (v == null || v === false) continue;
+    if (k === 'class') el.setAttribute('class', v);
+    else if (k === 'text') el.textContent = String(v);
+    else if (k === 'dataset') Object.assign(el.dataset, v);
+    else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else if (k === 'href') el.setAttribute('href', safeHref(v));
+    else if (k === 'value' && 'value' in el) el.value = String(v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+}
+
+function add(el, kids) {
+  for (const k of kids) {
+    if (k == null || k === false) continue;
+    if (Array.isArray(k)) add(el, k);
+    else if (k instanceof Node) el.appendChild(k);
+    else el.appendChild(document.createTextNode(String(k)));
+  }
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+function s(tag, attrs, ...kids) {
+  const el = document.createElementNS(SVG, tag);
+  if (attrs) for (const [k, v] of Object.entries(attrs)) if (v != null) el.setAttribute(k, String(v));
+  add(el, kids);
+  return el;
+}
+
+// safeHref allows our own absolute paths and http(s) URLs; anything else
+// (javascript:, data:, protocol-relative //host) becomes "#".
+function safeHref(v) {
+  const str = String(v);
+  if (str.startsWith('/') && !str.startsWith('//') && !str.startsWith('/\\')) return str;
+  if (/^https?:\/\//i.test(str)) {
+    try {
+      const u = new URL(str);
+      if (u.protocol === 'http:' || u.protocol === 'https:') return u.href;
+    } catch { /* fall through */ }
+  }
+  return '#';
+}
+
+function extLink(url, text) {
+  const href = safeHref(url);
+  if (href === '#') return document.createTextNode(text);
+  return h('a', { href, target: '_blank', rel: 'noopener noreferrer' }, text);
+}
+
+const runPath = (id) => `/runs/${encodeURIComponent(id)}`;
+const runLink = (id, text, cls) => h('a', { href: runPath(id), class: cls }, text ?? shortID(id));
+
+// ------------------------------------------------------------------ formatting
+
+function shortID(id) {
+  if (!id) return '';
+  return id.length > 14 ? id.slice(0, 12) + '…' : id;
+}
+
+function fmtDur(ms) {
+  if (ms == null || !Number.isFinite(ms) || ms < 0) return '–';
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  const sec = ms / 1000;
+  if (sec < 60) return `${sec.toFixed(sec < 10 ? 1 : 0)}s`;
+  const m = Math.floor(sec / 60), ss = Math.floor(sec % 60);
+  if (m < 60) return `${m}m ${String(ss).padStart(2, '0')}s`;
+  const hh = Math.floor(m / 60);
+  return `${hh}h ${String(m % 60).padStart(2, '0')}m`;
+}
+
+function fmtOffset(ms) {
+  if (!Number.isFinite(ms)) return '';
+  const neg = ms < 0;
+  const t = Math.floor(Math.abs(ms) / 1000);
+  const hh = Math.floor(t / 3600), m = Math.floor((t % 3600) / 60), ss = t % 60;
+  const body = hh ? `${hh}:${String(m).padStart(2, '0')}:${String(ss).padStart(2, '0')}` : `${m}:${String(ss).padStart(2, '0')}`;
+  return (neg ? '-' : '+') + body;
+}
+
+function fmtTokens(n) {
+  n = Number(n) || 0;
+  if (n < 1000) return String(n);
+  if (n < 1e6) return (n / 1e3).toFixed(n < 1e4 ? 1 : 0) + 'k';
+  if (n < 1e9) return (n / 1e6).toFixed(n < 1e7 ? 1 : 0) + 'M';
+  return (n / 1e9).toFixed(1) + 'G';
+}
+
+function fmtCost(usd, estimate) {
+  if (usd == null || !Number.isFinite(Number(usd))) return '–';
+  usd = Number(usd);
+  const body = usd === 0 ? '$0' : usd < 1 ? '$' + usd.toFixed(usd < 0.01 ? 4 : 3) : '$' + usd.toFixed(2);
+  return (estimate ? '~' : '') + body;
+}
+
+function utf8Len(str) {
+  let n = 0;
+  for (let i = 0; i < str.length; i++) {
+    const c = str.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c < 0xdc00) { n += 4; i++; } // a surrogate pair
+    else n += 3;
+  }
+  return n;
+}
+
+function fmtBytes(n) {
+  n = Number(n) || 0;
+  if (n < 1024) return `${n} B`;
+  if (n < 1 << 20) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / (1 << 20)).toFixed(1)} MiB`;
+}
+
+const pad2 = (n) => String(n).padStart(2, '0');
+function fmtTime(iso) {
+  const d = new Date(iso);
+  if (!iso || Number.isNaN(d.getTime()) || d.getFullYear() < 1971) return '–';
+  const now = new Date();
+  const time = `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+  if (d.toDateString() === now.toDateString()) return time;
+  const day = `${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ${time.slice(0, 5)}`;
+  return d.getFullYear() === now.getFullYear() ? day : `${d.getFullYear()}-${day}`;
+}
+
+function timeEl(iso) {
+  return h('time', { datetime: iso, title: iso ? new Date(iso).toString() : '' }, fmtTime(iso));
+}
+
+function shortDir(dir) {
+  if (!dir) return '–';
+  const parts = dir.split('/').filter(Boolean);
+  return parts.length <= 2 ? dir : '…/' + parts.slice(-2).join('/');
+}
+
+function oneLine(str, max = 140) {
+  const t = String(str ?? '').replace(/\s+/g, ' ').trim();
+  return t.length > max ? t.slice(0, max - 1) + '…' : t;
+}
+
+const tsMs = (iso) => { const t = Date.parse(iso); return Number.isNaN(t) ? NaN : t; };
+const isRunning = (run) => run && run.status === 'running';
+
+function runDurMs(run) {
+  if (isRunning(run)) return Date.now() - tsMs(run.started_at);
+  if (run.duration_ms) return run.duration_ms;
+  const e = tsMs(run.ended_at), b = tsMs(run.started_at);
+  return Number.isFinite(e) && Number.isFinite(b) ? e - b : NaN;
+}
+
+// A ticking element shows the time since its start, refreshed every second
+// while it keeps the "ticking" class.
+function durEl(run) {
+  if (isRunning(run)) return ticking(tsMs(run.started_at));
+  return h('span', { class: 'dur' }, fmtDur(runDurMs(run)));
+}
+
+function ticking(startMs, prefix = '') {
+  return h('span', { class: 'dur ticking', dataset: { start: String(startMs), prefix } },
+    prefix + fmtDur(Date.now() - startMs));
+}
+
+setInterval(() => {
+  const now = Date.now();
+  for (const el of document.querySelectorAll('.ticking')) {
+    el.textContent = (el.dataset.prefix || '') + fmtDur(now - Number(el.dataset.start));
+  }
+}, 1000);
+
+const STATUS_LABEL = {
+  running: 'running', succeeded: 'succeeded', failed: 'failed', cancelled: 'cancelled',
+  timed_out: 'timed out', interrupted: 'interrupted',
+};
+
+function statusEl(status) {
+  const st = String(status || 'unknown');
+  return h('span', { class: `status st-${st.replace(/[^a-z_]/g, '')}` },
+    h('span', { class: 'dot', 'aria-hidden': 'true' }), STATUS_LABEL[st] ?? st);
+}
+
+function tokensText(u) {
+  u = u || {};
+  const cache = (u.cache_read_tokens || 0) + (u.cache_creation_tokens || 0);
+  return `${fmtTokens(u.input_tokens)} / ${fmtTokens(u.output_tokens)} / ${fmtTokens(cache)}`;
+}
+
+function tokensTitle(u) {
+  u = u || {};
+  return `input ${u.input_tokens || 0} · output ${u.output_tokens || 0} · cache read ${u.cache_read_tokens || 0} · cache write ${u.cache_creation_tokens || 0}`;
+}
+
+// ------------------------------------------------------------ safe markdown
+
+// md renders a tiny markdown subset — code fences, inline code, **bold**,
+// [links](http…) and bare http(s) URLs — with DOM APIs only. Everything else
+// stays literal text (paragraphs keep their line breaks).
+function md(text) {
+  const root = h('div', { class: 'md' });
+  const lines = String(text ?? '').split('\n');
+  let para = [];
+  const flush = () => {
+    if (para.length) root.appendChild(h('p', null, inline(para.join('\n'))));
+    para = [];
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const m = /^\s*(`{3,}|~{3,})\s*([\w+#.-]*)/.exec(lines[i]);
+    if (m) {
+      flush();
+      const body = [];
+      for (i++; i < lines.length && !lines[i].trimStart().startsWith(m[1]); i++) body.push(lines[i]);
+      root.appendChild(h('pre', { class: 'code' }, h('code', m[2] ? { 'data-lang': m[2] } : null, body.join('\n'))));
+      continue;
+    }
+    if (lines[i].trim() === '') flush();
+    else para.push(lines[i]);
+  }
+  flush();
+  return root;
+}
+
+function inline(str) {
+  const out = [];
+  const re = /`([^`\n]+)`|\*\*([^*\n]+?)\*\*|\[([^\]\n]+)\]\((https?:\/\/[^\s)]+)\)|(https?:\/\/[^\s<>"'`)\]]+)/gi;
+  let last = 0, m;
+  while ((m = re.exec(str))) {
+    let end = re.lastIndex;
+    if (m.index > last) out.push(str.slice(last, m.index));
+    if (m[1] != null) out.push(h('code', null, m[1]));
+    else if (m[2] != null) out.push(h('strong', null, m[2]));
+    else if (m[3] != null) out.push(extLink(m[4], m[3]));
+    else {
+      const url = m[5].replace(/[.,;:!?]+$/, '');
+      end = m.index + url.length;
+      re.lastIndex = end;
+      out.push(extLink(url, url));
+    }
+    last = end;
+  }
+  if (last < str.length) out.push(str.slice(last));
+  return out;
+}
+
+// lazyDetails is a <details> whose body is built on first opening, so a
+// trace with thousands of collapsed outputs holds no DOM for them.
+function lazyDetails(cls, summaryKids, fill, open = false) {
+  const d = h('details', { class: cls }, h('summary', null, summaryKids));
+  let filled = false;
+  const doFill = () => {
+    if (filled) return;
+    filled = true;
+    add(d, [fill()]);
+  };
+  d.addEventListener('toggle', () => { if (d.open) doFill(); });
+  if (open) { d.open = true; doFill(); }
+  return d;
+}
+
+// disclosure is a lighter collapsible for the many small ones of a trace
+// (tool inputs, thinking): a <details> costs the browser a shadow tree each,
+// which makes a 20k-event trace several times slower to show. A button with
+// aria-expanded toggles a body built on first opening.
+const disclosureFill = new WeakMap(); // button → fill()
+function disclosure(cls, summaryKids, fill) {
+  const btn = h('button', { type: 'button', class: 'disc-sum', 'aria-expanded': 'false' }, summaryKids);
+  disclosureFill.set(btn, fill);
+  return h('div', { class: `disc ${cls}` }, btn);
+}
+
+function setDisclosure(btn, open) {
+  const box = btn.parentElement;
+  let body = btn.nextElementSibling;
+  if (open && !body) {
+    body = h('div', { class: 'disc-body' }, disclosureFill.get(btn)?.());
+    box.appendChild(body);
+  }
+  if (body) body.hidden = !open;
+  btn.setAttribute('aria-expanded', String(open));
+}
+
+document.addEventListener('click', (e) => {
+  const btn = e.target.closest && e.target.closest('button.disc-sum');
+  if (btn) setDisclosure(btn, btn.getAttribute('aria-expanded') !== 'true');
+});
+
+// -------------------------------------------------------------------- API
+
+class HTTPError extends Error {
+  constructor(status, msg) { super(msg); this.status = status; }
+}
+
+async function api(path, opts = {}) {
+  const res = await fetch(path, {
+    ...opts,
+    headers: { Accept: 'application/json', ...(opts.headers || {}) },
+    credentials: 'same-origin',
+  });
+  let body = null;
+  try { body = await res.json(); } catch { /* not JSON */ }
+  if (!res.ok) throw new HTTPError(res.status, body && body.error ? body.error : `${res.status} ${res.statusText}`);
+  return body;
+}
+
+let csrfToken = document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') || '';
+
+async function post(path, data) {
+  if (!csrfToken) csrfToken = (await api('/api/csrf')).csrf || '';
+  return api(path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrfToken },
+    body: JSON.stringify(data ?? {}),
+    // The page's Referrer-Policy is no-referrer, under which the Fetch
+    // standard sends "Origin: null" on a POST (Chromium sends the origin
+    // anyway); same-origin keeps the real Origin and Referer for the server's
+    // check.
+    referrerPolicy: 'same-origin',
+  });
+}
+
+const aborted = (err) => err && err.name === 'AbortError';
+
+function errorBox(err) {
+  return h('div', { class: 'errorbox', role: 'alert' }, String(err && err.message ? err.message : err));
+}
+
+// Models and folders seen so far feed the filters' and the form's suggestions.
+const seen = { models: new Set(['sonnet', 'opus', 'haiku']), dirs: new Set() };
+function noteRun(run) {
+  if (run.model) seen.models.add(run.model);
+  if (run.dir) seen.dirs.add(run.dir);
+}
+function datalist(id, set) {
+  return h('datalist', { id }, [...set].sort().map((v) => h('option', { value: v })));
+}
+
+// --------------------------------------------------------------- websocket
+
+// One websocket for the whole page. It remembers the last event id and, on
+// any close, reconnects with backoff and ?after= that id: no gap.
+const live = {
+  lastId: null,
+  backoff: 500,
+  ws: null,
+  listeners: new Set(),
+  on(fn) { this.listeners.add(fn); return () => this.listeners.delete(fn); },
+  emit(msg) {
+    for (const fn of [...this.listeners]) {
+      try { fn(msg); } catch (err) { console.error(err); }
+    }
+  },
+  state(text, cls) {
+    connEl.textContent = text;
+    connEl.className = `conn ${cls}`;
+  },
+  connect() {
+    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    let url = `${proto}//${location.host}/ws`;
+    if (this.lastId != null) url += `?after=${encodeURIComponent(this.lastId)}`;
+    let ws;
+    try { ws = new WebSocket(url); } catch { this.retry(); return; }
+    this.ws = ws;
+    ws.onmessage = (m) => {
+      let msg;
+      try { msg = JSON.parse(m.data); } catch { return; }
+      if (!msg || typeof msg !== 'object') return;
+      if (msg.type === 'hello') {
+        const again = this.lastId != null;
+        if (!again) this.lastId = msg.cursor;
+        this.backoff = 500;
+        this.state('live', 'on');
+        // Events missed while away are replayed; changes of runs are not:
+        // the views fetch them again.
+        if (again) this.emit({ type: 'resync' });
+      } else if (msg.type === 'event') {
+        if (msg.id != null) this.lastId = msg.id;
+        if (msg.event) this.emit(msg);
+      } else if (msg.type === 'run') {
+        if (msg.run) { noteRun(msg.run); this.emit(msg); }
+      }
+    };
+    ws.onclose = () => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      this.state('reconnecting…', 'off');
+      this.retry();
+    };
+  },
+  retry() {
+    const wait = this.backoff * (0.75 + Math.random() * 0.5);
+    this.backoff = Math.min(this.backoff * 2, 15000);
+    setTimeout(() => this.connect(), wait);
+  },
+};
+
+// ------------------------------------------------------------------ router
+
+const routes = [
+  [/^\/$/, viewRuns, 'runs'],
+  [/^\/runs\/([^/]+)\/?$/, viewRun, 'runs'],
+  [/^\/sessions\/?$/, viewSessions, 'sessions'],
+  [/^\/costs\/?$/, viewCosts, 'costs'],
+  [/^\/bench\/?$/, viewBench, 'bench'],
+];
+
+let current = null; // the view shown: { dispose() }
+
+function navigate(url, replace = false) {
+  if (replace) history.replaceState(null, '', url);
+  else history.pushState(null, '', url);
+  render();
+}
+
+function render() {
+  if (current) {
+    try { current.dispose(); } catch (err) { console.error(err); }
+  }
+  current = null;
+  app.replaceChildren();
+  const path = location.pathname;
+  for (const [re, view, nav] of routes) {
+    const m = re.exec(path);
+    if (!m) continue;
+    for (const a of document.querySelectorAll('#nav a')) {
+      if (a.dataset.route === nav) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    }
+    const params = m.slice(1).map((p) => { try { return decodeURIComponent(p); } catch { return p; } });
+    current = view(app, params) || null;
+    return;
+  }
+  document.title = 'lane · not found';
+  app.append(h('h1', null, 'Not found'), h('p', null, h('a', { href: '/' }, 'Back to the runs')));
+}
+
+// A view's lifetime: an AbortController for its fetches and the cleanups it
+// registers (websocket listeners, timers).
+function lifetime() {
+  const ctl = new AbortController();
+  const cleanups = [];
+  return {
+    signal: ctl.signal,
+    get alive() { return !ctl.signal.aborted; },
+    defer(fn) { cleanups.push(fn); },
+    dispose() { ctl.abort(); for (const fn of cleanups) fn(); },
+  };
+}
+
+document.addEventListener('click', (e) => {
+  if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+  const a = e.target.closest && e.target.closest('a[href]');
+  if (!a || a.target || a.hasAttribute('download')) return;
+  const url = new URL(a.href, location.href);
+  if (url.origin !== location.origin) return;
+  if (url.pathname.startsWith('/api/') || url.pathname.startsWith('/assets/') || url.pathname === '/ws') return;
+  e.preventDefault();
+  const same = url.pathname + url.search === location.pathname + location.search;
+  navigate(url.pathname + url.search + url.hash, same); // the same page again: refresh it
+});
+
+window.addEventListener('popstate', render);
+
+// ---------------------------------------------------------------- runs view
+
+const RUN_FILTERS = ['status', 'model', 'dir', 'runtime', 'session', 'since', 'until', 'q'];
+const RUN_COLUMNS = ['Status', 'Runtime · model', 'Folder', 'Prompt', 'Cost', 'Tokens in/out/cache', 'Turns', 'Tools', 'Duration', 'Started'];
+
+function runRow(run) {
+  noteRun(run);
+  const tr = h('tr', {
+    class: `run-row${isRunning(run) ? ' is-running' : ''}`,
+    dataset: { id: run.id, started: String(tsMs(run.started_at)) },
+  },
+  h('td', null, statusEl(run.status)),
+  h('td', { class: 'nowrap' }, run.runtime || '–', h('span', { class: 'muted' }, ' · '), run.model || '–',
+    run.attempt > 1 ? h('span', { class: 'badge', title: 'attempt' }, `#${run.attempt}`) : null),
+  h('td', { class: 'dir', title: run.dir || '' }, shortDir(run.dir)),
+  h('td', { class: 'prompt' }, runLink(run.id, oneLine(run.prompt, 120) || '(no prompt)')),
+  h('td', { class: 'num', title: run.cost_estimate ? 'estimated from tokens' : '' }, fmtCost(run.cost_usd, run.cost_estimate)),
+  h('td', { class: 'num nowrap', title: tokensTitle(run.usage) }, tokensText(run.usage)),
+  h('td', { class: 'num' }, String(run.turns ?? 0)),
+  h('td', { class: 'num' }, String(run.tool_calls ?? 0)),
+  h('td', { class: 'num nowrap' }, durEl(run)),
+  h('td', { class: 'nowrap' }, timeEl(run.started_at)));
+  return tr;
+}
+
+function runMatches(run, f) {
+  if (f.status && run.status !== f.status) return false;
+  if (f.model && run.model !== f.model) return false;
+  if (f.dir && run.dir !== f.dir) return false;
+  if (f.runtime && run.runtime !== f.runtime) return false;
+  if (f.session && run.session_id !== f.session) return false;
+  const t = tsMs(run.started_at);
+  if (f.since && t < Date.parse(f.since)) return false;
+  if (f.until && t > Date.parse(f.until) + (/^\d{4}-\d{2}-\d{2}$/.test(f.until) ? 86400000 : 0)) return false;
+  if (f.q) {
+    const q = f.q.toLowerCase();
+    if (!String(run.prompt || '').toLowerCase().includes(q) && !String(run.result_text || '').toLowerCase().includes(q)) return false;
+  }
+  return true;
+}
+
+function viewRuns(root) {
+  document.title = 'lane · runs';
+  const life = lifetime();
+  const params = new URLSearchParams(location.search);
+  const f = Object.fromEntries(RUN_FILTERS.map((k) => [k, params.get(k) || '']));
+
+  const input = (name, attrs) => h('input', { name, value: f[name], ...attrs });
+  const form = h('form', { class: 'filters', role: 'search' },
+    h('label', null, 'Status ', h('select', { name: 'status' },
+      ['', ...Object.keys(STATUS_LABEL)].map((st) => {
+        const o = h('option', { value: st }, st ? STATUS_LABEL[st] : 'any');
+        if (st === f.status) o.selected = true;
+        return o;
+      }))),
+    h('label', null, 'Model ', input('model', { list: 'dl-models', placeholder: 'any', size: 10 })),
+    h('label', null, 'Folder ', input('dir', { list: 'dl-dirs', placeholder: 'any', size: 16 })),
+    h('label', null, 'From ', input('since', { type: 'date' })),
+    h('label', null, 'To ', input('until', { type: 'date' })),
+    h('label', { class: 'grow' }, 'Search ', input('q', { type: 'search', placeholder: 'prompt or result text' })),
+    f.runtime ? h('input', { type: 'hidden', name: 'runtime', value: f.runtime }) : null,
+    f.session ? h('input', { type: 'hidden', name: 'session', value: f.session }) : null,
+    h('button', { type: 'submit' }, 'Filter'),
+    RUN_FILTERS.some((k) => f[k]) ? h('a', { href: '/', class: 'button' }, 'Clear') : null,
+    datalist('dl-models', seen.models), datalist('dl-dirs', seen.dirs));
+  const applyFilters = () => {
+    const q = new URLSearchParams();
+    for (const [k, v] of new FormData(form)) if (String(v).trim()) q.set(k, String(v).trim());
+    const qs = q.toString();
+    navigate('/' + (qs ? '?' + qs : ''));
+  };
+  form.addEventListener('submit', (e) => { e.preventDefault(); applyFilters(); });
+  form.querySelector('select').addEventListener('change', applyFilters);
+
+  const tbody = h('tbody');
+  const table = h('table', { class: 'runs' }, h('thead', null, h('tr', null, RUN_COLUMNS.map((c) => h('th', null, c)))), tbody);
+  const empty = h('p', { class: 'muted empty', hidden: true }, 'No runs here yet. Start one with ', h('code', null, 'lane run'), ' or the New run button.');
+  const more = h('button', { type: 'button', class: 'more', hidden: true }, 'More');
+  const status = h('div', { class: 'muted' });
+  const chips = [];
+  if (f.session) chips.push(h('p', { class: 'chip' }, 'session ', h('code', null, f.session)));
+  if (f.runtime) chips.push(h('p', { class: 'chip' }, 'runtime ', h('code', null, f.runtime)));
+  root.append(h('div', { class: 'page-head' }, h('h1', null, 'Runs'), chips), form,
+    h('div', { class: 'table-wrap' }, table), empty, more, status);
+
+  const rows = new Map(); // id → tr
+  let next = '';
+  let loading = true;
+  const pending = []; // run messages that arrived during a page load
+
+  tbody.addEventListener('click', (e) => {
+    if (e.target.closest('a, button') || String(getSelection())) return;
+    const tr = e.target.closest('tr[data-id]');
+    if (tr) navigate(runPath(tr.dataset.id));
+  });
+
+  const updateEmpty = () => { empty.hidden = rows.size > 0 || loading; };
+
+  function upsert(run) {
+    const old = rows.get(run.id);
+    if (old) {
+      const tr = runRow(run);
+      old.replaceWith(tr);
+      rows.set(run.id, tr);
+      return;
+    }
+    if (!runMatches(run, f)) return;
+    const t = tsMs(run.started_at);
+    let before = null;
+    for (const tr of tbody.children) {
+      if (Number(tr.dataset.started) < t) { before = tr; break; }
+    }
+    if (!before && next) return; // older than this page: it will come with "More"
+    const tr = runRow(run);
+    tr.classList.add('fresh');
+    tbody.insertBefore(tr, before);
+    rows.set(run.id, tr);
+    updateEmpty();
+  }
+
+  async function load() {
+    loading = true;
+    more.disabled = true;
+    status.textContent = 'Loading…';
+    const q = new URLSearchParams();
+    for (const k of RUN_FILTERS) if (f[k]) q.set(k, f[k]);
+    q.set('limit', '50');
+    if (next) q.set('before', next);
+    try {
+      const res = await api(`/api/runs?${q}`, { signal: life.signal });
+      const frag = document.createDocumentFragment();
+      for (const run of res.runs || []) {
+        if (rows.has(run.id)) continue;
+        const tr = runRow(run);
+        rows.set(run.id, tr);
+        frag.appendChild(tr);
+      }
+      tbody.appendChild(frag);
+      next = res.next || '';
+      status.textContent = '';
+    } catch (err) {
+      if (aborted(err)) return;
+      status.replaceChildren(errorBox(err));
+    } finally {
+      loading = false;
+      more.hidden = !next;
+      more.disabled = false;
+      updateEmpty();
+      for (const run of pending.splice(0)) upsert(run);
+      // refresh the suggestions
+      form.querySelector('#dl-models')?.replaceWith(datalist('dl-models', seen.models));
+      form.querySelector('#dl-dirs')?.replaceWith(datalist('dl-dirs', seen.dirs));
+    }
+  }
+
+  more.addEventListener('click', load);
+  async function resync() {
+    const q = new URLSearchParams();
+    for (const k of RUN_FILTERS) if (f[k]) q.set(k, f[k]);
+    q.set('limit', '50');
+    try {
+      const res = await api(`/api/runs?${q}`, { signal: life.signal });
+      for (const run of res.runs || []) upsert(run);
+    } catch { /* the next reconnect tries again */ }
+  }
+
+  life.defer(live.on((msg) => {
+    if (msg.type === 'resync') { resync(); return; }
+    if (msg.type !== 'run') return;
+    if (loading) pending.push(msg.run);
+    else upsert(msg.run);
+  }));
+  load();
+  return life;
+}
+
+// ----------------------------------------------------------------- run view
+
+function viewRun(root, [id]) {
+  document.title = `lane · run ${shortID(id)}`;
+  const life = lifetime();
+  let run = null;
+  let children = [];
+
+  const head = h('section', { class: 'run-head' }, h('p', { class: 'muted' }, 'Loading run…'));
+  const timeline = h('div', { class: 'timeline', 'aria-live': 'off' });
+  const info = h('span', { class: 'muted' });
+  const tools = h('div', { class: 'timeline-tools' },
+    h('h2', null, 'Trace'), info, h('span', { class: 'spacer' }),
+    h('button', { type: 'button', onclick: () => setAll(true) }, 'Expand outputs'),
+    h('button', { type: 'button', onclick: () => setAll(false) }, 'Collapse'),
+    h('button', { type: 'button', onclick: jumpToEnd }, 'Jump to end'));
+  const foot = h('div', { class: 'timeline-foot muted' });
+  root.append(head, tools, timeline, foot);
+
+  // Chunks off screen have estimated heights: scroll again once the ones
+  // at the end have their real size.
+  function jumpToEnd() {
+    const end = () => scrollTo(0, document.documentElement.scrollHeight);
+    end();
+    requestAnimationFrame(() => { end(); requestAnimationFrame(end); });
+  }
+
+  function setAll(open) {
+    for (const d of timeline.querySelectorAll('details.tool-result')) d.open = open;
+    if (!open) for (const b of timeline.querySelectorAll('button.disc-sum[aria-expanded="true"]')) setDisclosure(b, false);
+  }
+
+  // --- header
+  function renderHead() {
+    const r = run;
+    document.title = `lane · ${STATUS_LABEL[r.status] || r.status} · ${oneLine(r.prompt, 40)}`;
+    const kv = (k, ...v) => [h('dt', null, k), h('dd', null, ...v)];
+    const actions = h('div', { class: 'actions' },
+      h('a', { href: `/api/runs/${encodeURIComponent(r.id)}/export`, class: 'button', download: `${r.id}.jsonl` }, 'Export JSONL'));
+    if (isRunning(r)) {
+      const btn = h('button', { type: 'button', class: 'danger' }, 'Cancel run');
+      btn.addEventListener('click', async () => {
+        if (!confirm('Cancel this run?')) return;
+        btn.disabled = true;
+        btn.textContent = 'Cancelling…';
+        try {
+          await post(`/api/runs/${encodeURIComponent(r.id)}/cancel`);
+        } catch (err) {
+          btn.disabled = false;
+          btn.textContent = 'Cancel run';
+          actions.append(errorBox(err));
+        }
+      });
+      actions.prepend(btn);
+    }
+    const dl = h('dl', { class: 'kv' },
+      kv('Run', h('code', null, r.id), r.attempt > 1 ? ` (attempt ${r.attempt})` : ''),
+      kv('Runtime', `${r.runtime || '–'}${r.runtime_version ? ' ' + r.runtime_version : ''}`),
+      kv('Model', r.model || '–'),
+      kv('Folder', h('code', null, r.dir || '–')),
+      kv('Session', r.session_id ? h('a', { href: `/?session=${encodeURIComponent(r.session_id)}` }, h('code', null, r.session_id)) : '–'),
+      kv('Cost', fmtCost(r.cost_usd, r.cost_estimate), r.cost_estimate ? h('span', { class: 'muted' }, ' (estimated from tokens)') : ''),
+      kv('Tokens', h('span', { title: tokensTitle(r.usage) }, `in ${fmtTokens(r.usage?.input_tokens)} · out ${fmtTokens(r.usage?.output_tokens)} · cache ${fmtTokens(r.usage?.cache_read_tokens)}r/${fmtTokens(r.usage?.cache_creation_tokens)}w`)),
+      kv('Turns', String(r.turns ?? 0), ' · ', `${r.tool_calls ?? 0} tool calls`),
+      kv('Duration', durEl(r)),
+      kv('Started', timeEl(r.started_at), r.ended_at ? [' → ', timeEl(r.ended_at)] : ''),
+      r.exit_code != null ? kv('Exit code', String(r.exit_code)) : null,
+      r.capability?.permission_mode ? kv('Permissions', r.capability.permission_mode) : null,
+      r.parent_run_id ? kv('Parent', runLink(r.parent_run_id)) : null,
+      children.length ? kv('Children', children.map((c, i) => [i ? ', ' : '', runLink(c.id), ' ', statusEl(c.status)])) : null);
+    const err = (r.error_kind || r.error_message || r.error_hint || r.contradiction)
+      ? h('div', { class: 'errorbox' },
+        h('strong', null, `Error${r.error_kind ? ` (${r.error_kind})` : ''}`),
+        r.error_message ? h('pre', { class: 'plain' }, r.error_message) : null,
+        r.error_hint ? h('p', { class: 'hint' }, 'Hint: ', r.error_hint) : null,
+        r.contradiction ? h('p', { class: 'hint' }, 'The runtime contradicted itself: ', r.contradiction) : null)
+      : null;
+    // keep what the reader opened or closed across updates
+    const wasOpen = (sel, def) => { const d = head.querySelector(sel); return d ? d.open : def; };
+    const promptOpen = wasOpen('details.prompt', (r.prompt || '').length < 600);
+    const resultOpen = wasOpen('details.result-text', false);
+    head.replaceChildren();
+    add(head, [
+      h('div', { class: 'page-head' }, h('h1', null, statusEl(r.status), ' ', h('span', { class: 'title' }, oneLine(r.prompt, 90) || '(no prompt)')), actions),
+      dl, err,
+      r.prompt ? lazyDetails('prompt', 'Prompt', () => h('pre', { class: 'plain' }, r.prompt), promptOpen) : null,
+      r.result_text ? lazyDetails('result-text', 'Result', () => md(r.result_text), resultOpen) : null]);
+    if (!isRunning(r)) {
+      for (const el of timeline.querySelectorAll('.tool-status .ticking')) {
+        el.classList.remove('ticking');
+        el.textContent = 'no result';
+      }
+      for (const el of timeline.querySelectorAll('.tool-status .spinner')) el.remove();
+    }
+  }
+
+  // --- trace state
+  let queuedSeq = 0;       // highest seq fetched or accepted (rendering may lag)
+  let count = 0;           // events rendered
+  let fetching = false, again = false, loadedOnce = false;
+  const queue = [];        // events waiting for the renderer
+  let qpos = 0;
+  let frame = 0;
+  const cards = new Map(); // tool_use_id → card
+  let deltaEl = null;      // the streaming preview of partial text
+  let startMs = NaN;
+
+  function enqueue(evs) {
+    for (const ev of evs) queue.push(ev);
+    schedule();
+  }
+
+  function schedule() {
+    if (!frame) frame = requestAnimationFrame(pump);
+  }
+
+  // pump renders queued events in slices of a frame.
+  function pump() {
+    frame = 0;
+    if (!life.alive) return;
+    const t0 = performance.now();
+    const doc = document.documentElement;
+    const follow = run && isRunning(run) && loadedOnce && innerHeight + scrollY >= doc.scrollHeight - 150;
+    // A big backlog (a long trace loading) gets longer slices: fewer frames,
+    // less work per event; live updates keep to a smooth 12ms.
+    const budget = queue.length - qpos > 2000 ? 30 : 12;
+    while (qpos < queue.length && performance.now() - t0 < budget) {
+      const ev = queue[qpos++];
+      try { renderEvent(ev); } catch (err) { console.error('render event', ev, err); }
+      count++;
+    }
+    if (qpos >= queue.length) { queue.length = 0; qpos = 0; }
+    info.textContent = `${count.toLocaleString()} events${fetching || queue.length ? ' · loading…' : ''}`;
+    if (follow) scrollTo(0, doc.scrollHeight);
+    if (queue.length) schedule();
+  }
+
+  async function catchUp() {
+    if (fetching) { again = true; return; }
+    fetching = true;
+    try {
+      do {
+        again = false;
+        let limit = loadedOnce ? 5000 : 1000; // a small first page paints sooner
+        for (;;) {
+          const res = await api(`/api/runs/${encodeURIComponent(run ? run.id : id)}/events?after=${queuedSeq}&limit=${limit}`, { signal: life.signal });
+          const evs = (res.events || []).filter((ev) => ev.seq > queuedSeq);
+          if (evs.length) { queuedSeq = evs[evs.length - 1].seq; enqueue(evs); }
+          if ((res.events || []).length < limit) break;
+          limit = 5000;
+          // Let the renderer keep up rather than hold 100k events in memory.
+          while (queue.length - qpos > 20000 && life.alive) await new Promise((r) => setTimeout(r, 50));
+        }
+      } while (again && life.alive);
+      loadedOnce = true;
+      schedule();
+    } catch (err) {
+      if (!aborted(err)) foot.replaceChildren(errorBox(err));
+    } finally {
+      fetching = false;
+    }
+  }
+
+  // --- events → DOM
+  function gutter(ev) {
+    const t = tsMs(ev.time);
+    return h('span', { class: 't', title: ev.time || '' }, fmtOffset(t - startMs));
+  }
+
+  function item(ev, cls, ...kids) {
+    return h('div', { class: `ev ${cls}`, dataset: { seq: String(ev.seq), kind: ev.kind } }, gutter(ev), h('div', { class: 'body' }, ...kids));
+  }
+
+  // place puts a new item under the tool call that started its subagent, or
+  // at the top level.
+  function place(ev, el) {
+    const parentID = ev.parent_tool_use_id;
+    if (parentID) {
+      const card = cards.get(parentID);
+      if (card) {
+        if (!card.sub) {
+          card.subLabel = h('span');
+          card.subBody = h('div', { class: 'sub-body' });
+          card.sub = h('details', { class: 'sub', open: true }, h('summary', null, card.subLabel), card.subBody);
+          card.body.insertBefore(card.sub, card.resultEl || null);
+        }
+        card.subCount++;
+        card.subLabel.textContent = `subagent · ${card.subCount} event${card.subCount === 1 ? '' : 's'}`;
+        card.subBody.appendChild(el);
+        return;
+      }
+      el.classList.add('sub-orphan');
+      el.querySelector('.body')?.prepend(h('span', { class: 'tag' }, `subagent of ${shortID(parentID)}`));
+    }
+    appendTop(el);
+  }
+
+  // The timeline is a list of chunks of up to CHUNK items. A chunk that is
+  // off screen is skipped by style and layout (content-visibility: auto), so
+  // appending to a 20k-event trace costs the same as to a short one.
+  const CHUNK = 200;
+  let chunk = null, chunkN = 0;
+  function appendTop(el) {
+    if (!chunk || chunkN >= CHUNK) {
+      chunk = h('div', { class: 'chunk' });
+      chunkN = 0;
+      timeline.appendChild(chunk);
+    }
+    chunk.appendChild(el);
+    chunkN++;
+  }
+
+  function toolSummary(name, input) {
+    if (!input || typeof input !== 'object') return '';
+    const pick = input.command ?? input.file_path ?? input.path ?? input.pattern ?? input.url ?? input.query
+      ?? input.description ?? input.prompt ?? input.notebook_path;
+    if (pick != null) return oneLine(pick, 160);
+    for (const v of Object.values(input)) if (typeof v === 'string') return oneLine(v, 160);
+    return '';
+  }
+
+  function renderToolCall(ev) {
+    const input = ev.input;
+    const status = h('span', { class: 'tool-status' });
+    const head = h('div', { class: 'tool-head' },
+      h('span', { class: 'tool-name' }, ev.tool_name || 'tool'),
+      h('code', { class: 'tool-sum' }, toolSummary(ev.tool_name, input)),
+      status);
+    const pretty = () => h('pre', { class: 'code' }, typeof input === 'string' ? input : JSON.stringify(input, null, 2));
+    const inputEl = input !== undefined ? disclosure('tool-input', 'input', pretty) : null;
+    const body = h('div', { class: 'body' }, head, inputEl);
+    const el = h('div', { class: 'ev tool', dataset: { seq: String(ev.seq), kind: ev.kind, tool: ev.tool_use_id || '' } }, gutter(ev), body);
+    const card = { el, body, status, callMs: tsMs(ev.time), resultEl: null, liveOut: null, sub: null, subCount: 0 };
+    if (ev.tool_use_id) cards.set(ev.tool_use_id, card);
+    if (run && isRunning(run)) status.append(h('span', { class: 'spinner', 'aria-hidden': 'true' }), ticking(card.callMs, 'running '));
+    else status.append(h('span', { class: 'muted' }, 'no result'));
+    place(ev, el);
+  }
+
+  function outputDetails(ev, label) {
+    const out = String(ev.output ?? '');
+    const first = oneLine((/\S[^\n]*/.exec(out.slice(0, 4000)) || [''])[0], 160);
+    const size = ev.output_size ? `${fmtBytes(ev.output_size)}, cut` : fmtBytes(utf8Len(out));
+    const d = lazyDetails(`tool-result${ev.is_error ? ' err' : ''}`,
+      [h('span', { class: 'label' }, label), h('span', { class: 'muted' }, ` ${size} `), h('code', { class: 'preview' }, first)],
+      () => [
+        h('pre', { class: 'out' }, out),
+        ev.output_size ? h('p', { class: 'muted note' }, `Output cut to ${fmtBytes(out.length)} of ${fmtBytes(ev.output_size)}; the whole output is in Export JSONL.`) : null,
+      ], !!ev.is_error && out.length < 4000);
+    d.dataset.seq = String(ev.seq);
+    d.dataset.kind = ev.kind;
+    return d;
+  }
+
+  function renderToolResult(ev) {
+    const card = ev.tool_use_id && cards.get(ev.tool_use_id);
+    if (!card || card.resultEl) {
+      place(ev, item(ev, `tool-orphan${ev.is_error ? ' err' : ''}`, h('span', { class: 'tag' }, 'result of ', ev.tool_use_id ? shortID(ev.tool_use_id) : 'unknown call'),
+        outputDetails(ev, ev.is_error ? 'error' : 'output')));
+      return;
+    }
+    const took = tsMs(ev.time) - card.callMs;
+    card.status.replaceChildren(h('span', { class: ev.is_error ? 'bad' : 'good' }, ev.is_error ? '✗ ' : '✓ '), fmtDur(took));
+    card.status.title = `took ${fmtDur(took)}`;
+    if (ev.is_error) card.el.classList.add('err');
+    card.liveOut?.remove();
+    card.liveOut = null;
+    card.resultEl = outputDetails(ev, ev.is_error ? 'error' : 'output');
+    card.body.appendChild(card.resultEl);
+  }
+
+  function renderToolOutput(ev) {
+    const card = ev.tool_use_id && cards.get(ev.tool_use_id);
+    if (!card || card.resultEl) {
+      place(ev, item(ev, 'stderr', h('pre', { class: 'out' }, ev.output || '')));
+      return;
+    }
+    if (!card.liveOut) {
+      card.liveOut = h('pre', { class: 'out live-out' });
+      card.body.insertBefore(card.liveOut, card.sub || null);
+    }
+    const node = card.liveOut;
+    node.append(ev.output || '');
+    if (node.childNodes.length > 200 || node.textContent.length > 200000) {
+      const t = node.textContent;
+      node.textContent = t.length > 100000 ? '…' + t.slice(-100000) : t;
+    }
+    node.scrollTop = node.scrollHeight;
+  }
+
+  function renderEvent(ev) {
+    if (ev.kind === 'delta') {
+      if (!deltaEl) {
+        deltaEl = item(ev, 'delta', h('pre', { class: 'plain' }));
+        place(ev, deltaEl);
+      }
+      const pre = deltaEl.querySelector('pre');
+      pre.append(ev.text || '');
+      if (pre.textContent.length > 8000) pre.textContent = '…' + pre.textContent.slice(-6000);
+      return;
+    }
+    if (ev.kind !== 'usage' && deltaEl) { deltaEl.remove(); deltaEl = null; }
+    switch (ev.kind) {
+      case 'session':
+        place(ev, item(ev, 'session', h('span', { class: 'tag' }, 'session'),
+          ev.session_id ? h('code', null, ev.session_id) : '', ev.model ? ` · ${ev.model}` : '',
+          ev.version ? ` · v${ev.version}` : '', ev.cwd ? [' · ', h('code', null, ev.cwd)] : '',
+          ev.tools?.length ? h('span', { class: 'muted', title: ev.tools.join(', ') }, ` · ${ev.tools.length} tools`) : ''));
+        break;
+      case 'text':
+        place(ev, item(ev, 'text', md(ev.text)));
+        break;
+      case 'thinking':
+        place(ev, item(ev, 'thinking', disclosure('', [h('span', { class: 'tag' }, 'thinking'), ' ', h('span', { class: 'muted' }, oneLine(ev.text, 120))], () => md(ev.text))));
+        break;
+      case 'tool_call':
+        renderToolCall(ev);
+        break;
+      case 'tool_result':
+        renderToolResult(ev);
+        break;
+      case 'tool_output':
+        renderToolOutput(ev);
+        break;
+      case 'usage':
+        break; // summed into the run's tokens in the header
+      case 'retry': {
+        const r = ev.retry || {};
+        place(ev, item(ev, 'retry', h('span', { class: 'tag' }, 'retry'),
+          ` attempt ${r.attempt ?? '?'}${r.max_retries ? `/${r.max_retries}` : ''}`,
+          r.delay_ms ? ` in ${fmtDur(r.delay_ms)}` : '',
+          r.error_status ? ` · HTTP ${r.error_status}` : '', r.error ? ` · ${r.error}` : '', ev.text ? ` · ${ev.text}` : ''));
+        break;
+      }
+      case 'compact':
+        place(ev, item(ev, 'compact', h('span', { class: 'tag' }, 'context compacted'), ev.subtype ? ` ${ev.subtype}` : '', ev.text ? ` · ${ev.text}` : ''));
+        break;
+      case 'todo':
+        place(ev, item(ev, 'todo', h('span', { class: 'tag' }, 'plan'), h('pre', { class: 'plain' }, ev.text || '')));
+        break;
+      case 'task':
+        place(ev, item(ev, 'task', h('span', { class: 'tag' }, `task${ev.subtype ? ' ' + ev.subtype : ''}`), ' ', ev.text || ''));
+        break;
+      case 'result': {
+        const r = ev.result || {};
+        const bits = [r.subtype || (r.is_error ? 'error' : 'done'), r.num_turns ? `${r.num_turns} turns` : '',
+          r.duration_ms ? fmtDur(r.duration_ms) : '',
+          r.run_cost_usd != null ? fmtCost(r.run_cost_usd) : r.total_cost_usd != null ? fmtCost(r.total_cost_usd) : '',
+          r.terminal_reason || '', r.api_error_status ? `HTTP ${r.api_error_status}` : ''].filter(Boolean);
+        place(ev, item(ev, `result${r.is_error ? ' err' : ''}`, h('div', null, h('span', { class: 'tag' }, 'result'), ' ', bits.join(' · ')),
+          r.text ? md(r.text) : null,
+          r.errors?.length ? h('ul', null, r.errors.map((e) => h('li', null, e))) : null));
+        break;
+      }
+      case 'error':
+        place(ev, item(ev, 'error err', h('span', { class: 'tag' }, `error${ev.error_kind ? ' · ' + ev.error_kind : ''}`), h('pre', { class: 'plain' }, ev.text || '')));
+        break;
+      case 'stderr':
+        place(ev, item(ev, 'stderr', h('pre', { class: 'plain' }, ev.text || '')));
+        break;
+      case 'raw':
+        place(ev, item(ev, 'raw', h('span', { class: 'tag' }, 'unparsed line'), ev.text ? h('pre', { class: 'plain' }, ev.text) : h('span', { class: 'muted' }, ' (kept in Export JSONL)')));
+        break;
+      case 'transcript':
+        place(ev, item(ev, 'transcript', h('span', { class: 'tag' }, 'transcript'), h('span', { class: 'muted' }, ' conversation saved for resume')));
+        break;
+      default:
+        place(ev, item(ev, 'other', h('span', { class: 'tag' }, String(ev.kind || 'event')), ev.text ? ' ' + ev.text : ''));
+    }
+  }
+
+  // --- load and follow
+  life.defer(live.on((msg) => {
+    if (msg.type === 'resync') {
+      if (!run) return;
+      api(`/api/runs/${encodeURIComponent(id)}`, { signal: life.signal }).then((res) => {
+        run = res.run;
+        children = res.children || [];
+        renderHead();
+        catchUp();
+      }, () => {});
+      return;
+    }
+    if (msg.type === 'run') {
+      const r = msg.run;
+      if (!run) return; // the first fetch brings it
+      if (r.id === run.id) {
+        const was = run && run.status;
+        run = r;
+        renderHead();
+        if (was === 'running' && r.status !== 'running') catchUp();
+      } else if (run && r.parent_run_id === run.id) {
+        const i = children.findIndex((c) => c.id === r.id);
+        if (i >= 0) children[i] = r; else children.push(r);
+        renderHead();
+      }
+      return;
+    }
+    const ev = msg.event;
+    if (!run || ev.run_id !== run.id) return;
+    if (!fetching && loadedOnce && ev.seq === queuedSeq + 1) {
+      queuedSeq = ev.seq;
+      enqueue([ev]);
+    } else if (ev.seq > queuedSeq) {
+      catchUp();
+    }
+  }));
+
+  (async () => {
+    try {
+      const res = await api(`/api/runs/${encodeURIComponent(id)}`, { signal: life.signal });
+      run = res.run;
+      children = res.children || [];
+      startMs = tsMs(run.started_at);
+      noteRun(run);
+      renderHead();
+      await catchUp();
+    } catch (err) {
+      if (aborted(err)) return;
+      head.replaceChildren(h('h1', null, 'Run ', h('code', null, id)), errorBox(err), h('p', null, h('a', { href: '/' }, 'Back to the runs')));
+    }
+  })();
+
+  life.defer(() => { if (frame) cancelAnimationFrame(frame); });
+  return life;
+}
+
+// ------------------------------------------------------------ sessions view
+
+function viewSessions(root) {
+  document.title = 'lane · sessions';
+  const life = lifetime();
+  const tbody = h('tbody');
+  const more = h('button', { type: 'button', class: 'more', hidden: true }, 'More');
+  const status = h('div', { class: 'muted' });
+  root.append(h('div', { class: 'page-head' }, h('h1', null, 'Sessions')),
+    h('div', { class: 'table-wrap' }, h('table', { class: 'sessions' },
+      h('thead', null, h('tr', null, ['Last status', 'Session', 'Runtime · model', 'Folder', 'First prompt', 'Runs', 'Cost', 'Tokens in/out/cache', 'Last run'].map((c) => h('th', null, c)))),
+      tbody)), more, status);
+  let next = '';
+
+  async function load() {
+    more.disabled = true;
+    status.textContent = 'Loading…';
+    const q = new URLSearchParams({ limit: '50' });
+    if (next) q.set('before', next);
+    try {
+      const res = await api(`/api/sessions?${q}`, { signal: life.signal });
+      const frag = document.createDocumentFragment();
+      for (const se of res.sessions || []) {
+        const ids = se.run_ids || [];
+        frag.appendChild(h('tr', null,
+          h('td', null, statusEl(se.last_status)),
+          h('td', { class: 'nowrap' }, h('a', { href: `/?session=${encodeURIComponent(se.id)}`, title: `${se.id}: its runs` }, h('code', null, shortID(se.id)))),
+          h('td', { class: 'nowrap' }, se.runtime || '–', h('span', { class: 'muted' }, ' · '), se.model || '–'),
+          h('td', { class: 'dir', title: se.dir || '' }, shortDir(se.dir)),
+          h('td', { class: 'prompt' }, ids.length ? runLink(ids[0], oneLine(se.first_prompt, 100) || '(no prompt)') : oneLine(se.first_prompt, 100)),
+          h('td', { class: 'runlinks' }, ids.map((rid, i) => [i ? ' ' : '', runLink(rid, String(i + 1), 'pill')])),
+          h('td', { class: 'num' }, fmtCost(se.cost_usd)),
+          h('td', { class: 'num nowrap', title: tokensTitle(se.usage) }, tokensText(se.usage)),
+          h('td', { class: 'nowrap', title: `first run ${se.first_started || '?'}` }, timeEl(se.last_started))));
+      }
+      tbody.appendChild(frag);
+      next = res.next || '';
+      status.textContent = tbody.children.length ? '' : 'No sessions yet.';
+    } catch (err) {
+      if (!aborted(err)) status.replaceChildren(errorBox(err));
+    } finally {
+      more.hidden = !next;
+      more.disabled = false;
+    }
+  }
+  more.addEventListener('click', load);
+  load();
+  return life;
+}
+
+// --------------------------------------------------------------- costs view
+
+const isoDay = (d) => `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}`;
+
+function viewCosts(root) {
+  document.title = 'lane · costs';
+  const life = lifetime();
+  const params = new URLSearchParams(location.search);
+  const today = new Date();
+  const monthAgo = new Date(today.getTime() - 29 * 86400000);
+  const since = params.has('since') ? params.get('since') : isoDay(monthAgo);
+  const until = params.has('until') ? params.get('until') : isoDay(today);
+
+  const form = h('form', { class: 'filters' },
+    h('label', null, 'From ', h('input', { type: 'date', name: 'since', value: since })),
+    h('label', null, 'To ', h('input', { type: 'date', name: 'until', value: until })),
+    h('button', { type: 'submit' }, 'Show'),
+    [['7 days', 6], ['30 days', 29], ['90 days', 89], ['All', -1]].map(([label, days]) =>
+      h('a', { class: 'button', href: days < 0 ? '/costs?since=&until=' : `/costs?since=${isoDay(new Date(today.getTime() - days * 86400000))}&until=${isoDay(today)}` }, label)));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const fd = new FormData(form);
+    navigate(`/costs?since=${encodeURIComponent(fd.get('since') || '')}&until=${encodeURIComponent(fd.get('until') || '')}`);
+  });
+  const body = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
+  root.append(h('div', { class: 'page-head' }, h('h1', null, 'Costs')), form, body);
+
+  (async () => {
+    try {
+      const q = new URLSearchParams();
+      if (since) q.set('since', since);
+      if (until) q.set('until', until);
+      const st = await api(`/api/stats?${q}`, { signal: life.signal });
+      const t = st.totals || {};
+      const u = t.usage || {};
+      const card = (label, value, title) => h('div', { class: 'card', title }, h('div', { class: 'muted' }, label), h('div', { class: 'big' }, value));
+      const days = fillDays(st.by_day || [], since, until);
+      body.replaceChildren(
+        h('div', { class: 'cards' },
+          card('Spend', fmtCost(t.cost_usd)),
+          card('Runs', String(t.runs || 0), `${t.succeeded || 0} succeeded, ${t.failed || 0} failed`),
+          card('Succeeded / failed', `${t.succeeded || 0} / ${t.failed || 0}`),
+          card('Input tokens', fmtTokens(u.input_tokens), String(u.input_tokens || 0)),
+          card('Output tokens', fmtTokens(u.output_tokens), String(u.output_tokens || 0)),
+          card('Cache read / write', `${fmtTokens(u.cache_read_tokens)} / ${fmtTokens(u.cache_creation_tokens)}`)),
+        h('h2', null, 'Spend per day'),
+        vbars(days, [{ name: 'cost', cls: 's-cost', get: (b) => b.cost_usd || 0 }], (v) => (v === 0 ? '$0' : v < 10 ? '$' + v.toFixed(2) : '$' + v.toFixed(0))),
+        h('h2', null, 'Tokens per day'),
+        legend([['input', 's-in'], ['output', 's-out'], ['cache read + write', 's-cache']]),
+        vbars(days, [
+          { name: 'input', cls: 's-in', get: (b) => b.usage?.input_tokens || 0 },
+          { name: 'output', cls: 's-out', get: (b) => b.usage?.output_tokens || 0 },
+          { name: 'cache', cls: 's-cache', get: (b) => (b.usage?.cache_read_tokens || 0) + (b.usage?.cache_creation_tokens || 0) },
+        ], fmtTokens),
+        h('div', { class: 'two' },
+          h('div', null, h('h2', null, 'Spend per model'), hbars(st.by_model || [])),
+          h('div', null, h('h2', null, 'Spend per folder'), hbars(st.by_dir || []))));
+    } catch (err) {
+      if (!aborted(err)) body.replaceChildren(errorBox(err));
+    }
+  })();
+  return life;
+}
+
+// fillDays adds the days without runs between the range's ends (or the
+// data's), so the bars keep a true time axis.
+function fillDays(buckets, since, until) {
+  const byKey = new Map(buckets.map((b) => [b.key, b]));
+  const keys = buckets.map((b) => b.key).sort();
+  const isDay = (v) => /^\d{4}-\d{2}-\d{2}$/.test(v || '');
+  if (!keys.length && !(isDay(since) && isDay(until))) return buckets;
+  const last = isDay(until) ? until : keys[keys.length - 1];
+  // start at the range's start, unless that is long before the first data
+  let first = isDay(since) ? since : keys[0];
+  if (keys.length && (Date.parse(keys[0]) - Date.parse(first)) / 86400000 > 31) first = keys[0];
+  const out = [];
+  let d = Date.parse(first + 'T00:00:00Z');
+  const end = Date.parse(last + 'T00:00:00Z');
+  if (!Number.isFinite(d) || !Number.isFinite(end) || (end - d) / 86400000 > 1000) return buckets;
+  for (; d <= end; d += 86400000) {
+    const key = new Date(d).toISOString().slice(0, 10);
+    out.push(byKey.get(key) || { key, runs: 0, cost_usd: 0, usage: {} });
+  }
+  // keep buckets outside the range too (should not happen)
+  for (const b of buckets) if (b.key < first || b.key > last) out.push(b);
+  return out.sort((a, b) => (a.key < b.key ? -1 : 1));
+}
+
+function legend(items) {
+  return h('div', { class: 'legend' }, items.map(([label, cls]) => h('span', null, s('svg', { width: 12, height: 12, class: 'chart-key', 'aria-hidden': 'true' }, s('rect', { width: 12, height: 12, class: cls })), ' ', label)));
+}
+
+function niceMax(v) {
+  if (!(v > 0)) return 1;
+  const p = 10 ** Math.floor(Math.log10(v));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
+  return 10 * p;
+}
+
+// vbars draws stacked vertical bars, one per bucket.
+function vbars(buckets, series, fmt) {
+  if (!buckets.length) return h('p', { class: 'muted' }, 'No data in this range.');
+  const W = 900, H = 220, L = 64, B = 28, T = 10, R = 8;
+  const totals = buckets.map((b) => series.reduce((a, se) => a + se.get(b), 0));
+  const max = niceMax(Math.max(...totals));
+  const plotW = W - L - R, plotH = H - T - B;
+  const bw = plotW / buckets.length;
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img' });
+  for (let i = 0; i <= 4; i++) {
+    const v = (max * i) / 4;
+    const y = T + plotH - (plotH * i) / 4;
+    svg.append(s('line', { x1: L, x2: W - R, y1: y, y2: y, class: 'grid' }),
+      s('text', { x: L - 6, y: y + 4, class: 'axis', 'text-anchor': 'end' }, fmt(v)));
+  }
+  const every = Math.max(1, Math.ceil(buckets.length / 12));
+  buckets.forEach((b, i) => {
+    const x = L + i * bw;
+    let y = T + plotH;
+    const g = s('g', null, s('title', null, `${b.key}: ${series.map((se) => `${se.name} ${fmt(se.get(b))}`).join(', ')}${b.runs != null ? `, ${b.runs} runs` : ''}`));
+    // a transparent full-height target so the tooltip is easy to hit
+    g.append(s('rect', { x: x, y: T, width: bw, height: plotH, class: 'hit' }));
+    for (const se of series) {
+      const hgt = (plotH * se.get(b)) / max;
+      if (hgt <= 0) continue;
+      y -= hgt;
+      g.append(s('rect', { x: x + bw * 0.1, y, width: Math.max(1, bw * 0.8), height: hgt, class: se.cls }));
+    }
+    svg.append(g);
+    if (i % every === 0) {
+      svg.append(s('text', { x: x + bw / 2, y: H - 8, class: 'axis', 'text-anchor': 'middle' }, String(b.key).slice(5)));
+    }
+  });
+  return h('div', { class: 'chart-wrap' }, svg);
+}
+
+// hbars draws one horizontal bar per bucket (by model, by folder).
+function hbars(buckets) {
+  if (!buckets.length) return h('p', { class: 'muted' }, 'No data in this range.');
+  const rows = buckets.slice(0, 15);
+  const W = 560, RH = 26, LW = 190, VW = 150;
+  const max = Math.max(...rows.map((b) => b.cost_usd || 0)) || 1;
+  const svg = s('svg', { viewBox: `0 0 ${W} ${rows.length * RH + 4}`, class: 'chart', role: 'img' });
+  rows.forEach((b, i) => {
+    const y = i * RH + 2;
+    const w = ((W - LW - VW) * (b.cost_usd || 0)) / max;
+    const key = String(b.key || '(none)');
+    svg.append(s('g', null,
+      s('title', null, `${key}: ${fmtCost(b.cost_usd)}, ${b.runs || 0} runs (${b.succeeded || 0} ok, ${b.failed || 0} failed), ${tokensTitle(b.usage)}`),
+      s('text', { x: LW - 6, y: y + RH / 2 + 4, class: 'axis label', 'text-anchor': 'end' }, key.length > 28 ? '…' + key.slice(-27) : key),
+      s('rect', { x: LW, y: y + 4, width: Math.max(1, w), height: RH - 8, class: 's-cost' }),
+      s('text', { x: LW + w + 6, y: y + RH / 2 + 4, class: 'axis' }, `${fmtCost(b.cost_usd)} · ${b.runs || 0} runs`)));
+  });
+  const note = buckets.length > rows.length ? h('p', { class: 'muted' }, `and ${buckets.length - rows.length} more`) : null;
+  return h('div', { class: 'chart-wrap' }, svg, note);
+}
+
+// --------------------------------------------------------------- bench view
+
+function viewBench(root) {
+  document.title = 'lane · bench';
+  root.append(h('div', { class: 'page-head' }, h('h1', null, 'Bench')),
+    h('p', { class: 'muted empty' }, 'No benches yet — ', h('code', null, 'lane bench'), ' will fill this.'));
+  return null;
+}
+
+// ------------------------------------------------------------ new run form
+
+function newRunDialog() {
+  const msg = h('div');
+  const dir = h('input', { name: 'dir', required: true, list: 'dl-new-dirs', placeholder: '/path/to/project', size: 40 });
+  const task = h('textarea', { name: 'task', required: true, rows: 6, placeholder: 'What should the agent do?' });
+  const model = h('input', { name: 'model', list: 'dl-new-models', value: 'sonnet', size: 16 });
+  const submit = h('button', { type: 'submit', class: 'primary' }, 'Start run');
+  const close = h('button', { type: 'button' }, 'Close');
+  const form = h('form', { class: 'newrun' },
+    h('h2', null, 'New run'),
+    h('label', null, 'Folder', dir), h('label', null, 'Task', task), h('label', null, 'Model', model),
+    datalist('dl-new-dirs', seen.dirs), datalist('dl-new-models', seen.models),
+    msg, h('div', { class: 'actions' }, close, submit));
+  const dlg = h('dialog', { class: 'dialog' }, form);
+  close.addEventListener('click', () => dlg.close());
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    submit.disabled = true;
+    msg.replaceChildren(h('p', { class: 'muted' }, 'Starting…'));
+    try {
+      const res = await post('/api/runs', { dir: dir.value.trim(), task: task.value, model: model.value.trim() });
+      dlg.close();
+      task.value = '';
+      msg.replaceChildren();
+      if (res && res.run_id) navigate(runPath(res.run_id));
+    } catch (err) {
+      msg.replaceChildren(errorBox(err));
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  document.body.appendChild(dlg);
+  return () => {
+    form.querySelector('#dl-new-dirs').replaceWith(datalist('dl-new-dirs', seen.dirs));
+    form.querySelector('#dl-new-models').replaceWith(datalist('dl-new-models', seen.models));
+    if (!dir.value && seen.dirs.size) dir.value = [...seen.dirs][0];
+    dlg.showModal();
+    (dir.value ? task : dir).focus();
+  };
+}
+
+const openNewRun = newRunDialog();
+document.getElementById('new-run').addEventListener('click', openNewRun);
+
+// --------------------------------------------------------------------- go
+
+live.connect();
+render();

@@ -1,0 +1,346 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"lane/trace"
+)
+
+// The database BenchmarkQueryRuns100k reads.
+const (
+	benchRuns         = 100_000
+	benchEventsPerRun = 10
+	benchLayout       = "1" // bump when buildBenchDB changes what it writes
+)
+
+var (
+	benchModels   = []string{"opus", "sonnet", "sonnet", "sonnet", "haiku", "qwen"}
+	benchStatuses = []trace.Status{
+		trace.StatusSucceeded, trace.StatusSucceeded, trace.StatusSucceeded, trace.StatusSucceeded,
+		trace.StatusSucceeded, trace.StatusSucceeded, trace.StatusSucceeded, trace.StatusSucceeded,
+		trace.StatusFailed, trace.StatusFailed, trace.StatusCancelled, trace.StatusTimedOut, trace.StatusInterrupted,
+	}
+	benchSyllables = strings.Fields("ka lo mi ne ru sa to vi ze pa do fe gu hi ja")
+)
+
+// benchWord is the word numbered n of the benchmark's vocabulary.
+func benchWord(n int) string {
+	var b strings.Builder
+	for {
+		b.WriteString(benchSyllables[n%len(benchSyllables)])
+		n /= len(benchSyllables)
+		if n == 0 {
+			return b.String()
+		}
+	}
+}
+
+// benchDB returns a database file with benchRuns runs and ten events each,
+// built once and kept in os.TempDir() under a name that changes with the
+// migrations and with benchLayout.
+func benchDB(b *testing.B) string {
+	b.Helper()
+	h := sha256.New()
+	fmt.Fprintf(h, "layout %s runs %d events %d\n", benchLayout, benchRuns, benchEventsPerRun)
+	ms, err := migrations()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range ms {
+		fmt.Fprintf(h, "%s\n%s\n", m.name, m.sql)
+	}
+	path := filepath.Join(os.TempDir(), "lane-bench-"+hex.EncodeToString(h.Sum(nil))[:16]+".db")
+	if _, err := os.Stat(path); err == nil {
+		return path
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		b.Fatal(err)
+	}
+
+	dir, err := os.MkdirTemp(os.TempDir(), "lane-bench-build-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "lane.db")
+	start := time.Now()
+	if err := buildBenchDB(tmp); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("built %s in %v", path, time.Since(start).Round(time.Millisecond))
+	return path
+}
+
+func buildBenchDB(path string) error {
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	zipf := rand.NewZipf(rng, 1.1, 1, 4999)
+	words := func(n int) string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = benchWord(int(zipf.Uint64()))
+		}
+		return strings.Join(w, " ")
+	}
+
+	// Oldest first, a run every 2 to 4 minutes, as lane would have written
+	// them; sessions of one to five runs.
+	started := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	runs := make([]*trace.Run, benchRuns)
+	session, left := "", 0
+	for i := range runs {
+		if left == 0 {
+			session, left = fmt.Sprintf("sess-%06d", i), 1+rng.IntN(5)
+		}
+		left--
+		started = started.Add(2*time.Minute + time.Duration(rng.IntN(120))*time.Second)
+		r := &trace.Run{
+			ID:         fmt.Sprintf("run-%06d", i),
+			Status:     benchStatuses[rng.IntN(len(benchStatuses))],
+			Runtime:    []string{"claude", "claude", "claude", "local"}[rng.IntN(4)],
+			Model:      benchModels[rng.IntN(len(benchModels))],
+			Dir:        fmt.Sprintf("/home/dev/project-%02d", rng.IntN(50)),
+			Prompt:     words(8 + rng.IntN(40)),
+			ResultText: words(4 + rng.IntN(20)),
+			SessionID:  session,
+			CostUSD:    rng.Float64(),
+			Usage:      trace.Usage{InputTokens: rng.Int64N(100_000), OutputTokens: rng.Int64N(10_000)},
+			StartedAt:  started,
+			EndedAt:    started.Add(time.Minute),
+			DurationMS: 60_000,
+		}
+		if i > 0 && rng.IntN(20) == 0 {
+			r.ParentRunID = runs[i-1].ID
+		}
+		runs[i] = r
+	}
+	if err := bulkInsertRuns(ctx, s, runs); err != nil {
+		return err
+	}
+
+	// Events of a few hundred bytes, their texts drawn from a pool.
+	texts := make([]string, 1000)
+	for i := range texts {
+		texts[i] = words(10)
+	}
+	const runsPerTx = 5_000
+	for chunk := range slices.Chunk(runs, runsPerTx) {
+		var rows []row
+		for _, r := range chunk {
+			for seq := range int64(benchEventsPerRun) {
+				ev := trace.Event{RunID: r.ID, Seq: seq + 1, Time: r.StartedAt.Add(time.Duration(seq) * time.Second),
+					Kind: trace.KindToolCall, ToolUseID: fmt.Sprintf("toolu_%d", seq), ToolName: "Bash",
+					Text: texts[rng.IntN(len(texts))]}
+				rw, err := newRow(ev)
+				if err != nil {
+					return err
+				}
+				rows = append(rows, rw)
+			}
+		}
+		err := s.writeTx(ctx, func(tx *sql.Tx) error {
+			_, err := insertRows(ctx, tx, rows, false)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("insert events: %w", err)
+		}
+	}
+	if _, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+// bulkInsertRuns records runs, in order, as CreateRun would, faster: the
+// insert triggers are set aside and their work done once at the end (the
+// revs they would give are the rowids, the index the one a rebuild makes).
+func bulkInsertRuns(ctx context.Context, s *Store, runs []*trace.Run) error {
+	var triggers []string
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT name, sql FROM sqlite_master
+			WHERE type = 'trigger' AND name IN ('runs_rev_insert', 'runs_fts_insert')`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var names []string
+		for rows.Next() {
+			var name, q string
+			if err := rows.Scan(&name, &q); err != nil {
+				return err
+			}
+			names, triggers = append(names, name), append(triggers, q)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(names) != 2 {
+			return fmt.Errorf("insert triggers %v, want 2", names)
+		}
+		for _, n := range names {
+			if _, err := tx.ExecContext(ctx, "DROP TRIGGER "+n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("set insert triggers aside: %w", err)
+	}
+	for chunk := range slices.Chunk(runs, 20_000) {
+		err := s.writeTx(ctx, func(tx *sql.Tx) error {
+			st, err := tx.PrepareContext(ctx, runInsert)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			for _, r := range chunk {
+				args, err := runArgs(r)
+				if err != nil {
+					return err
+				}
+				if _, err := st.ExecContext(ctx, args...); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("insert runs: %w", err)
+		}
+	}
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		for _, q := range append([]string{`INSERT INTO runs_fts (runs_fts) VALUES ('rebuild')`, `UPDATE runs SET rev = rowid`}, triggers...) {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("index runs: %w", err)
+	}
+	return nil
+}
+
+// measure runs op b.N times and reports its p50 and p95 latency.
+func measure(b *testing.B, op func(i int) error) {
+	b.Helper()
+	var lat []time.Duration
+	i := 0
+	for b.Loop() {
+		t := time.Now()
+		if err := op(i); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t))
+		i++
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.95), "p95-ms")
+}
+
+// BenchmarkQueryRuns100k measures the dashboard's reads on a database of
+// 100k runs and 1M events. Each query gets a full page of 50 (where that
+// many match) and asks for the next cursor.
+func BenchmarkQueryRuns100k(b *testing.B) {
+	ctx := context.Background()
+	s := openAt(b, benchDB(b))
+
+	// The cursor ~90% of the way down the list.
+	var started, rowid int64
+	err := s.db.QueryRowContext(ctx, `SELECT started_at, rowid FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1 OFFSET ?`,
+		benchRuns*9/10).Scan(&started, &rowid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	deep := encodeCursor(started, rowid)
+	filtered := []trace.Status{trace.StatusFailed, trace.StatusSucceeded, trace.StatusCancelled, trace.StatusInterrupted}
+	texts := []string{benchWord(0), benchWord(3), benchWord(40), benchWord(700), benchWord(4000),
+		benchWord(1) + " " + benchWord(2), benchWord(30)[:2], "nothing-at-all"}
+
+	page := func(q RunQuery) error {
+		_, err := s.QueryRuns(ctx, q)
+		return err
+	}
+	b.Run("status+model", func(b *testing.B) {
+		measure(b, func(i int) error {
+			return page(RunQuery{Status: filtered[i%len(filtered)], Model: benchModels[i%len(benchModels)]})
+		})
+	})
+	b.Run("dir", func(b *testing.B) {
+		measure(b, func(i int) error { return page(RunQuery{Dir: fmt.Sprintf("/home/dev/project-%02d", i%50)}) })
+	})
+	b.Run("text", func(b *testing.B) {
+		measure(b, func(i int) error { return page(RunQuery{Text: texts[i%len(texts)]}) })
+	})
+	b.Run("text+status", func(b *testing.B) {
+		measure(b, func(i int) error {
+			return page(RunQuery{Text: texts[i%len(texts)], Status: filtered[i%len(filtered)]})
+		})
+	})
+	b.Run("deep-cursor", func(b *testing.B) {
+		measure(b, func(i int) error {
+			q := RunQuery{Before: deep}
+			if i%2 == 1 {
+				q.Model = benchModels[i%len(benchModels)]
+			}
+			return page(q)
+		})
+	})
+	b.Run("sessions", func(b *testing.B) {
+		measure(b, func(i int) error { _, _, err := s.Sessions(ctx, SessionQuery{}); return err })
+	})
+	b.Run("stats-30d", func(b *testing.B) {
+		var newest int64
+		if err := s.db.QueryRowContext(ctx, `SELECT max(started_at) FROM runs`).Scan(&newest); err != nil {
+			b.Fatal(err)
+		}
+		until := time.Unix(0, newest+1)
+		measure(b, func(i int) error {
+			_, err := s.Stats(ctx, StatsQuery{Since: until.Add(-30 * 24 * time.Hour), Until: until})
+			return err
+		})
+	})
+	b.Run("stats-all", func(b *testing.B) {
+		measure(b, func(int) error { _, err := s.Stats(ctx, StatsQuery{}); return err })
+	})
+	b.Run("EventsAfterID-1000", func(b *testing.B) {
+		max, err := s.MaxEventID(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		measure(b, func(i int) error {
+			evs, err := s.EventsAfterID(ctx, int64(i*7919)%(max-1000), 1000)
+			if err == nil && len(evs) != 1000 {
+				err = fmt.Errorf("%d events, want 1000", len(evs))
+			}
+			return err
+		})
+	})
+}
