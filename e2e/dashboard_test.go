@@ -180,3 +180,36 @@ func TestDashboardCancelsARunOfAnotherProcess(t *testing.T) {
 		t.Errorf("run %+v %v", got, err)
 	}
 }
+
+func TestDashboardStartsARun(t *testing.T) {
+	e := newLocalEnv(t, openaitest.ToolCalls(openaitest.Call("w", "write_file", map[string]any{"path": "from-dashboard.txt", "content": "ok"})),
+		openaitest.Text("written"))
+	base := startDashboard(t, e.env)
+	var csrf struct{ CSRF string }
+	getJSON(t, base+"/api/csrf", &csrf)
+	body, _ := json.Marshal(map[string]string{"dir": e.proj, "task": "write a file", "model": localModel})
+	req, _ := http.NewRequest("POST", base+"/api/runs", strings.NewReader(string(body)))
+	req.Header.Set("Origin", base)
+	req.Header.Set("X-CSRF-Token", csrf.CSRF)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started struct {
+		RunID string `json:"run_id"`
+	}
+	json.NewDecoder(resp.Body).Decode(&started)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || started.RunID == "" {
+		t.Fatalf("POST /api/runs: %d %+v", resp.StatusCode, started)
+	}
+	var got struct{ Run trace.Run }
+	waitFor(t, 20*time.Second, func() bool {
+		getJSON(t, base+"/api/runs/"+started.RunID, &got)
+		return got.Run.Status.Finished()
+	})
+	if got.Run.Status != trace.StatusSucceeded || got.Run.Dir != e.proj {
+		t.Errorf("run %+v", got.Run)
+	}
+}
