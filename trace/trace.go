@@ -238,3 +238,54 @@ func (e *Event) CapOutput(limit int) {
 	}
 	e.Output = strings.Clone(e.Output[:cut]) // release the large original
 }
+
+// Bench is one run of a task suite across models (lane bench).
+type Bench struct {
+	ID         string    `json:"id"`
+	Name       string    `json:"name"`
+	SuitePath  string    `json:"suite_path"`
+	Models     []string  `json:"models"`
+	Repeat     int       `json:"repeat"`
+	Parallel   int       `json:"parallel"`
+	MaxCostUSD float64   `json:"max_cost_usd,omitempty"`
+	Status     Status    `json:"status"` // running, succeeded (all attempts done), cancelled, interrupted, failed
+	StartedAt  time.Time `json:"started_at"`
+	EndedAt    time.Time `json:"ended_at,omitzero"`
+	// Suite is the suite as it was parsed, so a resumed bench runs the same tasks.
+	Suite      json.RawMessage `json:"suite,omitempty"`
+	OwnerPID   int             `json:"owner_pid,omitempty"`
+	OwnerStart uint64          `json:"owner_start,omitempty"`
+}
+
+// AttemptStatus is where one attempt of a bench stands.
+type AttemptStatus string
+
+const (
+	AttemptPending AttemptStatus = "pending"
+	AttemptRunning AttemptStatus = "running"
+	AttemptPassed  AttemptStatus = "passed"
+	AttemptFailed  AttemptStatus = "failed"  // the check failed, or the agent did
+	AttemptSkipped AttemptStatus = "skipped" // not started: the bench's budget was spent
+)
+
+// Attempt is one task run by one model once, and its check.
+type Attempt struct {
+	BenchID string        `json:"bench_id"`
+	TaskID  string        `json:"task_id"`
+	Model   string        `json:"model"`
+	N       int           `json:"n"` // 1-based repeat number
+	RunID   string        `json:"run_id,omitempty"`
+	Status  AttemptStatus `json:"status"`
+	// FailureKind: check_failed, check_timeout, setup_failed, timeout, auth,
+	// agent_error, crash, max_turns, cancelled… (empty when passed).
+	FailureKind   string    `json:"failure_kind,omitempty"`
+	CheckExitCode int       `json:"check_exit_code"`
+	CheckOutput   string    `json:"check_output,omitempty"` // capped
+	DurationMS    int64     `json:"duration_ms"`            // the agent's run
+	CostUSD       float64   `json:"cost_usd"`
+	Usage         Usage     `json:"usage"`
+	Turns         int       `json:"turns"`
+	ToolCalls     int       `json:"tool_calls"`
+	StartedAt     time.Time `json:"started_at,omitzero"`
+	EndedAt       time.Time `json:"ended_at,omitzero"`
+}
