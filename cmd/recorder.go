@@ -69,7 +69,7 @@ func (r *runRecorder) EndRun(ctx context.Context, run *trace.Run) error {
 
 // finish prints the final run record for the data formats.
 func (r *runRecorder) finish(run *trace.Run) error {
-	if r.format == formatText {
+	if r.format == formatText || r.format == formatNone {
 		return nil
 	}
 	if err := r.enc.Encode(run); err != nil {

@@ -56,6 +56,8 @@ const (
 	formatText       = "text"
 	formatJSON       = "json"
 	formatStreamJSON = "stream-json"
+	// formatNone records a run without printing it (lane bench's attempts).
+	formatNone = "none"
 )
 
 func checkFormat(f string) error {
@@ -98,23 +100,30 @@ func addRunFlags(c *cobra.Command, opts *RunOptions) {
 	fl := c.Flags()
 	fl.StringVar(&opts.Dir, "dir", ".", "folder the agent works in")
 	fl.StringVar(&opts.Model, "model", "sonnet", "Claude model alias (sonnet, opus, haiku) or full model id")
-	fl.StringSliceVar(&opts.AllowedTools, "allowed-tools", runner.DefaultAllowedTools, "tools the agent may use")
 	fl.StringSliceVar(&opts.AddDirs, "add-dir", nil, "further folders the agent may use")
 	fl.StringVar(&opts.AppendSystemPrompt, "append-system-prompt", "", "text appended to the runtime's system prompt")
+	fl.IntVar(&opts.MaxTurns, "max-turns", 0, "stop after this many agent turns (0: no limit)")
+	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text, json or stream-json")
+	fl.Float64Var(&opts.MaxCost, "max-cost", 0, "stop before spending more than this many USD (local loop; 0: no limit)")
+	addRuntimeFlags(c, opts)
+}
+
+// addRuntimeFlags declares how runs are executed and guarded: the flags
+// lane bench shares with lane run.
+func addRuntimeFlags(c *cobra.Command, opts *RunOptions) {
+	fl := c.Flags()
+	fl.StringSliceVar(&opts.AllowedTools, "allowed-tools", runner.DefaultAllowedTools, "tools the agent may use")
 	fl.StringVar(&opts.PermissionMode, "permission-mode", "bypassPermissions", "Claude Code permission mode (a headless run cannot answer prompts)")
 	fl.BoolVar(&opts.AllowMCP, "allow-mcp", false, "let the runtime load your MCP servers (default: isolated with --strict-mcp-config)")
-	fl.IntVar(&opts.MaxTurns, "max-turns", 0, "stop after this many agent turns (0: no limit)")
 	fl.StringVar(&opts.ClaudeBin, "claude-bin", "", "Claude Code binary (default $LANE_CLAUDE_BIN, PATH, usual install places)")
 	fl.DurationVar(&opts.FirstByteTimeout, "first-byte-timeout", 2*time.Minute, "fail if the runtime prints nothing this long after starting (0: off)")
 	fl.DurationVar(&opts.IdleTimeout, "idle-timeout", 5*time.Minute, "fail after this long without output while no tool runs (0: off)")
 	fl.DurationVar(&opts.HardTimeout, "hard-timeout", time.Hour, "fail if the whole run takes longer (0: off)")
 	fl.IntVar(&opts.Retries, "retries", 0, "re-run a timeout, API overload or crash this many times")
-	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text, json or stream-json")
 	fl.StringVar(&opts.Runtime, "runtime", "", "claude or local (default: from --model; PROVIDER:MODEL runs the local loop)")
 	fl.StringVar(&opts.BaseURL, "base-url", "", "the model server's API base URL (local loop)")
 	fl.StringVar(&opts.ToolMode, "tool-mode", "native", "native tool calls, or text: JSON action blocks in the model's prose (local loop)")
 	fl.StringVar(&opts.Sandbox, "sandbox", "auto", "confine bash: auto, landlock, bwrap or off (local loop)")
-	fl.Float64Var(&opts.MaxCost, "max-cost", 0, "stop before spending more than this many USD (local loop; 0: no limit)")
 	fl.StringVar(&opts.Fallback, "fallback", "", "when Claude Code cannot run the task, rerun it on this PROVIDER:MODEL")
 	fl.DurationVar(&opts.BashTimeout, "bash-timeout", 2*time.Minute, "default timeout of one bash command (local loop)")
 }
@@ -168,15 +177,9 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if err != nil {
 		return usageErrorf(err)
 	}
-	target, err := cfg.Resolve(opts.Model, opts.Runtime, opts.BaseURL, f.Getenv)
-	if err != nil {
+	if _, err := cfg.Resolve(opts.Model, opts.Runtime, opts.BaseURL, f.Getenv); err != nil {
 		return usageErrorf(err)
 	}
-	fallback := opts.Fallback
-	if fallback == "" {
-		fallback = cfg.Fallback
-	}
-
 	st, err := f.OpenStore(ctx)
 	if err != nil {
 		return err
@@ -187,30 +190,9 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		fmt.Fprintln(f.IO.ErrOut, "lane: warning:", err)
 	}
 	rec := newRunRecorder(st, f.IO, opts.OutputFormat)
-
-	var run *trace.Run
-	if target.Runtime == config.RuntimeLocal {
-		run, err = runLocal(ctx, f, st, rec, cfg, target, opts, dir, addDirs)
-	} else {
-		run, err = runClaude(ctx, f, rec, opts, dir, addDirs)
-	}
+	run, err := executeRun(ctx, f, st, rec, cfg, opts, dir, addDirs)
 	if err != nil {
 		return err
-	}
-	if target.Runtime == config.RuntimeClaude && fallback != "" && run.Status == trace.StatusFailed && fallbackWorthy(run) && ctx.Err() == nil {
-		ft, err := cfg.Resolve(fallback, "", "", f.Getenv)
-		if err != nil {
-			return usageErrorf(fmt.Errorf("--fallback: %w", err))
-		}
-		if ft.Runtime != config.RuntimeLocal {
-			return usageErrorf(errFallbackNotLocal)
-		}
-		fmt.Fprintf(f.IO.ErrOut, "lane: the Claude lane could not run the task (%s); running it on %s instead\n", run.ErrorKind, ft.Label())
-		next := *opts
-		next.ParentRunID, next.Resume = run.ID, ""
-		if run, err = runLocal(ctx, f, st, rec, cfg, ft, &next, dir, addDirs); err != nil {
-			return err
-		}
 	}
 	if err := rec.finish(run); err != nil {
 		return err
@@ -219,6 +201,43 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		return &RunOutcomeError{Run: run}
 	}
 	return nil
+}
+
+// executeRun runs one task on the lane its model belongs to, with the
+// fallback when the Claude lane cannot run it. lane run, lane resume and
+// every attempt of lane bench go through here.
+func executeRun(ctx context.Context, f *Factory, st *store.Store, rec *runRecorder, cfg *config.File, opts *RunOptions, dir string, addDirs []string) (*trace.Run, error) {
+	target, err := cfg.Resolve(opts.Model, opts.Runtime, opts.BaseURL, f.Getenv)
+	if err != nil {
+		return nil, usageErrorf(err)
+	}
+	var run *trace.Run
+	if target.Runtime == config.RuntimeLocal {
+		run, err = runLocal(ctx, f, st, rec, cfg, target, opts, dir, addDirs)
+	} else {
+		run, err = runClaude(ctx, f, rec, opts, dir, addDirs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fallback := opts.Fallback
+	if fallback == "" {
+		fallback = cfg.Fallback
+	}
+	if target.Runtime != config.RuntimeClaude || fallback == "" || run.Status != trace.StatusFailed || !fallbackWorthy(run) || ctx.Err() != nil {
+		return run, nil
+	}
+	ft, err := cfg.Resolve(fallback, "", "", f.Getenv)
+	if err != nil {
+		return nil, usageErrorf(fmt.Errorf("--fallback: %w", err))
+	}
+	if ft.Runtime != config.RuntimeLocal {
+		return nil, usageErrorf(errFallbackNotLocal)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "lane: the Claude lane could not run the task (%s); running it on %s instead\n", run.ErrorKind, ft.Label())
+	next := *opts
+	next.ParentRunID, next.Resume = run.ID, ""
+	return runLocal(ctx, f, st, rec, cfg, ft, &next, dir, addDirs)
 }
 
 // runClaude runs opts on Claude Code. A missing binary is recorded as a
