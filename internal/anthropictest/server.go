@@ -118,6 +118,7 @@ type Server struct {
 	mu       sync.Mutex
 	main     script
 	subagent script
+	respond  func(Request) (Turn, bool)
 	reqs     []Request
 	changed  chan struct{} // closed and replaced whenever a request is recorded
 }
@@ -149,6 +150,16 @@ func NewServer(t testing.TB, turns ...Turn) *Server {
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// SetResponder answers main-agent requests from what they hold rather than
+// in script order, for tests whose requests arrive in no fixed order
+// (parallel attempts of a bench). A request it declines (false) takes the
+// next turn of the script.
+func (s *Server) SetResponder(respond func(Request) (Turn, bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.respond = respond
 }
 
 // URL is the base URL to give claude as ANTHROPIC_BASE_URL.
@@ -226,7 +237,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var turn Turn
 	switch req.Kind {
 	case Main:
-		turn, req.Turn = s.main.take()
+		var ok bool
+		if s.respond != nil {
+			turn, ok = s.respond(req)
+		}
+		if !ok {
+			turn, req.Turn = s.main.take()
+		}
 	case Subagent:
 		turn, req.Turn = s.subagent.take()
 	default:

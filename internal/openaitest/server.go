@@ -73,6 +73,7 @@ type Server struct {
 	mu      sync.Mutex
 	turns   []Turn
 	next    int
+	respond func(Request) (Turn, bool)
 	reqs    []Request
 	changed chan struct{} // closed and replaced whenever a request is recorded
 }
@@ -85,6 +86,23 @@ func NewServer(t testing.TB, turns ...Turn) *Server {
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// SetResponder answers requests from what they hold rather than in script
+// order, for tests whose requests arrive in no fixed order (parallel
+// attempts of a bench). A request it declines (false) takes the next turn.
+func (s *Server) SetResponder(respond func(Request) (Turn, bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.respond = respond
+}
+
+// respondTo asks the responder; s.mu is held.
+func (s *Server) respondTo(req Request) (Turn, bool) {
+	if s.respond == nil {
+		return Turn{}, false
+	}
+	return s.respond(req)
 }
 
 // URL is the base URL, ending in /v1, as OPENAI_BASE_URL takes it.
@@ -148,7 +166,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	req.N = len(s.reqs) + 1
 	turn := Text("done")
-	if s.next < len(s.turns) {
+	if t, ok := s.respondTo(req); ok {
+		turn = t
+	} else if s.next < len(s.turns) {
 		turn, s.next = s.turns[s.next], s.next+1
 		req.Turn = s.next
 	}
