@@ -89,6 +89,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		NewCmdRuns(f, nil),
 		NewCmdShow(f, nil),
 		NewCmdDashboard(f, nil),
+		NewCmdBench(f, nil),
 	)
 	return root
 }

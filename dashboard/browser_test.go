@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +25,7 @@ import (
 const chromium = "/usr/bin/chromium"
 
 var updateScreenshot = flag.Bool("screenshot", false,
-	"TestBrowser: write the run page's screenshot to testdata/screenshot.png")
+	"write the screenshots: TestBrowser the run page's to testdata/screenshot.png, TestBrowserBench the bench page's to testdata/bench.png")
 
 // hostile is a tool output that must reach the page as text only.
 const hostile = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>`
@@ -390,6 +391,140 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("POST /api/runs was refused by the CSRF checks: %s", postErr)
 	} else {
 		t.Logf("POST /api/runs without a lane binary: %s", postErr)
+	}
+}
+
+// TestBrowserBench opens the bench list and a bench: its comparison
+// table, its chart, its task grid and a link from the grid to a run.
+func TestBrowserBench(t *testing.T) {
+	t0 := time.Now().Add(-2 * time.Hour).UTC().Truncate(time.Second)
+	e := startBrowserEnv(t, func(e *browserEnv) {
+		b := demoBench("b-0001-demo", t0)
+		b.Name = `demo suite <img src=x onerror="window.__pwned=1">`
+		recordBench(e.t, e.writer, b, demoAttempts())
+		empty := &trace.Bench{ID: "b-0002-empty", Name: "nothing yet", Models: []string{"sonnet"}, Repeat: 1, Parallel: 1,
+			Status: trace.StatusCancelled, StartedAt: t0.Add(time.Hour), EndedAt: t0.Add(time.Hour + time.Minute)}
+		recordBench(e.t, e.writer, empty, nil)
+	})
+
+	row := `table.benches tr[data-id="b-0001-demo"]`
+	e.do("open /bench", 30*time.Second,
+		chromedp.Navigate(e.url+"/bench"),
+		chromedp.WaitVisible(chromedp.CSS(row)),
+		chromedp.WaitVisible(chromedp.CSS(`table.benches tr[data-id="b-0002-empty"]`)))
+	if got := eval[string](e, `document.querySelector('`+row+`').textContent`); !strings.Contains(got, "10 / 19") ||
+		!strings.Contains(got, "opus, sonnet, haiku") || !strings.Contains(got, `<img src=x`) {
+		t.Errorf("bench row %q lacks 10 / 19, its models or its name as text", got)
+	}
+
+	e.do("open the bench", 30*time.Second,
+		chromedp.Click(chromedp.CSS(row+` td.name a`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.bench-models tbody tr`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.bench-grid tbody tr`)))
+	if path := eval[string](e, `location.pathname`); path != "/bench/b-0001-demo" {
+		t.Fatalf("location %q, want /bench/b-0001-demo", path)
+	}
+	type modelRow struct {
+		Model    string `json:"model"`
+		Rate     string `json:"rate"`
+		Interval string `json:"interval"`
+		Passed   string `json:"passed"`
+		Whiskers int    `json:"whiskers"`
+	}
+	rows := eval[[]modelRow](e, `[...document.querySelectorAll('table.bench-models tbody tr')].map((tr) => ({
+		model: tr.dataset.model,
+		rate: tr.querySelector('td.rate .pct').textContent,
+		interval: tr.children[2].textContent,
+		passed: tr.children[3].textContent,
+		whiskers: tr.querySelectorAll('svg.ratebar .whisker line').length,
+	}))`)
+	want := []modelRow{
+		{"opus", "66.7%", "20.8%–93.9%", "2 / 3 (2 to go)", 3},
+		{"sonnet", "70%", "39.7%–89.2%", "7 / 10 (1 to go)", 3},
+		{"haiku", "–", "–", "0 / 0 (2 skipped)", 0},
+		{"qwen", "100%", "20.7%–100.0%", "1 / 1", 3},
+	}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Errorf("comparison table\n got %+v\nwant %+v", rows, want)
+	}
+	if n := eval[int](e, `document.querySelectorAll('svg.scatter g.point').length`); n != 3 {
+		t.Errorf("%d points in the scatter chart, want 3 (haiku has no finished attempt)", n)
+	}
+	cell := `table.bench-grid tr[data-task="t1"] td[data-model="sonnet"]`
+	type gridCell struct {
+		Score string   `json:"score"`
+		Links []string `json:"links"`
+	}
+	got := eval[gridCell](e, `({score: document.querySelector('`+cell+` .score').textContent,
+		links: [...document.querySelectorAll('`+cell+` a')].map((a) => a.getAttribute('href'))})`)
+	if got.Score != "4/5" || len(got.Links) != 5 || got.Links[0] != "/runs/run-sonnet-t1-1" {
+		t.Errorf("grid cell t1 × sonnet: %+v, want 4/5 and links to its 5 runs", got)
+	}
+	tasks := eval[[]string](e, `[...document.querySelectorAll('table.bench-grid tbody tr')].map((tr) => tr.dataset.task)`)
+	if !slices.Equal(tasks, []string{"t2", "t1", "t3"}) {
+		t.Errorf("grid rows %v, want the suite's order", tasks)
+	}
+	text := eval[string](e, `document.getElementById('app').innerText`)
+	for _, bad := range []string{"null", "undefined", "NaN", "[object", "Infinity"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("bench page shows %q:\n%s", bad, text)
+		}
+	}
+	if eval[bool](e, `typeof window.__pwned !== 'undefined' || document.images.length > 0`) {
+		t.Error("the bench name became markup")
+	}
+
+	shotCtx, cancelShot := context.WithTimeout(e.ctx, 20*time.Second)
+	png, err := chromedp.Run(shotCtx, chromedp.FullScreenshot(100))
+	cancelShot()
+	if err != nil {
+		e.fatal("screenshot", err)
+	}
+	if *updateScreenshot {
+		if err := os.WriteFile(filepath.Join("testdata", "bench.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote testdata/bench.png (%d bytes)", len(png))
+	}
+
+	// A run of the grid, reached by a click; back to the bench.
+	e.do("open a run from the grid", 30*time.Second,
+		chromedp.Click(chromedp.CSS(cell+` a[href="/runs/run-sonnet-t1-5"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.run-head dl.kv`)))
+	if path := eval[string](e, `location.pathname`); path != "/runs/run-sonnet-t1-5" {
+		t.Fatalf("location %q, want /runs/run-sonnet-t1-5", path)
+	}
+	e.do("back to the bench", 30*time.Second,
+		chromedp.NavigateBack(),
+		chromedp.WaitVisible(chromedp.CSS(cell+` a[href="/runs/run-sonnet-t1-5"]`)))
+
+	// A failed attempt's check output opens; an unknown bench is a message.
+	e.do("open a check output", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`table.bench-failures details.check-out > summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.bench-failures details.check-out pre.out`)))
+	e.do("unknown bench", 20*time.Second,
+		chromedp.Navigate(e.url+"/bench/nope"),
+		chromedp.WaitVisible(chromedp.CSS(`#app .errorbox`)))
+
+	// A running bench follows its attempts as `lane bench` records them.
+	pid, start := selfOwner(t)
+	live := &trace.Bench{ID: "b-0003-live", Name: "live", Models: []string{"sonnet"}, Repeat: 1, Parallel: 1,
+		Status: trace.StatusRunning, StartedAt: time.Now().UTC(), OwnerPID: pid, OwnerStart: start}
+	first := att("t1", "sonnet", 1, trace.AttemptRunning)
+	first.RunID = "run-live-1"
+	recordBench(t, e.writer, live, []trace.Attempt{first})
+	liveCell := `table.bench-grid tr[data-task="t1"] td[data-model="sonnet"]`
+	e.do("open the running bench", 20*time.Second,
+		chromedp.Navigate(e.url+"/bench/b-0003-live"),
+		chromedp.WaitVisible(chromedp.CSS(liveCell+` a.a-running`)))
+	first.BenchID, first.Status, first.CostUSD, first.DurationMS = live.ID, trace.AttemptPassed, 0.2, 3000
+	if err := e.writer.SaveAttempt(context.Background(), &first); err != nil {
+		t.Fatal(err)
+	}
+	e.do("the attempt passes", 20*time.Second,
+		chromedp.WaitVisible(chromedp.CSS(liveCell+` a.a-passed[href="/runs/run-live-1"]`)))
+	if got := eval[string](e, `document.querySelector('`+liveCell+` .score').textContent`); got != "1/1" {
+		t.Errorf("live cell %q, want 1/1", got)
 	}
 }
 

@@ -165,7 +165,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	for _, p := range []string{"GET /{$}", "GET /runs/{id}", "GET /sessions", "GET /costs", "GET /bench"} {
+	for _, p := range []string{"GET /{$}", "GET /runs/{id}", "GET /sessions", "GET /costs", "GET /bench", "GET /bench/{id}"} {
 		mux.HandleFunc(p, s.servePage)
 	}
 	mux.HandleFunc("GET /assets/{path...}", s.serveAsset)
@@ -178,6 +178,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/runs/{id}/cancel", s.cancelRun)
 	mux.HandleFunc("GET /api/sessions", s.listSessions)
 	mux.HandleFunc("GET /api/stats", s.getStats)
+	mux.HandleFunc("GET /api/benches", s.listBenches)
+	mux.HandleFunc("GET /api/benches/{id}", s.getBench)
 	mux.HandleFunc("GET /ws", s.serveWS)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not found")

@@ -209,7 +209,7 @@ func TestPageAndAssets(t *testing.T) {
 		t.Fatalf("csrf %q", csrf.CSRF)
 	}
 	var page string
-	for _, p := range []string{"/", "/runs/abc", "/sessions", "/costs", "/bench"} {
+	for _, p := range []string{"/", "/runs/abc", "/sessions", "/costs", "/bench", "/bench/abc"} {
 		resp := e.request("GET", p, nil, nil)
 		b, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" {
@@ -221,7 +221,7 @@ func TestPageAndAssets(t *testing.T) {
 		checkSafetyHeaders(t, p, resp)
 		page = string(b)
 	}
-	for _, p := range []string{"/nope", "/runs/a/b", "/assets/nope.js", "/assets/index.html"} {
+	for _, p := range []string{"/nope", "/runs/a/b", "/bench/a/b", "/assets/nope.js", "/assets/index.html"} {
 		if resp := e.request("GET", p, nil, nil); resp.StatusCode != 404 {
 			t.Errorf("%s: %d, want 404", p, resp.StatusCode)
 		}

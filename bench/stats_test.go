@@ -1,0 +1,222 @@
+package bench
+
+import (
+	"bytes"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lane/trace"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func TestWilson(t *testing.T) {
+	tests := []struct {
+		passed, n int
+		lo, hi    float64
+	}{
+		{7, 10, 0.3968, 0.8922},
+		{0, 10, 0, 0.2775},
+		{10, 10, 0.7225, 1},
+		{5, 6, 0.4365, 0.9699},
+		{2, 6, 0.0968, 0.7000},
+		{1, 2, 0.0945, 0.9055},
+		{1, 1, 0.2065, 1},
+		{0, 1, 0, 0.7935},
+		{50, 100, 0.4038, 0.5962},
+	}
+	for _, tt := range tests {
+		lo, hi, ok := Wilson(tt.passed, tt.n, z95)
+		if !ok || math.Abs(lo-tt.lo) > 5e-5 || math.Abs(hi-tt.hi) > 5e-5 {
+			t.Errorf("Wilson(%d/%d) = [%.4f, %.4f] %v, want [%.4f, %.4f]", tt.passed, tt.n, lo, hi, ok, tt.lo, tt.hi)
+		}
+	}
+	if _, _, ok := Wilson(0, 0, z95); ok {
+		t.Error("Wilson(0/0) is defined")
+	}
+}
+
+func TestPassAt(t *testing.T) {
+	tests := []struct {
+		n, c, k int
+		want    float64
+		ok      bool
+	}{
+		{10, 3, 1, 0.3, true},
+		{10, 3, 5, 0.9166666666666666, true}, // 1 - C(7,5)/C(10,5) = 1 - 21/252
+		{4, 2, 2, 0.8333333333333334, true},  // 1 - C(2,2)/C(4,2) = 1 - 1/6
+		{3, 1, 2, 0.6666666666666667, true},  // 1 - C(2,2)/C(3,2)
+		{20, 7, 10, 0.9984520123839009, true},
+		{5, 0, 3, 0, true},
+		{5, 5, 3, 1, true},
+		{3, 2, 2, 1, true}, // fewer failures than k: every k-subset has a pass
+		{1, 1, 2, 0, false},
+		{3, 1, 0, 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := PassAt(tt.n, tt.c, tt.k)
+		if ok != tt.ok || math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("PassAt(n=%d, c=%d, k=%d) = %v, %v; want %v, %v", tt.n, tt.c, tt.k, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tt := range []struct {
+		xs   []float64
+		want float64
+	}{{[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(tt.xs); got != tt.want {
+			t.Errorf("median(%v) = %v, want %v", tt.xs, got, tt.want)
+		}
+	}
+}
+
+// reportBench is a finished bench with attempts of every kind: 2 tasks × 3
+// models × 3 repeats, one model cut short by the budget, a setup failure,
+// an unfinished attempt.
+func reportBench() (trace.Bench, []trace.Attempt) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	b := trace.Bench{
+		ID: "3f2a9c1e77d04b21", Name: "go-fixes", SuitePath: "/suites/go-fixes.yaml",
+		Models: []string{"sonnet", "haiku", "ollama:qwen2.5-coder:14b"}, Repeat: 3, Parallel: 4, MaxCostUSD: 5,
+		Status: trace.StatusSucceeded, StartedAt: t0, EndedAt: t0.Add(12 * time.Minute),
+		Suite: []byte(`{"name":"go-fixes","dir":"/suites","tasks":[{"id":"wordcount-sh"},{"id":"calc-average"}]}`),
+	}
+	type plan struct {
+		status   trace.AttemptStatus
+		kind     string
+		cost     float64
+		seconds  int64
+		turns    int
+		tools    int
+		in, out  int64
+		hasRunID bool
+	}
+	ok := func(cost float64, s int64) plan {
+		return plan{trace.AttemptPassed, "", cost, s, 6, 9, 12000, 900, true}
+	}
+	fail := func(kind string, cost float64, s int64) plan {
+		return plan{trace.AttemptFailed, kind, cost, s, 9, 14, 20000, 1500, true}
+	}
+	plans := map[string][3]plan{
+		"wordcount-sh/sonnet":                   {ok(0.21, 41), ok(0.18, 35), fail("check_failed", 0.30, 62)},
+		"calc-average/sonnet":                   {ok(0.12, 20), ok(0.10, 18), ok(0.11, 22)},
+		"wordcount-sh/haiku":                    {fail("check_failed", 0.05, 30), ok(0.04, 25), fail("max_turns", 0.09, 80)},
+		"calc-average/haiku":                    {ok(0.03, 15), ok(0.03, 14), {status: trace.AttemptFailed, kind: "setup_failed"}},
+		"wordcount-sh/ollama:qwen2.5-coder:14b": {fail("timeout", 0, 600), fail("check_failed", 0, 240), {status: trace.AttemptSkipped}},
+		"calc-average/ollama:qwen2.5-coder:14b": {ok(0, 95), {status: trace.AttemptSkipped}, {status: trace.AttemptPending}},
+	}
+	var as []trace.Attempt
+	i := 0
+	for _, task := range []string{"calc-average", "wordcount-sh"} { // the store's order
+		for _, m := range []string{"haiku", "ollama:qwen2.5-coder:14b", "sonnet"} {
+			for n, p := range plans[task+"/"+m] {
+				i++
+				a := trace.Attempt{BenchID: b.ID, TaskID: task, Model: m, N: n + 1, Status: p.status,
+					FailureKind: p.kind, CostUSD: p.cost, DurationMS: p.seconds * 1000, Turns: p.turns, ToolCalls: p.tools,
+					Usage: trace.Usage{InputTokens: p.in, OutputTokens: p.out}}
+				if p.hasRunID {
+					a.RunID = "run" + string(rune('a'+i))
+					a.StartedAt = t0.Add(time.Duration(i) * time.Minute)
+					a.EndedAt = a.StartedAt.Add(time.Duration(p.seconds) * time.Second)
+				}
+				if p.kind == "check_failed" {
+					a.CheckExitCode, a.CheckOutput = 1, "--- FAIL"
+				}
+				as = append(as, a)
+			}
+		}
+	}
+	return b, as
+}
+
+func TestCompareReportBench(t *testing.T) {
+	r := Compare(reportBench())
+	var models []string
+	for _, m := range r.Models {
+		models = append(models, m.Model)
+	}
+	if got := strings.Join(models, " "); got != "sonnet haiku ollama:qwen2.5-coder:14b" {
+		t.Errorf("models %s", got)
+	}
+	if r.Tasks[0].Task != "wordcount-sh" || r.Tasks[0].Model != "sonnet" || len(r.Tasks) != 6 {
+		t.Errorf("first task row %s/%s of %d", r.Tasks[0].Task, r.Tasks[0].Model, len(r.Tasks))
+	}
+	// haiku: 3 passes of 5 finished runs plus a setup failure.
+	h := r.Models[1].Stats
+	if h.Finished != 6 || h.Passed != 3 || h.Runs != 5 || h.Failures["setup_failed"] != 1 {
+		t.Errorf("haiku %+v", h)
+	}
+	// pass@3 over the tasks with 3 finished attempts: wordcount (1 of 3)
+	// and calc-average (2 of 3) both give 1.
+	if len(h.PassAtK) != 2 || h.PassAtK[0].Value != 0.5 || h.PassAtK[1].Value != 1 {
+		t.Errorf("haiku pass@k %+v", h.PassAtK)
+	}
+	// qwen: no task has 3 finished attempts, so there is no pass@3.
+	q := r.Models[2].Stats
+	if q.Skipped != 2 || q.Pending != 1 || len(q.PassAtK) != 1 || q.PassAtK[0].Value != 0.5 ||
+		*q.CostPerPassUSD != 0 {
+		t.Errorf("qwen %+v", q)
+	}
+}
+
+func TestReportGolden(t *testing.T) {
+	r := Compare(reportBench())
+	for _, tt := range []struct {
+		file  string
+		write func(*bytes.Buffer) error
+	}{
+		{"report.txt", func(b *bytes.Buffer) error { return r.WriteTable(b) }},
+		{"report.md", func(b *bytes.Buffer) error { return r.WriteMarkdown(b) }},
+		{"report.csv", func(b *bytes.Buffer) error { return r.WriteCSV(b) }},
+		{"report.json", func(b *bytes.Buffer) error { return r.WriteJSON(b) }},
+	} {
+		var got bytes.Buffer
+		if err := tt.write(&got); err != nil {
+			t.Fatal(err)
+		}
+		golden := filepath.Join("testdata", tt.file)
+		if *update {
+			if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (go test ./bench/ -run Golden -update writes it)", err)
+		}
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Errorf("%s differs (-update rewrites it); got:\n%s", tt.file, got.String())
+		}
+	}
+}
+
+// A bench with no attempts, or only unfinished ones, still reports.
+func TestReportEmpty(t *testing.T) {
+	b := trace.Bench{ID: "e", Name: "empty", Models: []string{"m"}, Repeat: 1, Status: trace.StatusCancelled}
+	r := Compare(b, []trace.Attempt{{TaskID: "a", Model: "m", N: 1, Status: trace.AttemptPending}})
+	for _, w := range []func(*bytes.Buffer) error{
+		func(w *bytes.Buffer) error { return r.WriteTable(w) },
+		func(w *bytes.Buffer) error { return r.WriteMarkdown(w) },
+		func(w *bytes.Buffer) error { return r.WriteCSV(w) },
+		func(w *bytes.Buffer) error { return r.WriteJSON(w) },
+	} {
+		var out bytes.Buffer
+		if err := w(&out); err != nil || out.Len() == 0 {
+			t.Errorf("write: %v, %q", err, out.String())
+		}
+	}
+	var out bytes.Buffer
+	_ = r.WriteTable(&out)
+	if !strings.Contains(out.String(), "1 task × 1 model × 1 · 1 attempt (1 unfinished)") ||
+		!strings.Contains(out.String(), "\nm      0/0     -     -") {
+		t.Errorf("table:\n%s", out.String())
+	}
+}

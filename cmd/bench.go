@@ -1,0 +1,248 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"lane/bench"
+	"lane/config"
+	"lane/runner"
+	"lane/store"
+	"lane/trace"
+)
+
+// BenchOptions are the flags of `lane bench`.
+type BenchOptions struct {
+	Suite        string
+	Models       []string
+	Repeat       int
+	Parallel     int
+	MaxCost      float64
+	Keep         bool
+	Resume       string
+	OutputFormat string
+	Run          RunOptions // how each attempt runs
+	// ParallelSet says --parallel was given (a resumed bench keeps its own).
+	ParallelSet bool
+}
+
+// NewCmdBench builds `lane bench` and its subcommands.
+func NewCmdBench(f *Factory, runF func(context.Context, *BenchOptions) error) *cobra.Command {
+	opts := &BenchOptions{}
+	c := &cobra.Command{
+		Use:   "bench [flags] SUITE.yaml | bench --resume BENCH",
+		Short: "Run a task suite across models and compare them",
+		Long: `Bench runs every task of a suite file with every model, --repeat times, each
+attempt a normal lane run in a fresh copy of the task's folder, checks the
+result, and prints a comparison: pass rate with its 95% interval, pass@k,
+duration, cost, tokens, failures by kind. See README "lane bench".`,
+		RunE: func(c *cobra.Command, args []string) error {
+			switch {
+			case opts.Resume != "" && len(args) == 0:
+			case opts.Resume == "" && len(args) == 1:
+				opts.Suite = args[0]
+			default:
+				return usageErrorf(errors.New("give a suite file, or --resume BENCH"))
+			}
+			opts.ParallelSet = c.Flags().Changed("parallel")
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runBench(c.Context(), f, opts)
+		},
+	}
+	fl := c.Flags()
+	fl.StringSliceVar(&opts.Models, "models", nil, "models to compare (default: the suite's)")
+	fl.IntVar(&opts.Repeat, "repeat", 0, "attempts per task and model (default: the suite's, else 1)")
+	fl.IntVar(&opts.Parallel, "parallel", 1, "attempts run at once")
+	fl.Float64Var(&opts.MaxCost, "max-cost", 0, "stop starting attempts once the bench has spent this many USD (0: no limit)")
+	fl.BoolVar(&opts.Keep, "keep", false, "keep each attempt's folder")
+	fl.StringVar(&opts.Resume, "resume", "", "continue an interrupted bench: run only its unfinished attempts")
+	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text or json")
+	addRuntimeFlags(c, &opts.Run)
+	c.AddCommand(newCmdBenchReport(f), newCmdBenchList(f))
+	return c
+}
+
+func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
+	parallelSet := opts.ParallelSet
+	if opts.OutputFormat != formatText && opts.OutputFormat != formatJSON {
+		return usageErrorf(fmt.Errorf("unknown --output-format %q (want text or json)", opts.OutputFormat))
+	}
+	if opts.Parallel < 1 || opts.Repeat < 0 || opts.MaxCost < 0 {
+		return usageErrorf(errors.New("--parallel must be at least 1; --repeat and --max-cost must not be negative"))
+	}
+	cfg, err := config.Load(config.Path(f.Getenv))
+	if err != nil {
+		return usageErrorf(err)
+	}
+	st, err := f.OpenStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := runner.BecomeSubreaper(); err != nil {
+		fmt.Fprintln(f.IO.ErrOut, "lane: warning:", err)
+	}
+
+	bc := bench.Config{
+		Models: opts.Models, Repeat: opts.Repeat, Parallel: opts.Parallel, MaxCostUSD: opts.MaxCost,
+		Keep: opts.Keep, Store: st,
+	}
+	if opts.Resume != "" {
+		if !parallelSet {
+			bc.Parallel = 0 // the bench's own
+		}
+		b, err := st.GetBench(ctx, opts.Resume)
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAmbiguous) {
+			return usageErrorf(err)
+		}
+		if err != nil {
+			return err
+		}
+		bc.Resume = b
+	} else {
+		suite, err := bench.Load(opts.Suite)
+		if err != nil {
+			return usageErrorf(err)
+		}
+		bc.Suite = suite
+	}
+	models := opts.Models
+	if len(models) == 0 && bc.Suite != nil {
+		models = bc.Suite.Models
+	}
+	for _, m := range models {
+		if _, err := cfg.Resolve(m, opts.Run.Runtime, opts.Run.BaseURL, f.Getenv); err != nil {
+			return usageErrorf(fmt.Errorf("model %s: %w", m, err))
+		}
+	}
+	if opts.OutputFormat == formatText {
+		bc.Progress = f.IO.ErrOut
+	}
+	quiet := IO{Out: discard{}, ErrOut: f.IO.ErrOut}
+	bc.Run = func(ctx context.Context, spec bench.RunSpec) (*trace.Run, error) {
+		ro := opts.Run
+		ro.Dir, ro.Model, ro.Task = spec.Dir, spec.Model, spec.Prompt
+		ro.MaxTurns, ro.MaxCost, ro.OutputFormat = spec.MaxTurns, spec.MaxCostUSD, formatNone
+		if spec.Timeout > 0 {
+			ro.HardTimeout = spec.Timeout
+		}
+		return executeRun(ctx, f, st, newRunRecorder(st, quiet, formatNone), cfg, &ro, spec.Dir, nil)
+	}
+	b, err := bench.Run(ctx, bc)
+	if b == nil {
+		return err
+	}
+	attempts, aerr := st.Attempts(context.WithoutCancel(ctx), b.ID)
+	if aerr != nil {
+		return aerr
+	}
+	report := bench.Compare(*b, attempts)
+	if opts.OutputFormat == formatJSON {
+		if werr := report.WriteJSON(f.IO.Out); werr != nil {
+			return werr
+		}
+	} else if werr := report.WriteTable(f.IO.Out); werr != nil {
+		return werr
+	}
+	if err != nil {
+		return err
+	}
+	if b.Status == trace.StatusCancelled {
+		return runner.ErrCancelled
+	}
+	return nil
+}
+
+func newCmdBenchReport(f *Factory) *cobra.Command {
+	var format string
+	c := &cobra.Command{
+		Use:   "report BENCH",
+		Short: "Print a bench's comparison as text, markdown, csv or json",
+		Args:  exactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			ctx := c.Context()
+			st, err := f.OpenStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			b, err := st.GetBench(ctx, args[0])
+			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAmbiguous) {
+				return usageErrorf(err)
+			}
+			if err != nil {
+				return err
+			}
+			attempts, err := st.Attempts(ctx, b.ID)
+			if err != nil {
+				return err
+			}
+			r := bench.Compare(*b, attempts)
+			switch format {
+			case "text":
+				return r.WriteTable(f.IO.Out)
+			case "markdown", "md":
+				return r.WriteMarkdown(f.IO.Out)
+			case "csv":
+				return r.WriteCSV(f.IO.Out)
+			case "json":
+				return r.WriteJSON(f.IO.Out)
+			}
+			return usageErrorf(fmt.Errorf("unknown --format %q (want text, markdown, csv or json)", format))
+		},
+	}
+	c.Flags().StringVar(&format, "format", "text", "text, markdown, csv or json")
+	return c
+}
+
+func newCmdBenchList(f *Factory) *cobra.Command {
+	var limit int
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List past benches, newest first",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			ctx := c.Context()
+			st, err := f.OpenStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			benches, err := st.ListBenches(ctx, limit)
+			if err != nil {
+				return err
+			}
+			if len(benches) == 0 {
+				fmt.Fprintln(f.IO.ErrOut, "no benches recorded yet")
+				return nil
+			}
+			for _, b := range benches {
+				attempts, err := st.Attempts(ctx, b.ID)
+				if err != nil {
+					return err
+				}
+				passed := 0
+				for _, a := range attempts {
+					if a.Status == trace.AttemptPassed {
+						passed++
+					}
+				}
+				fmt.Fprintf(f.IO.Out, "%s  %-11s  %-20s  %3d/%-3d passed  %s  %s\n", b.ID[:8], b.Status, b.Name,
+					passed, len(attempts), b.StartedAt.Local().Format("2006-01-02 15:04"), strings.Join(b.Models, ","))
+			}
+			return nil
+		},
+	}
+	c.Flags().IntVarP(&limit, "limit", "n", 20, "how many benches to list")
+	return c
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

@@ -1,0 +1,336 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"lane/store"
+	"lane/trace"
+)
+
+func TestWilson(t *testing.T) {
+	for _, tc := range []struct {
+		passed, n int
+		lo, hi    float64
+	}{
+		{7, 10, 0.3968, 0.8922},
+		{0, 10, 0, 0.2775},
+		{10, 10, 0.7225, 1},
+		{2, 3, 0.2077, 0.9385},
+		{50, 100, 0.4038, 0.5962},
+		{0, 0, 0, 1},
+	} {
+		lo, hi := wilson(tc.passed, tc.n, wilsonZ)
+		if math.Abs(lo-tc.lo) > 5e-5 || math.Abs(hi-tc.hi) > 5e-5 {
+			t.Errorf("wilson(%d/%d) = [%.4f, %.4f], want [%.4f, %.4f]", tc.passed, tc.n, lo, hi, tc.lo, tc.hi)
+		}
+	}
+}
+
+// att is an attempt of the bench the tests record; a passed or failed one
+// has a run (see recordBench).
+func att(task, model string, n int, status trace.AttemptStatus) trace.Attempt {
+	a := trace.Attempt{TaskID: task, Model: model, N: n, Status: status}
+	if status != trace.AttemptPending && status != trace.AttemptSkipped {
+		a.RunID = fmt.Sprintf("run-%s-%s-%d", model, task, n)
+	}
+	if status == trace.AttemptFailed {
+		a.FailureKind, a.CheckExitCode, a.CheckOutput = "check_failed", 1, "FAIL: expected 3, got 4"
+	}
+	return a
+}
+
+// recordBench records b, a run for every attempt with a run id (finished
+// unless the attempt runs), then the attempts, as `lane bench` would.
+func recordBench(t testing.TB, st *store.Store, b *trace.Bench, attempts []trace.Attempt) {
+	t.Helper()
+	ctx := context.Background()
+	if err := st.CreateBench(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	pid, start := selfOwner(t)
+	for i := range attempts {
+		a := &attempts[i]
+		a.BenchID = b.ID
+		if a.StartedAt.IsZero() && (a.RunID != "" || a.Status != trace.AttemptPending && a.Status != trace.AttemptSkipped) {
+			a.StartedAt = b.StartedAt.Add(time.Duration(i) * time.Second)
+		}
+		if a.RunID == "" {
+			continue
+		}
+		r := &trace.Run{ID: a.RunID, Runtime: "claude", Model: a.Model, Dir: "/work/bench/" + a.TaskID,
+			Prompt: "task " + a.TaskID, StartedAt: a.StartedAt, CostUSD: a.CostUSD, Usage: a.Usage,
+			DurationMS: a.DurationMS, Turns: a.Turns, ToolCalls: a.ToolCalls}
+		end := a.StartedAt.Add(time.Duration(a.DurationMS) * time.Millisecond)
+		switch {
+		case a.Status == trace.AttemptRunning:
+			r.Status, r.OwnerPID, r.OwnerStart = trace.StatusRunning, pid, start
+		case a.FailureKind == "cancelled":
+			r.Status, r.EndedAt = trace.StatusCancelled, end
+		case a.Status == trace.AttemptFailed:
+			r.Status, r.EndedAt = trace.StatusFailed, end
+		default:
+			r.Status, r.EndedAt = trace.StatusSucceeded, end
+		}
+		if err := st.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range attempts {
+		if err := st.SaveAttempt(ctx, &attempts[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// demoAttempts are the attempts of the bench the tests look at:
+//   - sonnet: 7 of 10 finished (t1 4/5, t2 3/5), $0.10 each, durations
+//     1..10 s; one more (t3) cut short by the bench's end: pending again,
+//     with its run and $0.05 of cost, as `lane bench` leaves it;
+//   - opus: t1 2/2, t2 one failed, one running, one pending;
+//   - haiku: skipped (the budget ran out);
+//   - qwen, not among the bench's models: t1 1/1.
+func demoAttempts() []trace.Attempt {
+	var as []trace.Attempt
+	u := trace.Usage{InputTokens: 100, OutputTokens: 10, CacheReadTokens: 1000, CacheCreationTokens: 1}
+	pass := map[string][]bool{"t1": {true, true, true, true, false}, "t2": {true, false, true, true, false}}
+	d := int64(0)
+	for _, task := range []string{"t1", "t2"} {
+		if task == "t1" {
+			as = append(as, att(task, "opus", 1, trace.AttemptPassed))
+		} else {
+			as = append(as, att(task, "opus", 1, trace.AttemptFailed))
+		}
+		for n, ok := range pass[task] {
+			st := trace.AttemptFailed
+			if ok {
+				st = trace.AttemptPassed
+			}
+			a := att(task, "sonnet", n+1, st)
+			d += 1000
+			a.CostUSD, a.DurationMS, a.Usage, a.Turns, a.ToolCalls = 0.10, d, u, 3, 5
+			as = append(as, a)
+		}
+	}
+	as[0].CostUSD, as[0].DurationMS = 0.5, 40_000
+	opus2 := att("t1", "opus", 2, trace.AttemptPassed)
+	opus2.DurationMS = 20_000
+	as = append(as,
+		opus2,
+		att("t2", "opus", 2, trace.AttemptRunning),
+		att("t2", "opus", 3, trace.AttemptPending),
+		att("t1", "haiku", 1, trace.AttemptSkipped),
+		att("t2", "haiku", 1, trace.AttemptSkipped),
+		att("t1", "qwen", 1, trace.AttemptPassed),
+	)
+	cancelled := att("t3", "sonnet", 1, trace.AttemptPending)
+	cancelled.RunID, cancelled.FailureKind = "run-sonnet-t3-1", "cancelled"
+	cancelled.CostUSD, cancelled.DurationMS, cancelled.Usage = 0.05, 99_999, u
+	as = append(as, cancelled)
+	for i := range as {
+		if as[i].Model == "qwen" {
+			as[i].CostUSD, as[i].DurationMS, as[i].Usage = 0.02, 12_000, trace.Usage{InputTokens: 900, OutputTokens: 300}
+		}
+		if as[i].Model == "opus" && as[i].Status == trace.AttemptFailed {
+			as[i].CostUSD, as[i].DurationMS = 0.7, 60_000
+		}
+	}
+	return as
+}
+
+func demoBench(id string, started time.Time) *trace.Bench {
+	return &trace.Bench{ID: id, Name: "demo suite", SuitePath: "/work/bench/suite.yaml",
+		Models: []string{"opus", "sonnet", "haiku"}, Repeat: 5, Parallel: 4, MaxCostUSD: 20,
+		Status: trace.StatusSucceeded, StartedAt: started, EndedAt: started.Add(time.Hour),
+		Suite: []byte(`{"name":"demo","tasks":[{"id":"t2","prompt":"fix it"},{"id":"gone"},{"id":"t1"},{"id":"t3"}]}`)}
+}
+
+type benchList struct {
+	Benches []struct {
+		trace.Bench
+		Progress benchProgress `json:"progress"`
+		CostUSD  float64       `json:"cost_usd"`
+	} `json:"benches"`
+}
+
+type benchDetail struct {
+	Bench    trace.Bench     `json:"bench"`
+	Attempts []trace.Attempt `json:"attempts"`
+	Models   []ModelStats    `json:"models"`
+	Tasks    []TaskStats     `json:"tasks"`
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 5e-5 }
+
+func ptrNear(p *float64, want float64) bool { return p != nil && near(*p, want) }
+
+func TestBenchAPI(t *testing.T) {
+	e := newEnv(t, envOpt{})
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	recordBench(t, e.other, demoBench("b-0001-demo", t0), demoAttempts())
+
+	pid, start := selfOwner(t)
+	live := &trace.Bench{ID: "b-0002-live", Name: "live", Models: []string{"sonnet"}, Repeat: 1, Parallel: 1,
+		Status: trace.StatusRunning, StartedAt: t0.Add(time.Hour), OwnerPID: pid, OwnerStart: start}
+	liveRun := att("t1", "sonnet", 1, trace.AttemptRunning)
+	liveRun.RunID = "run-live"
+	recordBench(t, e.other, live, []trace.Attempt{liveRun, att("t2", "sonnet", 1, trace.AttemptPending)})
+	gonePID, goneStart := exitedOwner(t)
+	orphan := &trace.Bench{ID: "c-0003-orphan", Name: "orphan", Models: []string{"opus"}, Repeat: 1, Parallel: 1,
+		Status: trace.StatusRunning, StartedAt: t0.Add(2 * time.Hour), OwnerPID: gonePID, OwnerStart: goneStart}
+	recordBench(t, e.other, orphan, nil)
+
+	// The list: newest first, with each bench's progress, without suites.
+	var list benchList
+	e.getJSON("/api/benches", 200, &list)
+	var got []string
+	for _, b := range list.Benches {
+		got = append(got, b.ID+":"+string(b.Status))
+		if b.Suite != nil {
+			t.Errorf("bench %s listed with its suite", b.ID)
+		}
+	}
+	if want := []string{"c-0003-orphan:interrupted", "b-0002-live:running", "b-0001-demo:succeeded"}; !slices.Equal(got, want) {
+		t.Fatalf("benches %v, want %v", got, want)
+	}
+	demo := list.Benches[2]
+	if want := (benchProgress{Total: 19, Passed: 10, Failed: 4, Running: 1, Pending: 2, Skipped: 2}); demo.Progress != want {
+		t.Errorf("progress %+v, want %+v", demo.Progress, want)
+	}
+	if !near(demo.CostUSD, 0.5+0.7+1.0+0.05+0.02) || demo.Name != "demo suite" || !slices.Equal(demo.Models, []string{"opus", "sonnet", "haiku"}) {
+		t.Errorf("listed demo bench: %+v", demo)
+	}
+	if p := list.Benches[1].Progress; p != (benchProgress{Total: 2, Running: 1, Pending: 1}) {
+		t.Errorf("live bench progress %+v", p)
+	}
+	e.getJSON("/api/benches?limit=1", 200, &list)
+	if len(list.Benches) != 1 || list.Benches[0].ID != "c-0003-orphan" {
+		t.Errorf("limit=1: %+v", list.Benches)
+	}
+	for _, q := range []string{"limit=0", "limit=x"} {
+		e.getJSON("/api/benches?"+q, 400, nil)
+	}
+
+	// One bench, by a prefix of its id.
+	var d benchDetail
+	e.getJSON("/api/benches/b-0001", 200, &d)
+	if d.Bench.ID != "b-0001-demo" || d.Bench.Repeat != 5 || string(d.Bench.Suite) == "" || len(d.Attempts) != 19 {
+		t.Fatalf("bench %+v with %d attempts", d.Bench, len(d.Attempts))
+	}
+	var models []string
+	for _, m := range d.Models {
+		models = append(models, m.Model)
+	}
+	if !slices.Equal(models, []string{"opus", "sonnet", "haiku", "qwen"}) {
+		t.Fatalf("models %v, want the bench's, then qwen", models)
+	}
+	opus, sonnet, haiku, qwen := d.Models[0], d.Models[1], d.Models[2], d.Models[3]
+
+	// sonnet: 7/10 → Wilson [0.3968, 0.8922]; the attempt cut short counts
+	// nowhere but as unfinished (as in lane bench's report).
+	if sonnet.Attempts != 10 || sonnet.Passed != 7 || sonnet.Failed != 3 || sonnet.Unfinished != 1 || sonnet.Skipped != 0 {
+		t.Errorf("sonnet counts %+v", sonnet)
+	}
+	if !ptrNear(sonnet.PassRate, 0.7) || !ptrNear(sonnet.WilsonLow, 0.3968) || !ptrNear(sonnet.WilsonHigh, 0.8922) {
+		t.Errorf("sonnet pass rate %v [%v, %v], want 0.7 [0.3968, 0.8922]", fp(sonnet.PassRate), fp(sonnet.WilsonLow), fp(sonnet.WilsonHigh))
+	}
+	if !near(sonnet.CostUSD, 1.0) || !ptrNear(sonnet.CostPerPass, 1.0/7) {
+		t.Errorf("sonnet cost %v, per pass %v; want 1.00, 0.1429", sonnet.CostUSD, fp(sonnet.CostPerPass))
+	}
+	if !ptrNear(sonnet.MedianDurationMS, 5500) {
+		t.Errorf("sonnet median duration %v, want 5500", fp(sonnet.MedianDurationMS))
+	}
+	if sonnet.Tokens != 10*1111 || sonnet.Usage.CacheReadTokens != 10*1000 {
+		t.Errorf("sonnet tokens %d, usage %+v", sonnet.Tokens, sonnet.Usage)
+	}
+
+	// opus: 2/3 finished, two unfinished; the median of 40, 20 and 60 s.
+	if opus.Attempts != 3 || opus.Passed != 2 || opus.Unfinished != 2 || !ptrNear(opus.PassRate, 2.0/3) ||
+		!ptrNear(opus.WilsonLow, 0.2077) || !ptrNear(opus.WilsonHigh, 0.9385) {
+		t.Errorf("opus %+v", opus)
+	}
+	if !ptrNear(opus.MedianDurationMS, 40_000) || !near(opus.CostUSD, 1.2) || !ptrNear(opus.CostPerPass, 0.6) {
+		t.Errorf("opus median %v cost %v per pass %v; want 40000, 1.2, 0.6", fp(opus.MedianDurationMS), opus.CostUSD, fp(opus.CostPerPass))
+	}
+	// haiku: nothing finished: no rate, no interval, no cost per pass.
+	if haiku.Attempts != 0 || haiku.Skipped != 2 || haiku.PassRate != nil || haiku.WilsonLow != nil ||
+		haiku.WilsonHigh != nil || haiku.CostPerPass != nil || haiku.MedianDurationMS != nil {
+		t.Errorf("haiku %+v", haiku)
+	}
+	if qwen.Attempts != 1 || qwen.Passed != 1 || !ptrNear(qwen.WilsonLow, 0.2065) || !ptrNear(qwen.WilsonHigh, 1) ||
+		!ptrNear(qwen.CostPerPass, 0.02) || !ptrNear(qwen.MedianDurationMS, 12_000) || qwen.Tokens != 1200 {
+		t.Errorf("qwen %+v", qwen)
+	}
+
+	// The task × model grid: every task, one cell per model in the models'
+	// order, run ids by repeat.
+	type cell struct {
+		attempts, passed int
+		runs             string
+	}
+	want := map[string][]cell{
+		"t1": {{2, 2, "run-opus-t1-1 run-opus-t1-2"}, {5, 4, "run-sonnet-t1-1 run-sonnet-t1-2 run-sonnet-t1-3 run-sonnet-t1-4 run-sonnet-t1-5"}, {0, 0, ""}, {1, 1, "run-qwen-t1-1"}},
+		"t2": {{1, 0, "run-opus-t2-1 run-opus-t2-2"}, {5, 3, "run-sonnet-t2-1 run-sonnet-t2-2 run-sonnet-t2-3 run-sonnet-t2-4 run-sonnet-t2-5"}, {0, 0, ""}, {0, 0, ""}},
+		"t3": {{0, 0, ""}, {0, 0, "run-sonnet-t3-1"}, {0, 0, ""}, {0, 0, ""}},
+	}
+	var tasks []string
+	for _, ts := range d.Tasks {
+		tasks = append(tasks, ts.TaskID)
+		w := want[ts.TaskID]
+		if len(ts.Models) != len(w) {
+			t.Errorf("task %s: %d cells, want %d", ts.TaskID, len(ts.Models), len(w))
+			continue
+		}
+		var sumA, sumP int
+		for i, c := range ts.Models {
+			g := cell{c.Attempts, c.Passed, strings.Join(c.RunIDs, " ")}
+			if c.Model != models[i] || g != w[i] || c.RunIDs == nil {
+				t.Errorf("task %s, cell %d: %s %+v, want %s %+v", ts.TaskID, i, c.Model, g, models[i], w[i])
+			}
+			sumA, sumP = sumA+w[i].attempts, sumP+w[i].passed
+		}
+		if ts.Attempts != sumA || ts.Passed != sumP {
+			t.Errorf("task %s: %d/%d, want %d/%d", ts.TaskID, ts.Passed, ts.Attempts, sumP, sumA)
+		}
+	}
+	if !slices.Equal(tasks, []string{"t2", "t1", "t3"}) {
+		t.Errorf("tasks %v, want the suite's order of those with attempts", tasks)
+	}
+
+	// A bench without attempts; a running bench whose lane process is gone.
+	e.getJSON("/api/benches/c-0003-orphan", 200, &d)
+	if d.Bench.Status != trace.StatusInterrupted || len(d.Attempts) != 0 || d.Tasks == nil || len(d.Models) != 1 ||
+		d.Models[0].Model != "opus" || d.Models[0].PassRate != nil {
+		t.Errorf("orphan bench: %+v", d)
+	}
+	e.getJSON("/api/benches/b-0002", 200, &d)
+	if d.Bench.Status != trace.StatusRunning {
+		t.Errorf("live bench shown %s", d.Bench.Status)
+	}
+
+	// Unknown and ambiguous ids.
+	e.getJSON("/api/benches/zzz", 404, nil)
+	e.getJSON("/api/benches/b-000", 400, nil)
+}
+
+func TestBenchAPIEmpty(t *testing.T) {
+	e := newEnv(t, envOpt{})
+	resp := e.request("GET", "/api/benches", nil, nil)
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || strings.TrimSpace(string(b)) != `{"benches":[]}` {
+		t.Errorf("no benches: %d %s", resp.StatusCode, b)
+	}
+}
+
+func fp(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
