@@ -3,10 +3,14 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"lane/internal/anthropictest"
 	"lane/internal/openaitest"
@@ -143,6 +147,91 @@ func TestBenchAcrossBothLanes(t *testing.T) {
 		wantExit(t, rr, 0)
 		if !strings.Contains(rr.stdout, "sonnet") || !strings.Contains(rr.stdout, localModel) {
 			t.Errorf("report %s:\n%s", format, rr.stdout)
+		}
+	}
+}
+
+func TestBenchResumesOnlyUnfinishedAttempts(t *testing.T) {
+	e := newLocalEnv(t)
+	var hang atomic.Bool
+	hang.Store(true)
+	requests := map[string]int{}
+	var mu sync.Mutex
+	e.model.SetResponder(func(r openaitest.Request) (openaitest.Turn, bool) {
+		var all strings.Builder
+		answered := false
+		for _, m := range r.Messages {
+			all.WriteString(m.Content)
+			answered = answered || m.Role == "tool"
+		}
+		m := taskTag.FindStringSubmatch(all.String())
+		if m == nil {
+			return openaitest.Text("done"), true
+		}
+		mu.Lock()
+		requests[m[1]]++
+		mu.Unlock()
+		if m[1] == "stuck" && hang.Load() {
+			return openaitest.Hang(), true
+		}
+		if answered {
+			return openaitest.Text("done"), true
+		}
+		return openaitest.ToolCalls(openaitest.Call("", "write_file", map[string]any{"path": "out.txt", "content": m[1]})), true
+	})
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "suite.yaml"), []byte(`name: resume
+models: ["`+localModel+`"]
+tasks:
+  - {id: first, prompt: "TASK first: write", check: "test -f out.txt"}
+  - {id: second, prompt: "TASK second: write", check: "test -f out.txt"}
+  - {id: stuck, prompt: "TASK stuck: write", check: "test -f out.txt"}
+  - {id: last, prompt: "TASK last: write", check: "test -f out.txt"}
+`), 0o644)
+
+	cmd := exec.Command(laneBin, "bench", "--parallel", "1", filepath.Join(dir, "suite.yaml"))
+	cmd.Env = e.vars
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The third attempt's model call hangs: kill lane there, as a crash would.
+	waitFor(t, 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return requests["stuck"] > 0
+	})
+	cmd.Process.Kill()
+	cmd.Wait()
+	hang.Store(false)
+
+	st := e.openStore()
+	benches, err := st.ListBenches(context.Background(), 1)
+	if err != nil || len(benches) != 1 || benches[0].Status != trace.StatusInterrupted {
+		t.Fatalf("bench after kill -9: %+v %v", benches, err)
+	}
+	mu.Lock()
+	before := map[string]int{"first": requests["first"], "second": requests["second"]}
+	mu.Unlock()
+
+	r := e.lane(context.Background(), "bench", "--resume", benches[0].ID[:8], "-o", "json")
+	wantExit(t, r, 0)
+	mu.Lock()
+	defer mu.Unlock()
+	for task, n := range before {
+		if requests[task] != n {
+			t.Errorf("finished task %s was run again (%d requests, %d before)", task, requests[task], n)
+		}
+	}
+	if requests["last"] == 0 {
+		t.Error("the unfinished task never ran")
+	}
+	attempts, err := st.Attempts(context.Background(), benches[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range attempts {
+		if a.Status != trace.AttemptPassed {
+			t.Errorf("attempt %s: %s %s", a.TaskID, a.Status, a.FailureKind)
 		}
 	}
 }
