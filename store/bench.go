@@ -87,14 +87,7 @@ func (s *Store) CreateBench(ctx context.Context, b *trace.Bench) error {
 	if err != nil {
 		return fmt.Errorf("insert bench %s: %w", b.ID, err)
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, benchInsert, args...)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("insert bench %s: %w", b.ID, err)
-	}
-	return nil
+	return s.insertRecord(ctx, "bench", b.ID, benchInsert, args)
 }
 
 // UpdateBench writes every field of b but its id to the bench b.ID.
@@ -103,25 +96,7 @@ func (s *Store) UpdateBench(ctx context.Context, b *trace.Bench) error {
 	if err != nil {
 		return fmt.Errorf("update bench %s: %w", b.ID, err)
 	}
-	args = append(args[1:], b.ID)
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, benchUpdate, args...)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return ErrBenchNotFound
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("update bench %s: %w", b.ID, err)
-	}
-	return nil
+	return s.updateRecord(ctx, "bench", b.ID, benchUpdate, append(args[1:], b.ID), ErrBenchNotFound)
 }
 
 // GetBench returns the bench whose id is idOrPrefix or, failing that, the

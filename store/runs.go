@@ -118,14 +118,7 @@ func (s *Store) CreateRun(ctx context.Context, r *trace.Run) error {
 	if err != nil {
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, runInsert, args...)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("insert run %s: %w", r.ID, err)
-	}
-	return nil
+	return s.insertRecord(ctx, "run", r.ID, runInsert, args)
 }
 
 // UpdateRun writes every field of r but its id to the run r.ID.
@@ -134,25 +127,7 @@ func (s *Store) UpdateRun(ctx context.Context, r *trace.Run) error {
 	if err != nil {
 		return fmt.Errorf("update run %s: %w", r.ID, err)
 	}
-	args = append(args[1:], r.ID)
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, runUpdate, args...)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return ErrNotFound
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("update run %s: %w", r.ID, err)
-	}
-	return nil
+	return s.updateRecord(ctx, "run", r.ID, runUpdate, append(args[1:], r.ID), ErrNotFound)
 }
 
 // GetRun returns the run whose id is idOrPrefix or, failing that, the one

@@ -195,3 +195,39 @@ func (e *AmbiguousError) Error() string {
 
 // Is reports whether target is ErrAmbiguous.
 func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguous }
+
+// insertRecord inserts one row (a run, a bench) in its own write
+// transaction; what and id name it in errors.
+func (s *Store) insertRecord(ctx context.Context, what, id, query string, args []any) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, query, args...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("insert %s %s: %w", what, id, err)
+	}
+	return nil
+}
+
+// updateRecord runs an UPDATE of one row and reports notFound when it
+// matched none.
+func (s *Store) updateRecord(ctx context.Context, what, id, query string, args []any, notFound error) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return notFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("update %s %s: %w", what, id, err)
+	}
+	return nil
+}
