@@ -198,6 +198,10 @@ func TestDecoderReadError(t *testing.T) {
 
 // TestDecoderRawIsOwned checks that Raw survives the decoding of later lines,
 // including with a tiny read buffer and lines that span it.
+// readSize mirrors the read buffer of lane/internal/jsonl, so that test
+// lines span it.
+const readSize = 64 << 10
+
 func TestDecoderRawIsOwned(t *testing.T) {
 	lines := []string{goodText, strings.Repeat(" ", readSize) + goodResult, goodText, `{"type":"x"}`}
 	in := strings.Join(lines, "\n")
@@ -254,9 +258,6 @@ func TestDecoderHugeLine(t *testing.T) {
 	t.Logf("a %d MB line: %.1f MB allocated (%.2f× the line)", n>>20, float64(alloc)/(1<<20), float64(alloc)/float64(len(line)))
 	if alloc > 4*uint64(len(line)) {
 		t.Errorf("allocated %d bytes for a %d-byte line", alloc, len(line))
-	}
-	if len(d.long.chunks) != 0 || cap(d.long.spare) > chunkSize {
-		t.Errorf("the decoder keeps %d chunks after the line", len(d.long.chunks))
 	}
 }
 
