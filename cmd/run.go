@@ -74,9 +74,12 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 	c := &cobra.Command{
 		Use:   "run [flags] TASK|-",
 		Short: "Run an agent on a folder and record the run",
-		Long: `Run starts Claude Code headless in --dir on TASK, shows its work live and
-records the run and every event in lane's database. TASK "-" reads the task
-from standard input.`,
+		Long: `Run starts an agent in --dir on TASK, shows its work live and records the
+run and every event in lane's database. Claude models (sonnet, opus, haiku,
+claude-…) run on Claude Code, driven headless; PROVIDER:MODEL (ollama:…,
+openai:…, anthropic:…, openai-compatible:… or an endpoint of the config file)
+runs lane's own agent loop. TASK "-" reads the task from standard input; end
+lane's flags with -- before a task that starts with "-".`,
 		Args: exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			task, err := readTask(args[0], f.IO.In)
@@ -99,7 +102,7 @@ from standard input.`,
 func addRunFlags(c *cobra.Command, opts *RunOptions) {
 	fl := c.Flags()
 	fl.StringVar(&opts.Dir, "dir", ".", "folder the agent works in")
-	fl.StringVar(&opts.Model, "model", "sonnet", "Claude model alias (sonnet, opus, haiku) or full model id")
+	fl.StringVar(&opts.Model, "model", "sonnet", "a Claude model (sonnet, opus, haiku, claude-…) or PROVIDER:MODEL for the local loop")
 	fl.StringSliceVar(&opts.AddDirs, "add-dir", nil, "further folders the agent may use")
 	fl.StringVar(&opts.AppendSystemPrompt, "append-system-prompt", "", "text appended to the runtime's system prompt")
 	fl.IntVar(&opts.MaxTurns, "max-turns", 0, "stop after this many agent turns (0: no limit)")
