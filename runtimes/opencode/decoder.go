@@ -1,0 +1,348 @@
+// Package opencode decodes the JSON output of opencode 1.18 (`opencode run
+// --format json …`) into trace events, and keeps opencode's accounting of a
+// run (Tally): usage, cost, turns and a verdict on how it ended.
+//
+// Each line opencode prints is {type, timestamp, sessionID, part} or, for an
+// error, {type, timestamp, sessionID, error}. The mapping:
+//
+//   - the first line that names a session (and any later line naming another)
+//     is preceded by a KindSession event: opencode has no init line and never
+//     names its model, so Model is empty (the caller knows what it asked for);
+//   - step_start → KindTask, Subtype "step_start";
+//   - text → KindText; reasoning (with --thinking) → KindThinking;
+//   - tool_use → KindToolCall and KindToolResult together, with the same
+//     ToolUseID (opencode's callID): opencode prints a tool only once it has
+//     finished. The result is an error when state.status is "error" or when a
+//     "completed" tool's metadata.exit is not 0 (a failing bash command);
+//   - step_finish → KindUsage (the step's tokens, when any) and KindTask,
+//     Subtype "step_finish", whose Result carries the finish reason
+//     (StopReason: "stop", "tool-calls", "length", …) and opencode's own cost
+//     of the step (RunCostUSD, when it printed one);
+//   - error → KindError with an ErrorKind (auth for 401/403 and provider auth
+//     errors, api for 429, 5xx and unreachable APIs, cancelled for an abort,
+//     agent otherwise) and a Result holding the HTTP status (APIErrorStatus)
+//     and message (Errors);
+//   - any other type → KindRaw with Subtype set to it.
+//
+// A step is in flight from its step_start to its step_finish: since tools are
+// reported only when finished, a long-running tool shows up as an open step
+// and nothing else, so a caller that watches for silence should treat an open
+// step as it treats a pending tool call. Message ids (MessageID) name steps:
+// one step is one assistant message of opencode.
+//
+// opencode prints nothing while it retries a failing API (5xx for about 75 s,
+// silently), so no KindRetry comes from it; an error line comes only once it
+// has given up. It prints no final result line either: Tally.Result
+// summarises the run.
+//
+// The package is pure: it reads from an io.Reader it is given, starts no
+// goroutines and runs no processes. Bad input never stops it: a line that is
+// not JSON becomes a raw event, a line longer than the limit becomes an error
+// event and is skipped.
+package opencode
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"lane/internal/jsonl"
+	"lane/trace"
+)
+
+// DefaultMaxLineSize is the longest line a Decoder decodes unless told
+// otherwise.
+const DefaultMaxLineSize = jsonl.DefaultMaxLineSize
+
+// A Decoder reads opencode's JSON lines and turns each into trace events.
+type Decoder struct {
+	// MaxLineSize is the longest line, in bytes without its end of line, that
+	// is decoded; a longer one is reported as a KindError event and skipped
+	// without being held in memory. Zero or less means DefaultMaxLineSize.
+	// Set it before the first call to Next.
+	MaxLineSize int
+	// MaxOutputSize, when positive, bounds the Output of a tool_result
+	// event: it is cut to about that many bytes and OutputSize holds the
+	// full length. Raw keeps the whole line.
+	MaxOutputSize int
+
+	lines   *jsonl.Reader
+	err     error           // returned once the pending line has been given out
+	session string          // the session named last
+	running map[string]bool // calls given out while still running
+}
+
+// NewDecoder returns a Decoder reading from r.
+func NewDecoder(r io.Reader) *Decoder {
+	return &Decoder{lines: jsonl.NewReader(r)}
+}
+
+// Next returns the events of the next non-empty line: one or more, each with
+// Line set, the first with Raw set to a copy of the line that the caller may
+// keep. It returns io.EOF at the end of the input, and other read errors
+// wrapped. Seq, Time and RunID are left for the caller to set.
+func (d *Decoder) Next() ([]trace.Event, error) {
+	for {
+		if d.err != nil {
+			return nil, d.err
+		}
+		d.lines.MaxLineSize = d.MaxLineSize
+		line, long, err := d.lines.Next()
+		n := d.lines.Line()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				d.err = io.EOF
+			} else {
+				d.err = fmt.Errorf("opencode: read line %d: %w", n, err)
+			}
+		}
+		if long {
+			return []trace.Event{{
+				Kind: trace.KindError,
+				Line: n,
+				Text: fmt.Sprintf("line %d: longer than %d bytes, skipped", n, d.lines.MaxLine()),
+			}}, nil
+		}
+		if line != nil {
+			evs := d.decode(n, line)
+			evs[0].Raw = line
+			return evs, nil
+		}
+	}
+}
+
+// wireLine is one line of opencode's output, as far as lane reads it.
+type wireLine struct {
+	Type      string     `json:"type"`
+	SessionID string     `json:"sessionID"`
+	Part      *wirePart  `json:"part"`
+	Error     *wireError `json:"error"`
+}
+
+type wirePart struct {
+	MessageID string      `json:"messageID"`
+	SessionID string      `json:"sessionID"`
+	Text      string      `json:"text"`   // text, reasoning
+	Tool      string      `json:"tool"`   // tool
+	CallID    string      `json:"callID"` // tool
+	State     *wireState  `json:"state"`  // tool
+	Reason    string      `json:"reason"` // step-finish
+	Tokens    *wireTokens `json:"tokens"` // step-finish
+	Cost      *float64    `json:"cost"`   // step-finish
+}
+
+type wireState struct {
+	Status   string          `json:"status"` // pending, running, completed, error
+	Input    json.RawMessage `json:"input"`
+	Output   string          `json:"output"`
+	Error    string          `json:"error"`
+	Metadata struct {
+		// Exit is bash's exit code; a float so that 1.0 or a huge number
+		// does not lose the line.
+		Exit *float64 `json:"exit"`
+	} `json:"metadata"`
+}
+
+type wireTokens struct {
+	Input     int64 `json:"input"`
+	Output    int64 `json:"output"`
+	Reasoning int64 `json:"reasoning"`
+	Cache     struct {
+		Read  int64 `json:"read"`
+		Write int64 `json:"write"`
+	} `json:"cache"`
+}
+
+type wireError struct {
+	Name string `json:"name"`
+	Data struct {
+		Message     string `json:"message"`
+		StatusCode  int    `json:"statusCode"`
+		IsRetryable bool   `json:"isRetryable"`
+		ProviderID  string `json:"providerID"`
+	} `json:"data"`
+}
+
+// decode turns one non-blank line into its events, the first without Raw.
+func (d *Decoder) decode(n int64, line []byte) []trace.Event {
+	var w wireLine
+	err := json.Unmarshal(line, &w)
+	var syn *json.SyntaxError
+	switch {
+	case errors.As(err, &syn):
+		return []trace.Event{{Kind: trace.KindRaw, Line: n, Text: fmt.Sprintf("line %d: invalid JSON: %v", n, err)}}
+	case !isObject(line):
+		return []trace.Event{{Kind: trace.KindRaw, Line: n, Text: fmt.Sprintf("line %d: not a JSON object", n)}}
+	}
+	// Any other error is a member of an unexpected type: encoding/json
+	// skipped it and filled in the rest, which is worth keeping.
+	base := trace.Event{Line: n, SessionID: w.SessionID}
+	p := w.Part
+	if p != nil {
+		base.MessageID = p.MessageID
+		if base.SessionID == "" {
+			base.SessionID = p.SessionID
+		}
+	}
+
+	var evs []trace.Event
+	if base.SessionID != "" && base.SessionID != d.session {
+		d.session = base.SessionID
+		evs = append(evs, trace.Event{Kind: trace.KindSession, Line: n, SessionID: base.SessionID})
+	}
+	switch {
+	case w.Type == "step_start" && p != nil:
+		ev := base
+		ev.Kind, ev.Subtype, ev.Text = trace.KindTask, "step_start", "step started"
+		evs = append(evs, ev)
+	case w.Type == "text" && p != nil:
+		ev := base
+		ev.Kind, ev.Text = trace.KindText, p.Text
+		evs = append(evs, ev)
+	case w.Type == "reasoning" && p != nil:
+		ev := base
+		ev.Kind, ev.Text = trace.KindThinking, p.Text
+		evs = append(evs, ev)
+	case w.Type == "tool_use" && p != nil && p.State != nil:
+		tool := d.toolEvents(base, p)
+		if len(tool) == 0 { // a repeated running line
+			ev := base
+			ev.Kind, ev.Subtype = trace.KindRaw, w.Type
+			tool = []trace.Event{ev}
+		}
+		evs = append(evs, tool...)
+	case w.Type == "step_finish" && p != nil:
+		evs = append(evs, stepFinishEvents(base, p)...)
+	case w.Type == "error" && w.Error != nil:
+		evs = append(evs, errorEvent(base, w.Error))
+	default:
+		ev := base
+		ev.Kind, ev.Subtype = trace.KindRaw, w.Type
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func isObject(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && b[0] == '{'
+}
+
+// toolEvents gives a finished tool's call and its result. opencode 1.18 prints
+// only finished tools; should it print a pending or running one, that gives
+// the call alone and its later line the result alone.
+func (d *Decoder) toolEvents(base trace.Event, p *wirePart) []trace.Event {
+	s := p.State
+	call := base
+	call.Kind, call.ToolUseID, call.ToolName, call.Input = trace.KindToolCall, p.CallID, p.Tool, s.Input
+	switch s.Status {
+	case "pending", "running":
+		if d.running[p.CallID] {
+			return nil
+		}
+		if p.CallID != "" {
+			if d.running == nil {
+				d.running = make(map[string]bool)
+			}
+			d.running[p.CallID] = true
+		}
+		call.Subtype = s.Status
+		return []trace.Event{call}
+	}
+	evs := []trace.Event{call}
+	if d.running[p.CallID] {
+		delete(d.running, p.CallID)
+		evs = evs[:0]
+	}
+	res := base
+	res.Kind, res.Subtype, res.ToolUseID, res.ToolName = trace.KindToolResult, s.Status, p.CallID, p.Tool
+	res.Output = s.Output
+	switch {
+	case s.Status == "error":
+		res.IsError = true
+		if s.Error != "" {
+			res.Output = s.Error
+		}
+	case s.Metadata.Exit != nil && *s.Metadata.Exit != 0:
+		// A failing command is "completed" all the same.
+		res.IsError = true
+	}
+	if d.MaxOutputSize > 0 {
+		res.CapOutput(d.MaxOutputSize)
+	}
+	return append(evs, res)
+}
+
+func stepFinishEvents(base trace.Event, p *wirePart) []trace.Event {
+	evs := make([]trace.Event, 0, 2)
+	r := &trace.Result{StopReason: p.Reason}
+	if t := p.Tokens; t != nil {
+		u := trace.Usage{
+			InputTokens:         t.Input,
+			OutputTokens:        t.Output + t.Reasoning, // opencode counts reasoning apart
+			CacheReadTokens:     t.Cache.Read,
+			CacheCreationTokens: t.Cache.Write,
+		}
+		if !u.IsZero() {
+			ev := base
+			ev.Kind, ev.Subtype, ev.Usage = trace.KindUsage, "step_finish", &u
+			evs = append(evs, ev)
+		}
+	}
+	if p.Cost != nil && !math.IsNaN(*p.Cost) && !math.IsInf(*p.Cost, 0) {
+		c := *p.Cost
+		r.RunCostUSD = &c
+	}
+	ev := base
+	ev.Kind, ev.Subtype, ev.Result = trace.KindTask, "step_finish", r
+	ev.Text = "step finished"
+	if p.Reason != "" {
+		ev.Text += ": " + p.Reason
+	}
+	return append(evs, ev)
+}
+
+func errorEvent(base trace.Event, e *wireError) trace.Event {
+	ev := base
+	ev.Kind, ev.Subtype = trace.KindError, e.Name
+	status := e.Data.StatusCode
+	ev.ErrorKind = errorKind(e.Name, status)
+	msg := e.Data.Message
+	if msg == "" {
+		msg = e.Name
+	}
+	var b strings.Builder
+	if e.Name != "" {
+		b.WriteString(e.Name)
+		b.WriteString(": ")
+	}
+	b.WriteString(msg)
+	if status != 0 {
+		fmt.Fprintf(&b, " (HTTP %d)", status)
+	}
+	if e.Data.IsRetryable {
+		b.WriteString("; opencode gave up retrying")
+	}
+	ev.Text = b.String()
+	ev.Result = &trace.Result{Subtype: "error", IsError: true, APIErrorStatus: status, Errors: []string{msg}}
+	return ev
+}
+
+// errorKind classifies an error of opencode by its name and HTTP status.
+func errorKind(name string, status int) trace.ErrorKind {
+	switch {
+	case status == 401 || status == 403 || name == "ProviderAuthError":
+		return trace.ErrorAuth
+	case status == 429 || status >= 500:
+		return trace.ErrorAPI
+	case name == "MessageAbortedError":
+		return trace.ErrorCancelled
+	case name == "APIError" && status == 0:
+		return trace.ErrorAPI // no answer at all: unreachable or timed out
+	}
+	return trace.ErrorAgent
+}
