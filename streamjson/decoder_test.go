@@ -3,13 +3,13 @@ package streamjson
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
 
+	"lane/internal/goldentest"
 	"lane/trace"
 )
 
@@ -17,18 +17,6 @@ const (
 	goodText   = `{"type":"assistant","message":{"id":"m1","model":"claude-sonnet-4-5","content":[{"type":"text","text":"hi"}]},"session_id":"s"}`
 	goodResult = `{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"ok","session_id":"s"}`
 )
-
-// kinds lists the events' kinds and lines, "raw@2", for compact comparison.
-func kinds(evs []trace.Event) string {
-	var b strings.Builder
-	for i, ev := range evs {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%s@%d", ev.Kind, ev.Line)
-	}
-	return b.String()
-}
 
 func TestDecoderFaults(t *testing.T) {
 	tests := []struct {
@@ -132,7 +120,7 @@ func TestDecoderFaults(t *testing.T) {
 			d := NewDecoder(strings.NewReader(tt.in))
 			d.MaxLineSize = tt.max
 			evs := decodeAll(t, d)
-			if got := kinds(evs); got != tt.kinds {
+			if got := goldentest.Kinds(evs); got != tt.kinds {
 				t.Fatalf("events %q, want %q", got, tt.kinds)
 			}
 			for i, sub := range tt.texts {
@@ -188,7 +176,7 @@ func TestDecoderReadError(t *testing.T) {
 	if !errors.Is(err, boom) || err == boom {
 		t.Fatalf("error %v, want boom wrapped", err)
 	}
-	if k := kinds(got); k != "text@1 raw@2" {
+	if k := goldentest.Kinds(got); k != "text@1 raw@2" {
 		t.Errorf("events %q, want text@1 raw@2", k)
 	}
 	if _, err2 := d.Next(); !errors.Is(err2, boom) {
@@ -244,7 +232,7 @@ func TestDecoderHugeLine(t *testing.T) {
 	evs := decodeAll(t, d)
 	runtime.ReadMemStats(&after)
 
-	if k := kinds(evs); k != "text@1 tool_result@2 result@3" {
+	if k := goldentest.Kinds(evs); k != "text@1 tool_result@2 result@3" {
 		t.Fatalf("events %q", k)
 	}
 	if len(evs[1].Output) != n {
@@ -270,7 +258,7 @@ func TestDecoder64MiBLine(t *testing.T) {
 	line := bigToolResult(64 << 20)
 	evs := decodeAll(t, NewDecoder(bytes.NewReader(line)))
 	if len(evs) != 1 || evs[0].Kind != trace.KindToolResult || len(evs[0].Output) != 64<<20 {
-		t.Fatalf("got %q", kinds(evs))
+		t.Fatalf("got %q", goldentest.Kinds(evs))
 	}
 }
 
@@ -323,7 +311,7 @@ func TestDecoderFields(t *testing.T) {
 {"type":"result","subtype":"error_max_turns","is_error":true,"errors":["a",{"code":1}],"total_cost_usd":null,"model_usage_since_last_result":{"a":{"costUSD":0.25},"b":{"costUSD":0.5}},"num_turns":3}
 `
 	evs := decodeAll(t, NewDecoder(strings.NewReader(in)))
-	if k := kinds(evs); k != "tool_call@1 usage@1 tool_result@2 tool_result@2 retry@3 result@4" {
+	if k := goldentest.Kinds(evs); k != "tool_call@1 usage@1 tool_result@2 tool_result@2 retry@3 result@4" {
 		t.Fatalf("events %q", k)
 	}
 	call, usage, res1, res2, retry, result := evs[0], evs[1], evs[2], evs[3], evs[4], evs[5]

@@ -3,12 +3,12 @@ package gemini
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"testing/iotest"
 
+	"lane/internal/goldentest"
 	"lane/trace"
 )
 
@@ -17,18 +17,6 @@ const (
 	goodText   = `{"type":"message","role":"assistant","content":"hi","delta":true}`
 	goodResult = `{"type":"result","status":"success","stats":{"input_tokens":3,"output_tokens":1,"cached":1,"input":2,"tool_calls":0}}`
 )
-
-// kinds lists the events' kinds and lines, "raw@2", for compact comparison.
-func kinds(evs []trace.Event) string {
-	var b strings.Builder
-	for i, ev := range evs {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%s@%d", ev.Kind, ev.Line)
-	}
-	return b.String()
-}
 
 func TestDecoderFaults(t *testing.T) {
 	tests := []struct {
@@ -102,7 +90,7 @@ func TestDecoderFaults(t *testing.T) {
 			d := NewDecoder(strings.NewReader(tt.in))
 			d.MaxLineSize = tt.max
 			evs := decodeAll(t, d)
-			if got := kinds(evs); got != tt.kinds {
+			if got := goldentest.Kinds(evs); got != tt.kinds {
 				t.Fatalf("events %q, want %q", got, tt.kinds)
 			}
 			for i, sub := range tt.texts {
@@ -136,7 +124,7 @@ func TestDecoderFields(t *testing.T) {
 `
 	evs := decodeAll(t, NewDecoder(strings.NewReader(in)))
 	want := "session@1 raw@2 delta@3 delta@4 text@5 tool_call@5 tool_call@6 tool_result@7 tool_result@8 error@9 text@10 error@11 usage@11 usage@11 result@11"
-	if k := kinds(evs); k != want {
+	if k := goldentest.Kinds(evs); k != want {
 		t.Fatalf("events %q\nwant   %q", k, want)
 	}
 	if s := evs[0]; s.SessionID != "s" || s.Model != "auto" {
@@ -212,7 +200,7 @@ func TestDecoderGiantLine(t *testing.T) {
 		goodResult + "\n"
 	t.Run("decoded", func(t *testing.T) {
 		evs := decodeAll(t, NewDecoder(strings.NewReader(in)))
-		if k := kinds(evs); k != "session@1 tool_call@2 tool_result@3 result@4" {
+		if k := goldentest.Kinds(evs); k != "session@1 tool_call@2 tool_result@3 result@4" {
 			t.Fatalf("events %q", k)
 		}
 		if len(evs[2].Output) != len(big) || len(evs[2].Raw) != len(big)+67 {
@@ -231,7 +219,7 @@ func TestDecoderGiantLine(t *testing.T) {
 		d := NewDecoder(strings.NewReader(in))
 		d.MaxLineSize = 10 << 20
 		evs := decodeAll(t, d)
-		if k := kinds(evs); k != "session@1 tool_call@2 error@3 result@4" {
+		if k := goldentest.Kinds(evs); k != "session@1 tool_call@2 error@3 result@4" {
 			t.Fatalf("events %q", k)
 		}
 		if !strings.Contains(evs[2].Text, "line 3: longer than 10485760 bytes") {
@@ -245,12 +233,12 @@ func TestDecoderReadError(t *testing.T) {
 	r := io.MultiReader(strings.NewReader(goodText+"\n"), iotest.ErrReader(boom))
 	d := NewDecoder(r)
 	evs, err := d.Next()
-	if err != nil || kinds(evs) != "delta@1" {
-		t.Fatalf("%q %v", kinds(evs), err)
+	if err != nil || goldentest.Kinds(evs) != "delta@1" {
+		t.Fatalf("%q %v", goldentest.Kinds(evs), err)
 	}
 	evs, err = d.Next()
-	if err != nil || kinds(evs) != "text@1" || evs[0].Text != "hi" {
-		t.Fatalf("open message before the error: %q %v", kinds(evs), err)
+	if err != nil || goldentest.Kinds(evs) != "text@1" || evs[0].Text != "hi" {
+		t.Fatalf("open message before the error: %q %v", goldentest.Kinds(evs), err)
 	}
 	if _, err := d.Next(); !errors.Is(err, boom) {
 		t.Fatalf("err %v, want boom", err)

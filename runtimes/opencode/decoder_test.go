@@ -3,13 +3,13 @@ package opencode
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
 
+	"lane/internal/goldentest"
 	"lane/trace"
 )
 
@@ -18,18 +18,6 @@ const (
 	goodText   = `{"type":"text","timestamp":2,"sessionID":"s","part":{"id":"p2","messageID":"m1","sessionID":"s","type":"text","text":"hi"}}`
 	goodFinish = `{"type":"step_finish","timestamp":3,"sessionID":"s","part":{"id":"p3","messageID":"m1","sessionID":"s","type":"step-finish","reason":"stop","tokens":{"input":1,"output":2,"reasoning":3,"cache":{"read":4,"write":5}},"cost":0.5}}`
 )
-
-// kinds lists the events' kinds and lines, "raw@2", for compact comparison.
-func kinds(evs []trace.Event) string {
-	var b strings.Builder
-	for i, ev := range evs {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%s@%d", ev.Kind, ev.Line)
-	}
-	return b.String()
-}
 
 // readSize mirrors the read buffer of lane/internal/jsonl, so that test lines
 // span it.
@@ -107,7 +95,7 @@ func TestDecoderFaults(t *testing.T) {
 			d := NewDecoder(strings.NewReader(tt.in))
 			d.MaxLineSize = tt.max
 			evs := decodeAll(t, d)
-			if got := kinds(evs); got != tt.kinds {
+			if got := goldentest.Kinds(evs); got != tt.kinds {
 				t.Fatalf("events %q, want %q", got, tt.kinds)
 			}
 			for i, sub := range tt.texts {
@@ -148,7 +136,7 @@ func TestDecoderFields(t *testing.T) {
 		`{"type":"error","sessionID":"s","error":{"name":"MessageAbortedError","data":{"message":"aborted"}}}` + "\n"
 	evs := decodeAll(t, NewDecoder(strings.NewReader(in)))
 	const want = "session@1 task@1 thinking@2 tool_call@3 tool_result@3 tool_call@4 tool_result@4 tool_call@5 tool_result@6 usage@7 task@7 error@8 error@9 error@10 error@11"
-	if k := kinds(evs); k != want {
+	if k := goldentest.Kinds(evs); k != want {
 		t.Fatalf("events %q\nwant   %q", k, want)
 	}
 	if evs[2].Text != "hmm" {
@@ -194,7 +182,7 @@ func TestDecoderMaxOutputSize(t *testing.T) {
 	d.MaxOutputSize = 51
 	evs := decodeAll(t, d)
 	if len(evs) != 2 || len(evs[1].Output) != 50 || evs[1].OutputSize != 200 {
-		t.Fatalf("got %q, output %d bytes of %d", kinds(evs), len(evs[1].Output), evs[1].OutputSize)
+		t.Fatalf("got %q, output %d bytes of %d", goldentest.Kinds(evs), len(evs[1].Output), evs[1].OutputSize)
 	}
 }
 
@@ -226,7 +214,7 @@ func TestDecoderReadError(t *testing.T) {
 	if !errors.Is(err, boom) || err == boom {
 		t.Fatalf("error %v, want boom wrapped", err)
 	}
-	if k := kinds(got); k != "session@1 text@1 raw@2" {
+	if k := goldentest.Kinds(got); k != "session@1 text@1 raw@2" {
 		t.Errorf("events %q", k)
 	}
 	if _, err2 := d.Next(); !errors.Is(err2, boom) {
@@ -281,7 +269,7 @@ func TestDecoderHugeLine(t *testing.T) {
 	evs := decodeAll(t, NewDecoder(bytes.NewReader(in)))
 	runtime.ReadMemStats(&after)
 
-	if k := kinds(evs); k != "session@1 task@1 tool_call@2 tool_result@2 usage@3 task@3" {
+	if k := goldentest.Kinds(evs); k != "session@1 task@1 tool_call@2 tool_result@2 usage@3 task@3" {
 		t.Fatalf("events %q", k)
 	}
 	if len(evs[3].Output) != n || evs[3].IsError {

@@ -3,31 +3,18 @@ package qwen
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"testing/iotest"
 
-	"lane/trace"
+	"lane/internal/goldentest"
 )
 
 const (
 	goodText   = `{"type":"assistant","session_id":"s","parent_tool_use_id":null,"message":{"id":"m1","model":"mock-model","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":10,"output_tokens":2}}}`
 	goodResult = `{"type":"result","subtype":"success","session_id":"s","is_error":false,"num_turns":1,"result":"hi","usage":{"input_tokens":10,"output_tokens":2}}`
 )
-
-// kinds lists the events' kinds and lines, "raw@2", for compact comparison.
-func kinds(evs []trace.Event) string {
-	var b strings.Builder
-	for i, ev := range evs {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		fmt.Fprintf(&b, "%s@%d", ev.Kind, ev.Line)
-	}
-	return b.String()
-}
 
 func TestDecoderFaults(t *testing.T) {
 	tests := []struct {
@@ -95,7 +82,7 @@ func TestDecoderFaults(t *testing.T) {
 			d := NewDecoder(strings.NewReader(tt.in))
 			d.MaxLineSize = tt.max
 			evs := decodeAll(t, d)
-			if got := kinds(evs); got != tt.kinds {
+			if got := goldentest.Kinds(evs); got != tt.kinds {
 				t.Fatalf("kinds = %s, want %s", got, tt.kinds)
 			}
 			for i, want := range tt.texts {
@@ -116,7 +103,7 @@ func TestDecoderHugeLine(t *testing.T) {
 	in := goodText + "\n" + line + "\n" + goodResult + "\n"
 
 	evs := decodeAll(t, NewDecoder(strings.NewReader(in)))
-	if got := kinds(evs); got != "text@1 usage@1 tool_result@2 result@3" {
+	if got := goldentest.Kinds(evs); got != "text@1 usage@1 tool_result@2 result@3" {
 		t.Fatalf("kinds = %s", got)
 	}
 	if ev := evs[2]; ev.ToolUseID != "call_9" || len(ev.Output) != len(big) || len(ev.Raw) != len(line) {
@@ -126,7 +113,7 @@ func TestDecoderHugeLine(t *testing.T) {
 	d := NewDecoder(strings.NewReader(in))
 	d.MaxLineSize = 1 << 20
 	evs = decodeAll(t, d)
-	if got := kinds(evs); got != "text@1 usage@1 error@2 result@3" {
+	if got := goldentest.Kinds(evs); got != "text@1 usage@1 error@2 result@3" {
 		t.Fatalf("with a 1 MiB limit: kinds = %s", got)
 	}
 	if evs[2].Raw != nil {
@@ -145,8 +132,8 @@ func TestDecoderReadError(t *testing.T) {
 	boom := errors.New("boom")
 	d := NewDecoder(io.MultiReader(strings.NewReader(goodText+"\n"), iotest.ErrReader(boom)))
 	evs, err := d.Next()
-	if err != nil || kinds(evs) != "text@1 usage@1" {
-		t.Fatalf("first line: %s, %v", kinds(evs), err)
+	if err != nil || goldentest.Kinds(evs) != "text@1 usage@1" {
+		t.Fatalf("first line: %s, %v", goldentest.Kinds(evs), err)
 	}
 	if _, err := d.Next(); !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want boom", err)
