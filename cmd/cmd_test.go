@@ -208,3 +208,29 @@ func TestRunsPrintsHistory(t *testing.T) {
 		t.Errorf("lane runs --status failed:\n%s", out.String())
 	}
 }
+
+func TestDoctorNeverPrintsSecrets(t *testing.T) {
+	f, out, _ := testFactory(t, "")
+	secrets := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-very-secret", "LANE_CLAUDE_BIN": filepath.Join(t.TempDir(), "none")}
+	base := f.Getenv
+	f.Getenv = func(k string) string {
+		if v, ok := secrets[k]; ok {
+			return v
+		}
+		return base(k)
+	}
+	root := NewRootCmd(f)
+	root.SetArgs([]string{"doctor"})
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	if strings.Contains(got, "sk-ant-very-secret") {
+		t.Fatalf("doctor printed a key:\n%s", got)
+	}
+	for _, want := range []string{"ANTHROPIC_API_KEY", "set", "claude", "missing", "npm install", "database", "SANDBOX"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -90,6 +90,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		NewCmdShow(f, nil),
 		NewCmdDashboard(f, nil),
 		NewCmdBench(f, nil),
+		NewCmdDoctor(f),
 	)
 	return root
 }
