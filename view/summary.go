@@ -38,7 +38,10 @@ func (p *Printer) Summary(r *trace.Run) error {
 	b.WriteString(strings.Join(parts, " · "))
 	b.WriteByte('\n')
 
-	p.detail(&b, red, "error", r.ErrorMessage)
+	// The error event that ended the run was just shown: say it once.
+	if r.ErrorMessage != p.lastError {
+		p.detail(&b, red, "error", r.ErrorMessage)
+	}
 	p.detail(&b, "", "hint", r.ErrorHint)
 	p.detail(&b, yellow, "note", prefixed("runtime status was contradictory: ", r.Contradiction))
 	_, err := io.WriteString(p.w, b.String())

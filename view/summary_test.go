@@ -205,3 +205,23 @@ func TestUseColorTerminal(t *testing.T) {
 		t.Error("UseColor(terminal) with TERM=dumb = true")
 	}
 }
+
+func TestSummarySaysTheFinalErrorOnce(t *testing.T) {
+	var out strings.Builder
+	p := NewPrinter(&out, false)
+	msg := "idle timeout: no output for 2s while no tool was running"
+	p.Event(trace.Event{Kind: trace.KindError, ErrorKind: trace.ErrorTimeout, Text: msg})
+	p.Summary(&trace.Run{ID: "r1", Status: trace.StatusTimedOut, ErrorKind: trace.ErrorTimeout, ErrorMessage: msg, ErrorHint: "raise --idle-timeout"})
+	if n := strings.Count(out.String(), msg); n != 1 {
+		t.Errorf("the error shows %d times:\n%s", n, out.String())
+	}
+	if !strings.Contains(out.String(), "hint: raise --idle-timeout") {
+		t.Errorf("no hint:\n%s", out.String())
+	}
+	// Shown from the record alone (no error event before), the summary says it.
+	var alone strings.Builder
+	NewPrinter(&alone, false).Summary(&trace.Run{ID: "r2", Status: trace.StatusFailed, ErrorMessage: msg})
+	if !strings.Contains(alone.String(), msg) {
+		t.Errorf("summary without the event lacks the error:\n%s", alone.String())
+	}
+}

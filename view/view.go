@@ -32,6 +32,7 @@ type Printer struct {
 	lastSession string          // the session line last shown, so a repeated init prints nothing
 	calls       map[string]call // tool_use_id → the call
 	lastCall    string          // tool_use_id of the call just shown, "" once anything else was
+	lastError   string          // the text of the error event just shown, "" once anything else was
 }
 
 type call struct {
@@ -61,6 +62,9 @@ func (p *Printer) Event(ev trace.Event) error {
 }
 
 func (p *Printer) render(b *strings.Builder, ev trace.Event) {
+	if ev.Kind != trace.KindUsage && ev.Kind != trace.KindResult && ev.Kind != trace.KindTranscript {
+		p.lastError = ""
+	}
 	depth := p.depth(ev)
 	switch ev.Kind {
 	case trace.KindSession:
@@ -239,6 +243,7 @@ func (p *Printer) toolResult(b *strings.Builder, depth int, ev trace.Event) {
 }
 
 func (p *Printer) error(b *strings.Builder, depth int, ev trace.Event) {
+	p.lastError = ev.Text
 	head := "error"
 	if ev.ErrorKind != "" {
 		head += " (" + flat(string(ev.ErrorKind)) + ")"
