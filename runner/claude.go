@@ -204,7 +204,8 @@ func runClaudeOnce(ctx context.Context, o ClaudeOptions, parentID string, attemp
 		seq    int64
 		recErr error
 		// finished: the runtime's last word so far is a result, so a
-		// watchdog that fires now only ends its lingering.
+		// watchdog that fires now only ends its lingering (a result printed
+		// after lane's interrupt does not count: see Exit.Settled).
 		finished bool
 		emitErr  = func(ev trace.Event) {
 			seq++
@@ -236,13 +237,13 @@ func runClaudeOnce(ctx context.Context, o ClaudeOptions, parentID string, attemp
 		d.MaxOutputSize = MaxEventOutput
 		return d
 	}
-	ex, err := supervise(ctx, inv, o.Watchdogs, newSource, emit)
+	ex, err := supervise(ctx, inv, o.Watchdogs, newSource, emit, func() bool { return finished })
 	if err != nil {
 		run.Status, run.ErrorKind = trace.StatusFailed, trace.ErrorCrash
 		run.ErrorMessage = err.Error()
 		run.ErrorHint = "check that " + o.Bin + " is executable"
 	} else {
-		if finished && isIdleTimeout(ex.StopCause) {
+		if ex.Settled && isIdleTimeout(ex.StopCause) {
 			slog.Debug("runtime lingered after its result", "run", run.ID, "cause", ex.StopCause)
 			ex.StopCause, ex.Code = nil, 0
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,6 +68,15 @@ func fakeRuntime(scenario string) int {
 		big := strings.Repeat("x", 20<<20)
 		say(`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"` + big + `"}]},"session_id":"sess-1"}`)
 		say(toolUse, toolResult, textLine, resultOK)
+	case "result-on-interrupt":
+		// Like Claude Code 2.1.328: SIGINT during a hung request prints a
+		// result of its own and exits 0.
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGINT)
+		say(initLine)
+		<-sig
+		say(`{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":1,"terminal_reason":"aborted_streaming","session_id":"sess-1","errors":["aborted"]}`)
+		return 0
 	case "auth-401":
 		say(initLine, retry401)
 		hang()

@@ -58,6 +58,11 @@ func TestWatchdogsAndFaults(t *testing.T) {
 			status:    trace.StatusTimedOut, kind: trace.ErrorTimeout, message: "idle timeout",
 		},
 		{
+			name: "a result printed on lane's interrupt does not hide the timeout", scenario: "result-on-interrupt",
+			watchdogs: func(w *Watchdogs) { w.Idle = 300 * time.Millisecond },
+			status:    trace.StatusTimedOut, kind: trace.ErrorTimeout, message: "idle timeout",
+		},
+		{
 			name: "silent but alive tool outlives the idle timeout", scenario: "long-tool",
 			env:       []string{"LANE_FAKE_TOOL_TIME=1500ms"},
 			watchdogs: func(w *Watchdogs) { w.Idle = 300 * time.Millisecond },

@@ -47,9 +47,13 @@ type EventSource interface {
 
 // Exit is how a supervised process ended.
 type Exit struct {
-	Code       int // exit status; -1 when it died of a signal
-	Signal     string
-	StopCause  error // why lane stopped it; nil when it ended on its own
+	Code      int // exit status; -1 when it died of a signal
+	Signal    string
+	StopCause error // why lane stopped it; nil when it ended on its own
+	// Settled says the runtime had already given its final word (see
+	// supervise's settled) when lane stopped it: the stop only ended its
+	// lingering.
+	Settled    bool
 	StderrTail []string
 	// Leftover lists processes of the runtime's tree still alive after the
 	// kill; it should always be empty.
@@ -71,7 +75,10 @@ const (
 // hands each event to emit in order. emit may ask for the run to stop by
 // returning a non-nil cause. supervise returns once the process has exited
 // and its output is drained; it never leaves a goroutine behind.
-func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func(io.Reader) EventSource, emit func(trace.Event) error) (Exit, error) {
+//
+// settled, when not nil, tells whether the runtime has given its final word
+// so far; it is asked at the moment lane decides to stop the runtime.
+func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func(io.Reader) EventSource, emit func(trace.Event) error, settled func() bool) (Exit, error) {
 	if wd.Grace <= 0 {
 		wd.Grace = defaultGrace
 	}
@@ -172,6 +179,7 @@ func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func
 		}
 		stopping = true
 		ex.StopCause = cause
+		ex.Settled = settled != nil && settled()
 		watchdog.Stop()
 		victims = treeOf(pid)
 		slog.Debug("stopping runtime", "pid", pid, "cause", cause, "descendants", len(victims))
