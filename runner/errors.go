@@ -53,8 +53,11 @@ type MissingError struct {
 
 func (e *MissingError) Error() string {
 	msg := e.Runtime + " not found"
-	if len(e.Tried) > 0 {
-		msg += fmt.Sprintf(" (looked at %d places)", len(e.Tried))
+	switch n := len(e.Tried); {
+	case n == 1:
+		msg += " at " + e.Tried[0]
+	case n > 1:
+		msg += fmt.Sprintf(" (looked at %d places)", n)
 	}
 	return msg
 }
