@@ -110,9 +110,7 @@ func (u wireUsage) trace() trace.Usage {
 
 // decode turns one non-blank line (owned by the caller) into its events.
 func (d *Decoder) decode(n int64, line []byte) []trace.Event {
-	evs := decodeLine(&d.w, n, line, d.MaxOutputSize)
-	evs[0].Raw = line
-	return evs
+	return decodeLine(&d.w, n, line, d.MaxOutputSize)
 }
 
 func decodeLine(w *wireLine, n int64, line []byte, maxOutput int) []trace.Event {

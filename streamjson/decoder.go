@@ -10,8 +10,6 @@
 package streamjson
 
 import (
-	"errors"
-	"fmt"
 	"io"
 
 	"lane/internal/jsonl"
@@ -36,7 +34,6 @@ type Decoder struct {
 	MaxOutputSize int
 
 	lines *jsonl.Reader
-	err   error // returned once the pending line has been given out
 	w     wireLine
 }
 
@@ -50,29 +47,6 @@ func NewDecoder(r io.Reader) *Decoder {
 // keep. It returns io.EOF at the end of the input, and other read errors
 // wrapped. Seq, Time and RunID are left for the caller to set.
 func (d *Decoder) Next() ([]trace.Event, error) {
-	for {
-		if d.err != nil {
-			return nil, d.err
-		}
-		d.lines.MaxLineSize = d.MaxLineSize
-		line, long, err := d.lines.Next()
-		n := d.lines.Line()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				d.err = io.EOF
-			} else {
-				d.err = fmt.Errorf("streamjson: read line %d: %w", n, err)
-			}
-		}
-		if long {
-			return []trace.Event{{
-				Kind: trace.KindError,
-				Line: n,
-				Text: fmt.Sprintf("line %d: longer than %d bytes, skipped", n, d.lines.MaxLine()),
-			}}, nil
-		}
-		if line != nil {
-			return d.decode(n, line), nil
-		}
-	}
+	d.lines.MaxLineSize = d.MaxLineSize
+	return d.lines.Decode("streamjson", d.decode)
 }

@@ -7,7 +7,11 @@ package jsonl
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
 	"io"
+
+	"lane/trace"
 )
 
 // DefaultMaxLineSize is the longest line a Reader returns unless told
@@ -29,6 +33,7 @@ type Reader struct {
 	long     gather // gathers a line longer than r's buffer
 	line     int64  // number of the last line started
 	skipping bool   // the rest of an over-long line is still to be discarded
+	err      error  // the error that ended the input, returned by Decode once its lines are out
 }
 
 // NewReader returns a Reader of r.
@@ -46,6 +51,40 @@ func (d *Reader) MaxLine() int {
 
 // Line is the number (from 1) of the line last returned.
 func (d *Reader) Line() int64 { return d.line }
+
+// Decode returns the events of the next non-blank line, as decode makes
+// them (each with Line n), the first carrying the line as Raw; an
+// over-long line gives one KindError event instead. It returns io.EOF at the
+// end of the input, and another read error wrapped with name. This is the
+// loop every runtime's decoder shares.
+func (d *Reader) Decode(name string, decode func(n int64, line []byte) []trace.Event) ([]trace.Event, error) {
+	for {
+		if d.err != nil {
+			return nil, d.err
+		}
+		line, long, err := d.Next()
+		n := d.Line()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				d.err = io.EOF
+			} else {
+				d.err = fmt.Errorf("%s: read line %d: %w", name, n, err)
+			}
+		}
+		if long {
+			return []trace.Event{{
+				Kind: trace.KindError,
+				Line: n,
+				Text: fmt.Sprintf("line %d: longer than %d bytes, skipped", n, d.MaxLine()),
+			}}, nil
+		}
+		if line != nil {
+			evs := decode(n, line)
+			evs[0].Raw = line
+			return evs, nil
+		}
+	}
+}
 
 // Next returns the next line as a slice the caller owns, or nil for a blank
 // one; long when it was over the limit (nothing of it is returned, and the

@@ -12,8 +12,6 @@
 package codex
 
 import (
-	"errors"
-	"fmt"
 	"io"
 
 	"lane/internal/jsonl"
@@ -38,7 +36,6 @@ type Decoder struct {
 	MaxOutputSize int
 
 	lines *jsonl.Reader
-	err   error           // returned once the pending line has been given out
 	open  map[string]bool // ids of tool items started and not yet completed
 }
 
@@ -52,36 +49,12 @@ func NewDecoder(r io.Reader) *Decoder {
 // keep. It returns io.EOF at the end of the input, and other read errors
 // wrapped. Seq, Time and RunID are left for the caller to set.
 func (d *Decoder) Next() ([]trace.Event, error) {
-	for {
-		if d.err != nil {
-			return nil, d.err
-		}
-		d.lines.MaxLineSize = d.MaxLineSize
-		line, long, err := d.lines.Next()
-		n := d.lines.Line()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				d.err = io.EOF
-			} else {
-				d.err = fmt.Errorf("codex: read line %d: %w", n, err)
-			}
-		}
-		if long {
-			return []trace.Event{{
-				Kind: trace.KindError,
-				Line: n,
-				Text: fmt.Sprintf("line %d: longer than %d bytes, skipped", n, d.lines.MaxLine()),
-			}}, nil
-		}
-		if line != nil {
-			evs := d.decode(n, line)
-			evs[0].Raw = line
-			if d.MaxOutputSize > 0 {
-				for i := range evs {
-					evs[i].CapOutput(d.MaxOutputSize)
-				}
-			}
-			return evs, nil
+	d.lines.MaxLineSize = d.MaxLineSize
+	evs, err := d.lines.Decode("codex", d.decode)
+	if d.MaxOutputSize > 0 {
+		for i := range evs {
+			evs[i].CapOutput(d.MaxOutputSize)
 		}
 	}
+	return evs, err
 }

@@ -53,7 +53,6 @@ type Decoder struct {
 	MaxOutputSize int
 
 	lines    *jsonl.Reader
-	err      error // returned once the pending line has been given out
 	lastLine int64 // the line of the last events given out
 
 	text     strings.Builder // the assistant message being assembled
@@ -77,39 +76,17 @@ func NewDecoder(r io.Reader) *Decoder {
 // input, and other read errors wrapped. Seq, Time and RunID are left for the
 // caller to set.
 func (d *Decoder) Next() ([]trace.Event, error) {
-	for {
-		if d.err != nil {
-			if d.textOpen {
-				return []trace.Event{d.flush(d.lastLine)}, nil
-			}
-			return nil, d.err
-		}
-		d.lines.MaxLineSize = d.MaxLineSize
-		line, long, err := d.lines.Next()
-		n := d.lines.Line()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				d.err = io.EOF
-			} else {
-				d.err = fmt.Errorf("gemini: read line %d: %w", n, err)
-			}
-		}
-		if long || line != nil {
-			d.lastLine = n
-		}
-		if long {
-			return []trace.Event{{
-				Kind: trace.KindError,
-				Line: n,
-				Text: fmt.Sprintf("line %d: longer than %d bytes, skipped", n, d.lines.MaxLine()),
-			}}, nil
-		}
-		if line != nil {
-			evs := d.decode(n, line)
-			evs[0].Raw = line
-			return evs, nil
-		}
+	d.lines.MaxLineSize = d.MaxLineSize
+	evs, err := d.lines.Decode("gemini", d.decode)
+	if err != nil && d.textOpen {
+		// The input ended with a message still open: give it out first; the
+		// reader keeps the error for the next call.
+		return []trace.Event{d.flush(d.lastLine)}, nil
 	}
+	if len(evs) > 0 {
+		d.lastLine = evs[0].Line
+	}
+	return evs, err
 }
 
 // wireLine is what lane reads from any line; each type fills its part.

@@ -71,7 +71,6 @@ type Decoder struct {
 	MaxOutputSize int
 
 	lines   *jsonl.Reader
-	err     error           // returned once the pending line has been given out
 	session string          // the session named last
 	running map[string]bool // calls given out while still running
 }
@@ -86,33 +85,8 @@ func NewDecoder(r io.Reader) *Decoder {
 // keep. It returns io.EOF at the end of the input, and other read errors
 // wrapped. Seq, Time and RunID are left for the caller to set.
 func (d *Decoder) Next() ([]trace.Event, error) {
-	for {
-		if d.err != nil {
-			return nil, d.err
-		}
-		d.lines.MaxLineSize = d.MaxLineSize
-		line, long, err := d.lines.Next()
-		n := d.lines.Line()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				d.err = io.EOF
-			} else {
-				d.err = fmt.Errorf("opencode: read line %d: %w", n, err)
-			}
-		}
-		if long {
-			return []trace.Event{{
-				Kind: trace.KindError,
-				Line: n,
-				Text: fmt.Sprintf("line %d: longer than %d bytes, skipped", n, d.lines.MaxLine()),
-			}}, nil
-		}
-		if line != nil {
-			evs := d.decode(n, line)
-			evs[0].Raw = line
-			return evs, nil
-		}
-	}
+	d.lines.MaxLineSize = d.MaxLineSize
+	return d.lines.Decode("opencode", d.decode)
 }
 
 // wireLine is one line of opencode's output, as far as lane reads it.
