@@ -107,9 +107,13 @@ func (s *Store) GetBench(ctx context.Context, idOrPrefix string) (*trace.Bench, 
 	if idOrPrefix == "" {
 		return nil, fmt.Errorf("get bench: empty id: %w", ErrBenchNotFound)
 	}
-	b, err := scanBench(s.db.QueryRowContext(ctx, benchSelect+" WHERE id = ?", idOrPrefix))
-	if errors.Is(err, sql.ErrNoRows) {
-		b, err = s.benchByPrefix(ctx, idOrPrefix)
+	id, err := s.matchID(ctx, "benches", idOrPrefix, ErrBenchNotFound)
+	var b *trace.Bench
+	if err == nil {
+		b, err = scanBench(s.db.QueryRowContext(ctx, benchSelect+" WHERE id = ?", id))
+		if errors.Is(err, sql.ErrNoRows) {
+			err = ErrBenchNotFound
+		}
 	}
 	if err == nil {
 		b, err = s.checkBenchOwner(ctx, b)
@@ -118,41 +122,6 @@ func (s *Store) GetBench(ctx context.Context, idOrPrefix string) (*trace.Bench, 
 		return nil, fmt.Errorf("get bench %s: %w", idOrPrefix, err)
 	}
 	return b, nil
-}
-
-func (s *Store) benchByPrefix(ctx context.Context, prefix string) (*trace.Bench, error) {
-	// As in runByPrefix: every id that starts with prefix sorts between
-	// prefix and prefix+0xff.
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM benches WHERE id >= ? AND id < ? ORDER BY id LIMIT ?`,
-		prefix, prefix+"\xff", maxCandidates+1)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows.Close()
-	switch len(ids) {
-	case 0:
-		return nil, ErrBenchNotFound
-	case 1:
-		b, err := scanBench(s.db.QueryRowContext(ctx, benchSelect+" WHERE id = ?", ids[0]))
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, ErrBenchNotFound
-		}
-		return b, err
-	default:
-		return nil, &AmbiguousError{Prefix: prefix, IDs: ids[:min(len(ids), maxCandidates)]}
-	}
 }
 
 // ListBenches returns the newest benches, newest first; a limit of 0 or

@@ -138,52 +138,60 @@ func (s *Store) GetRun(ctx context.Context, idOrPrefix string) (*trace.Run, erro
 	if idOrPrefix == "" {
 		return nil, fmt.Errorf("get run: empty id: %w", ErrNotFound)
 	}
-	r, err := scanRun(s.db.QueryRowContext(ctx, runSelect+" WHERE id = ?", idOrPrefix))
-	if errors.Is(err, sql.ErrNoRows) {
-		r, err = s.runByPrefix(ctx, idOrPrefix)
+	id, err := s.matchID(ctx, "runs", idOrPrefix, ErrNotFound)
+	var r *trace.Run
+	if err == nil {
+		r, err = scanRun(s.db.QueryRowContext(ctx, runSelect+" WHERE id = ?", id))
+		if errors.Is(err, sql.ErrNoRows) {
+			err = ErrNotFound
+		}
+	}
+	if err == nil {
+		r, err = s.checkOwner(ctx, r)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get run %s: %w", idOrPrefix, err)
-	}
-	if r, err = s.checkOwner(ctx, r); err != nil {
 		return nil, fmt.Errorf("get run %s: %w", idOrPrefix, err)
 	}
 	return r, nil
 }
 
-func (s *Store) runByPrefix(ctx context.Context, prefix string) (*trace.Run, error) {
-	// Every id that starts with prefix sorts between prefix and prefix+0xff:
+// matchID resolves idOrPrefix to one id of table: the exact id, else the one
+// id that starts with it. It returns notFound when none does and an
+// *AmbiguousError when several do.
+func (s *Store) matchID(ctx context.Context, table, idOrPrefix string, notFound error) (string, error) {
+	var id string
+	err := s.db.QueryRowContext(ctx, "SELECT id FROM "+table+" WHERE id = ?", idOrPrefix).Scan(&id)
+	if err == nil {
+		return id, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return "", err
+	}
+	// Every id that starts with the prefix sorts between it and prefix+0xff:
 	// no byte of UTF-8 text is 0xff.
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM runs WHERE id >= ? AND id < ? ORDER BY id LIMIT ?`,
-		prefix, prefix+"\xff", maxCandidates+1)
+	rows, err := s.db.QueryContext(ctx, "SELECT id FROM "+table+" WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+		idOrPrefix, idOrPrefix+"\xff", maxCandidates+1)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer rows.Close()
 	var ids []string
 	for rows.Next() {
-		var id string
 		if err := rows.Scan(&id); err != nil {
-			return nil, err
+			return "", err
 		}
 		ids = append(ids, id)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return "", err
 	}
-	rows.Close()
 	switch len(ids) {
 	case 0:
-		return nil, ErrNotFound
+		return "", notFound
 	case 1:
-		r, err := scanRun(s.db.QueryRowContext(ctx, runSelect+" WHERE id = ?", ids[0]))
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, ErrNotFound
-		}
-		return r, err
-	default:
-		return nil, &AmbiguousError{Prefix: prefix, IDs: ids[:min(len(ids), maxCandidates)]}
+		return ids[0], nil
 	}
+	return "", &AmbiguousError{Prefix: idOrPrefix, IDs: ids[:min(len(ids), maxCandidates)]}
 }
 
 // RunFilter selects runs for ListRuns. Zero fields match everything; Dir
