@@ -5,10 +5,12 @@ GO ?= go
 build:
 	$(GO) build -o lane ./cmd/lane
 
-# The end-to-end tests drive the real Claude Code CLI, pinned in
-# testdata/runtimes/package-lock.json and installed from npm.
+# The end-to-end tests drive the real agent CLIs (Claude Code, Codex, Gemini
+# CLI, opencode, Qwen Code), pinned in testdata/runtimes/package-lock.json
+# and installed from npm.
+RUNTIME_BINS = @anthropic-ai/claude-code-linux-x64/claude .bin/codex .bin/gemini .bin/opencode .bin/qwen
 test-deps:
-	@test -x testdata/runtimes/node_modules/@anthropic-ai/claude-code-linux-x64/claude || \
+	@for b in $(RUNTIME_BINS); do test -x testdata/runtimes/node_modules/$$b || exit 1; done 2>/dev/null || \
 		npm ci --prefix testdata/runtimes --no-audit --no-fund
 	$(GO) mod download
 

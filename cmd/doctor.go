@@ -1,15 +1,12 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -30,19 +27,12 @@ func NewCmdDoctor(f *Factory) *cobra.Command {
 	}
 }
 
-// otherRuntimes are agent CLIs lane knows of but does not drive yet.
-var otherRuntimes = []struct{ bin, pkg string }{
-	{"codex", "@openai/codex"},
-	{"gemini", "@google/gemini-cli"},
-	{"opencode", "opencode-ai"},
-	{"qwen", "@qwen-code/qwen-code"},
-}
-
 // credentialVars are the variables whose presence doctor reports; their
 // values are never printed.
 var credentialVars = []string{
 	"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
 	"OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+	"GOOGLE_GEMINI_BASE_URL", "CODEX_HOME",
 }
 
 func runDoctor(ctx context.Context, f *Factory) error {
@@ -50,25 +40,23 @@ func runDoctor(ctx context.Context, f *Factory) error {
 	row := func(cols ...string) { fmt.Fprintln(w, strings.Join(cols, "\t")) }
 
 	row("RUNTIMES", "", "")
-	bin := f.Getenv("LANE_CLAUDE_BIN")
-	if path, version, err := runner.FindClaude(ctx, bin, f.Environ()); err == nil {
-		row("  claude", "ok", version+" at "+path)
-	} else {
+	for _, rt := range append([]string{"claude"}, runner.CLIRuntimes...) {
+		path, version, err := runner.FindRuntime(ctx, rt, f.Getenv(runner.BinEnv(rt)), f.Environ())
+		if err == nil {
+			row("  "+rt, "ok", version+" at "+path)
+			continue
+		}
 		var me *runner.MissingError
 		hint := err.Error()
 		if errors.As(err, &me) {
 			hint = me.Hint
+			if len(me.Tried) > 0 {
+				hint = me.Error() + "; " + hint
+			}
 		}
-		row("  claude", "missing", hint)
+		row("  "+rt, "missing", hint)
 	}
-	for _, rt := range otherRuntimes {
-		path, err := exec.LookPath(rt.bin)
-		if err != nil {
-			row("  "+rt.bin, "missing", "npm install -g "+rt.pkg+" (lane does not drive it yet)")
-			continue
-		}
-		row("  "+rt.bin, "found", firstLine(versionOf(ctx, path))+" at "+path+" (lane does not drive it yet)")
-	}
+	row("  local", "ok", "lane's own loop (needs a model server: ollama, vLLM, llama.cpp, any OpenAI- or Anthropic-compatible API)")
 
 	row("CREDENTIALS", "", "(values are never shown)")
 	for _, v := range credentialVars {
@@ -108,17 +96,3 @@ func runDoctor(ctx context.Context, f *Factory) error {
 	return w.Flush()
 }
 
-func versionOf(ctx context.Context, path string) string {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, path, "--version").Output()
-	if err != nil {
-		return "version unknown"
-	}
-	return string(bytes.TrimSpace(out))
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}

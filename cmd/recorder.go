@@ -80,11 +80,11 @@ func (r *runRecorder) finish(run *trace.Run) error {
 
 // recordMissing records a run that could not start because the runtime is
 // missing, so the history shows it too.
-func (r *runRecorder) recordMissing(ctx context.Context, opts *RunOptions, dir string, me *runner.MissingError) (*trace.Run, error) {
+func (r *runRecorder) recordMissing(ctx context.Context, runtime, model string, opts *RunOptions, dir string, me *runner.MissingError) (*trace.Run, error) {
 	now := time.Now().UTC()
 	run := &trace.Run{
 		ID: trace.NewRunID(), ParentRunID: opts.ParentRunID, Attempt: 1,
-		Status: trace.StatusFailed, Runtime: "claude", Model: opts.Model, Dir: dir, Prompt: opts.Task,
+		Status: trace.StatusFailed, Runtime: runtime, Model: model, Dir: dir, Prompt: opts.Task,
 		StartedAt: now, EndedAt: now,
 		ErrorKind: trace.ErrorRuntimeMissing, ErrorMessage: me.Error(), ErrorHint: me.Hint,
 		Capability: trace.Capability{Dir: dir, AllowedTools: opts.AllowedTools, PermissionMode: opts.PermissionMode, MCPIsolated: !opts.AllowMCP},

@@ -5,6 +5,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"lane/store"
+	"lane/trace"
 )
 
 // NewCmdResume builds `lane resume RUN TASK`.
@@ -30,6 +33,11 @@ again if it used one).`,
 				return err
 			}
 			prev, err := openRun(ctx, st, args[0])
+			if err != nil {
+				st.Close()
+				return err
+			}
+			opts.PriorSessionUsage, err = sessionUsage(ctx, st, prev)
 			st.Close()
 			if err != nil {
 				return err
@@ -37,8 +45,8 @@ again if it used one).`,
 			if prev.SessionID == "" {
 				return usageErrorf(fmt.Errorf("run %s has no session to resume (it %s before the runtime started one)", prev.ID, prev.Status))
 			}
-			if prev.Runtime == "local" && !c.Flags().Changed("runtime") {
-				opts.Runtime = "local"
+			if prev.Runtime != "" && !c.Flags().Changed("runtime") {
+				opts.Runtime = prev.Runtime
 			}
 			opts.Resume = prev.SessionID
 			opts.ParentRunID = prev.ID
@@ -57,4 +65,29 @@ again if it used one).`,
 	}
 	addRunFlags(c, opts)
 	return c
+}
+
+// sessionUsage is the token total of the session that run ended with, as
+// lane recorded it: the usage of run and of the runs before it in the same
+// session, followed through their parents. Codex reports a resumed
+// thread's running total, from which this tells the new run's own usage.
+func sessionUsage(ctx context.Context, st *store.Store, run *trace.Run) (trace.Usage, error) {
+	var total trace.Usage
+	seen := map[string]bool{}
+	for r := run; r != nil && r.SessionID == run.SessionID && !seen[r.ID]; {
+		seen[r.ID] = true
+		total.InputTokens += r.Usage.InputTokens
+		total.OutputTokens += r.Usage.OutputTokens
+		total.CacheReadTokens += r.Usage.CacheReadTokens
+		total.CacheCreationTokens += r.Usage.CacheCreationTokens
+		if r.ParentRunID == "" {
+			break
+		}
+		parent, err := st.GetRun(ctx, r.ParentRunID)
+		if err != nil {
+			return total, fmt.Errorf("run %s's parent: %w", r.ID, err)
+		}
+		r = parent
+	}
+	return total, nil
 }

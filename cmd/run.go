@@ -30,6 +30,7 @@ type RunOptions struct {
 	AllowMCP           bool
 	MaxTurns           int
 	ClaudeBin          string
+	RuntimeBin         string
 	FirstByteTimeout   time.Duration
 	IdleTimeout        time.Duration
 	HardTimeout        time.Duration
@@ -49,6 +50,7 @@ type RunOptions struct {
 	// Set by lane resume.
 	ParentRunID         string
 	PriorSessionCostUSD float64
+	PriorSessionUsage   trace.Usage
 }
 
 // Output formats shared by the commands that print runs.
@@ -78,8 +80,10 @@ func NewCmdRun(f *Factory, runF func(context.Context, *RunOptions) error) *cobra
 run and every event in lane's database. Claude models (sonnet, opus, haiku,
 claude-…) run on Claude Code, driven headless; PROVIDER:MODEL (ollama:…,
 openai:…, anthropic:…, openai-compatible:… or an endpoint of the config file)
-runs lane's own agent loop. TASK "-" reads the task from standard input; end
-lane's flags with -- before a task that starts with "-".`,
+runs lane's own agent loop; RUNTIME:MODEL (codex:…, gemini:…, opencode:…,
+qwen:…) runs that agent CLI, and RUNTIME:PROVIDER:MODEL points it at the
+provider. TASK "-" reads the task from standard input; end lane's flags with
+-- before a task that starts with "-".`,
 		Args: exactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			task, err := readTask(args[0], f.IO.In)
@@ -102,7 +106,7 @@ lane's flags with -- before a task that starts with "-".`,
 func addRunFlags(c *cobra.Command, opts *RunOptions) {
 	fl := c.Flags()
 	fl.StringVar(&opts.Dir, "dir", ".", "folder the agent works in")
-	fl.StringVar(&opts.Model, "model", "sonnet", "a Claude model (sonnet, opus, haiku, claude-…) or PROVIDER:MODEL for the local loop")
+	fl.StringVar(&opts.Model, "model", "sonnet", "a Claude model (sonnet, opus, haiku, claude-…), PROVIDER:MODEL for the local loop, or RUNTIME:MODEL (codex, gemini, opencode, qwen)")
 	fl.StringSliceVar(&opts.AddDirs, "add-dir", nil, "further folders the agent may use")
 	fl.StringVar(&opts.AppendSystemPrompt, "append-system-prompt", "", "text appended to the runtime's system prompt")
 	fl.IntVar(&opts.MaxTurns, "max-turns", 0, "stop after this many agent turns (0: no limit)")
@@ -123,8 +127,9 @@ func addRuntimeFlags(c *cobra.Command, opts *RunOptions) {
 	fl.DurationVar(&opts.IdleTimeout, "idle-timeout", 5*time.Minute, "fail after this long without output while no tool runs (0: off)")
 	fl.DurationVar(&opts.HardTimeout, "hard-timeout", time.Hour, "fail if the whole run takes longer (0: off)")
 	fl.IntVar(&opts.Retries, "retries", 0, "re-run a timeout, API overload or crash this many times")
-	fl.StringVar(&opts.Runtime, "runtime", "", "claude or local (default: from --model; PROVIDER:MODEL runs the local loop)")
-	fl.StringVar(&opts.BaseURL, "base-url", "", "the model server's API base URL (local loop)")
+	fl.StringVar(&opts.RuntimeBin, "runtime-bin", "", "the agent CLI's binary (default $LANE_<RUNTIME>_BIN, PATH, usual install places)")
+	fl.StringVar(&opts.Runtime, "runtime", "", "claude, codex, gemini, opencode, qwen or local (default: from --model)")
+	fl.StringVar(&opts.BaseURL, "base-url", "", "the model server's API base URL (local loop, or an agent CLI pointed at it)")
 	fl.StringVar(&opts.ToolMode, "tool-mode", "native", "native tool calls, or text: JSON action blocks in the model's prose (local loop)")
 	fl.StringVar(&opts.Sandbox, "sandbox", "auto", "confine bash: auto, landlock, bwrap or off (local loop)")
 	fl.StringVar(&opts.Fallback, "fallback", "", "when Claude Code cannot run the task, rerun it on this PROVIDER:MODEL")
@@ -215,10 +220,13 @@ func executeRun(ctx context.Context, f *Factory, st *store.Store, rec *runRecord
 		return nil, usageErrorf(err)
 	}
 	var run *trace.Run
-	if target.Runtime == config.RuntimeLocal {
+	switch {
+	case target.Runtime == config.RuntimeLocal:
 		run, err = runLocal(ctx, f, st, rec, cfg, target, opts, dir, addDirs)
-	} else {
-		run, err = runClaude(ctx, f, rec, opts, dir, addDirs)
+	case config.IsCLI(target.Runtime):
+		run, err = runCLI(ctx, f, rec, cfg, target, opts, dir, addDirs)
+	default:
+		run, err = runClaude(ctx, f, rec, opts, target.Model, dir, addDirs)
 	}
 	if err != nil {
 		return nil, err
@@ -245,9 +253,12 @@ func executeRun(ctx context.Context, f *Factory, st *store.Store, rec *runRecord
 
 // runClaude runs opts on Claude Code. A missing binary is recorded as a
 // failed run, so that the history shows it and a fallback can follow.
-func runClaude(ctx context.Context, f *Factory, rec *runRecorder, opts *RunOptions, dir string, addDirs []string) (*trace.Run, error) {
+func runClaude(ctx context.Context, f *Factory, rec *runRecorder, opts *RunOptions, model, dir string, addDirs []string) (*trace.Run, error) {
 	env := f.Environ()
 	bin := opts.ClaudeBin
+	if bin == "" {
+		bin = opts.RuntimeBin
+	}
 	if bin == "" {
 		bin = f.Getenv("LANE_CLAUDE_BIN")
 	}
@@ -255,7 +266,7 @@ func runClaude(ctx context.Context, f *Factory, rec *runRecorder, opts *RunOptio
 	if err != nil {
 		var me *runner.MissingError
 		if errors.As(err, &me) {
-			return rec.recordMissing(ctx, opts, dir, me)
+			return rec.recordMissing(ctx, "claude", model, opts, dir, me)
 		}
 		return nil, err
 	}
@@ -265,7 +276,7 @@ func runClaude(ctx context.Context, f *Factory, rec *runRecorder, opts *RunOptio
 		Dir:                 dir,
 		AddDirs:             addDirs,
 		Prompt:              opts.Task,
-		Model:               opts.Model,
+		Model:               model,
 		AllowedTools:        opts.AllowedTools,
 		AppendSystemPrompt:  opts.AppendSystemPrompt,
 		ResumeSession:       opts.Resume,
@@ -282,6 +293,58 @@ func runClaude(ctx context.Context, f *Factory, rec *runRecorder, opts *RunOptio
 			Hard:      opts.HardTimeout,
 		},
 	}, rec)
+}
+
+// runCLI runs opts on an agent CLI other than Claude Code. A missing
+// binary is recorded as a failed run, as for Claude Code.
+func runCLI(ctx context.Context, f *Factory, rec *runRecorder, cfg *config.File, t config.Target, opts *RunOptions, dir string, addDirs []string) (*trace.Run, error) {
+	env := f.Environ()
+	bin := opts.RuntimeBin
+	if bin == "" {
+		bin = f.Getenv(runner.BinEnv(t.Runtime))
+	}
+	path, version, err := runner.FindRuntime(ctx, t.Runtime, bin, env)
+	if err != nil {
+		var me *runner.MissingError
+		if errors.As(err, &me) {
+			return rec.recordMissing(ctx, t.Runtime, recordedModel(t), opts, dir, me)
+		}
+		return nil, err
+	}
+	return runner.RunCLI(ctx, runner.CLIOptions{
+		Runtime:            t.Runtime,
+		Bin:                path,
+		Version:            version,
+		Dir:                dir,
+		AddDirs:            addDirs,
+		Prompt:             opts.Task,
+		Model:              t.Model,
+		Label:              recordedModel(t),
+		BaseURL:            t.BaseURL,
+		KeyEnv:             t.KeyEnv,
+		AppendSystemPrompt: opts.AppendSystemPrompt,
+		ResumeSession:      opts.Resume,
+		MaxTurns:           opts.MaxTurns,
+		Env:                env,
+		Retries:            opts.Retries,
+		ParentRunID:        opts.ParentRunID,
+		PriorSessionUsage:  opts.PriorSessionUsage,
+		Price:              priceFunc(cfg, t),
+		Watchdogs: runner.Watchdogs{
+			FirstByte: opts.FirstByteTimeout,
+			Idle:      opts.IdleTimeout,
+			Hard:      opts.HardTimeout,
+		},
+	}, rec)
+}
+
+// recordedModel is how an agent CLI's run records its model: with the
+// provider it was pointed at, so that resume finds the provider again.
+func recordedModel(t config.Target) string {
+	if t.Provider != "" {
+		return t.Provider + ":" + t.Model
+	}
+	return t.Model
 }
 
 func resolveDir(d string) (string, error) {

@@ -1,6 +1,13 @@
 // Package config reads lane's optional configuration file and resolves a
-// --model such as "ollama:qwen2.5-coder:7b" to the runtime and endpoint that
-// serve it.
+// --model such as "ollama:qwen2.5-coder:7b" or "codex:gpt-5-codex" to the
+// runtime and endpoint that serve it.
+//
+// The naming scheme, in one place: a bare model (sonnet, claude-…) runs on
+// Claude Code; PROVIDER:MODEL (ollama, openai, anthropic, openai-compatible
+// or an endpoint of the config file) runs lane's own loop; RUNTIME:MODEL
+// (claude, codex, gemini, opencode, qwen) runs that agent CLI, and
+// RUNTIME:PROVIDER:MODEL points the CLI at that provider's endpoint. The
+// --runtime flag says the same as the RUNTIME: prefix.
 package config
 
 import (
@@ -72,6 +79,9 @@ func Load(path string) (*File, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	for name, ep := range f.Endpoints {
+		if IsRuntime(name) {
+			return nil, fmt.Errorf("config %s: endpoint %q has the name of a runtime; choose another", path, name)
+		}
 		if ep.API != "openai" && ep.API != "anthropic" {
 			return nil, fmt.Errorf("config %s: endpoint %q: api must be openai or anthropic, not %q", path, name, ep.API)
 		}
@@ -84,45 +94,99 @@ func Load(path string) (*File, error) {
 
 // Runtime names.
 const (
-	RuntimeClaude = "claude"
-	RuntimeLocal  = "local"
+	RuntimeClaude   = "claude"
+	RuntimeLocal    = "local"
+	RuntimeCodex    = "codex"
+	RuntimeGemini   = "gemini"
+	RuntimeOpencode = "opencode"
+	RuntimeQwen     = "qwen"
 )
+
+// Runtimes lists every runtime name, in the order lane documents them.
+var Runtimes = []string{RuntimeClaude, RuntimeCodex, RuntimeGemini, RuntimeOpencode, RuntimeQwen, RuntimeLocal}
+
+// IsRuntime reports whether name is a runtime's name.
+func IsRuntime(name string) bool {
+	for _, r := range Runtimes {
+		if r == name {
+			return true
+		}
+	}
+	return false
+}
+
+// cliRuntimes are the agent CLIs other than Claude Code, with the API they
+// speak and the variable that holds its key when lane points them at an
+// endpoint.
+var cliRuntimes = map[string]struct{ api, keyEnv string }{
+	RuntimeCodex:    {"openai-responses", "OPENAI_API_KEY"},
+	RuntimeGemini:   {"gemini", "GEMINI_API_KEY"},
+	RuntimeOpencode: {"openai", "OPENAI_API_KEY"},
+	RuntimeQwen:     {"openai", "OPENAI_API_KEY"},
+}
+
+// IsCLI reports whether runtime is an agent CLI other than Claude Code.
+func IsCLI(runtime string) bool {
+	_, ok := cliRuntimes[runtime]
+	return ok
+}
 
 // Target is what serves a --model.
 type Target struct {
-	Runtime  string // RuntimeClaude or RuntimeLocal
-	Provider string // local: ollama, openai, anthropic, openai-compatible or an endpoint's name
+	Runtime string // one of Runtimes
+	// Provider is, for the local loop, ollama, openai, anthropic,
+	// openai-compatible or an endpoint's name; for an agent CLI, the
+	// provider it was pointed at ("" when it uses its own configuration).
+	Provider string
 	Model    string // the model id as its API names it
-	API      string // local: "openai" or "anthropic"
-	BaseURL  string
-	APIKey   string
-	KeyEnv   string
+	API      string // local: "openai" or "anthropic"; a CLI pointed at an endpoint: the API it speaks
+	// BaseURL is the model server. For an agent CLI it is empty unless lane
+	// must point the CLI somewhere (--base-url or a provider).
+	BaseURL string
+	APIKey  string
+	KeyEnv  string
 	// ContextWindow in tokens, 0 when unknown.
 	ContextWindow int
 }
 
-// Label is how the model is recorded and shown: "sonnet", "ollama:qwen2.5-coder:7b".
+// Label is how the model is recorded and shown: "sonnet",
+// "ollama:qwen2.5-coder:7b", "codex:gpt-5-codex", "opencode:ollama:qwen3-coder".
 func (t Target) Label() string {
-	if t.Runtime == RuntimeClaude {
+	switch {
+	case t.Runtime == RuntimeClaude:
 		return t.Model
+	case t.Runtime == RuntimeLocal:
+		return t.Provider + ":" + t.Model
+	case t.Provider != "":
+		return t.Runtime + ":" + t.Provider + ":" + t.Model
 	}
-	return t.Provider + ":" + t.Model
+	return t.Runtime + ":" + t.Model
 }
 
 // builtinProviders are the PROVIDER: prefixes lane knows without a config file.
 var builtinProviders = map[string]bool{"ollama": true, "openai": true, "anthropic": true, "openai-compatible": true}
 
 // Resolve decides the runtime and endpoint for model. runtime is the
-// --runtime flag ("", "claude" or "local"), baseURL the --base-url flag.
+// --runtime flag ("" or one of Runtimes), baseURL the --base-url flag.
 func (f *File) Resolve(model, runtime, baseURL string, getenv func(string) string) (Target, error) {
+	if runtime != "" && !IsRuntime(runtime) {
+		return Target{}, fmt.Errorf("unknown --runtime %q (want %s)", runtime, strings.Join(Runtimes, ", "))
+	}
+	if prefix, rest, ok := strings.Cut(model, ":"); ok && IsRuntime(prefix) && prefix != RuntimeLocal {
+		if runtime != "" && runtime != prefix {
+			return Target{}, fmt.Errorf("--model %s names the %s runtime but --runtime is %s", model, prefix, runtime)
+		}
+		if rest == "" {
+			return Target{}, fmt.Errorf("--model %s names no model after the runtime", model)
+		}
+		runtime, model = prefix, rest
+	}
+	if IsCLI(runtime) {
+		return f.resolveCLI(model, runtime, baseURL, getenv)
+	}
 	prefix, rest, hasPrefix := strings.Cut(model, ":")
 	_, isEndpoint := f.Endpoints[prefix]
 	local := hasPrefix && (builtinProviders[prefix] || isEndpoint)
-	switch runtime {
-	case "", RuntimeClaude, RuntimeLocal:
-	default:
-		return Target{}, fmt.Errorf("unknown --runtime %q (want claude or local)", runtime)
-	}
 	if runtime == RuntimeClaude || (runtime == "" && !local) {
 		if local {
 			return Target{}, fmt.Errorf("--runtime claude cannot run %s: Claude Code speaks to Claude models only", model)
@@ -137,19 +201,7 @@ func (f *File) Resolve(model, runtime, baseURL string, getenv func(string) strin
 		return Target{}, fmt.Errorf("--model %s names no model after the provider", model)
 	}
 	t := Target{Runtime: RuntimeLocal, Provider: prefix, Model: rest}
-	switch {
-	case isEndpoint:
-		ep := f.Endpoints[prefix]
-		t.API, t.BaseURL, t.KeyEnv, t.ContextWindow = ep.API, ep.BaseURL, ep.KeyEnv, ep.ContextWindow
-	case prefix == "ollama":
-		t.API, t.BaseURL = "openai", ollamaBase(getenv("OLLAMA_HOST"))
-	case prefix == "openai":
-		t.API, t.KeyEnv, t.BaseURL = "openai", "OPENAI_API_KEY", orDefault(getenv("OPENAI_BASE_URL"), "https://api.openai.com/v1")
-	case prefix == "anthropic":
-		t.API, t.KeyEnv, t.BaseURL = "anthropic", "ANTHROPIC_API_KEY", orDefault(getenv("ANTHROPIC_BASE_URL"), "https://api.anthropic.com")
-	case prefix == "openai-compatible":
-		t.API, t.KeyEnv, t.BaseURL = "openai", "OPENAI_API_KEY", getenv("OPENAI_BASE_URL")
-	}
+	f.endpoint(&t, getenv)
 	if baseURL != "" {
 		t.BaseURL = baseURL
 	}
@@ -157,6 +209,61 @@ func (f *File) Resolve(model, runtime, baseURL string, getenv func(string) strin
 		return Target{}, fmt.Errorf("--model %s needs an endpoint: pass --base-url or set OPENAI_BASE_URL", model)
 	}
 	if t.KeyEnv != "" {
+		t.APIKey = getenv(t.KeyEnv)
+	}
+	return t, nil
+}
+
+// endpoint fills t's API, base URL and key variable from its provider.
+func (f *File) endpoint(t *Target, getenv func(string) string) {
+	if ep, ok := f.Endpoints[t.Provider]; ok {
+		t.API, t.BaseURL, t.KeyEnv, t.ContextWindow = ep.API, ep.BaseURL, ep.KeyEnv, ep.ContextWindow
+		return
+	}
+	switch t.Provider {
+	case "ollama":
+		t.API, t.BaseURL = "openai", ollamaBase(getenv("OLLAMA_HOST"))
+	case "openai":
+		t.API, t.KeyEnv, t.BaseURL = "openai", "OPENAI_API_KEY", orDefault(getenv("OPENAI_BASE_URL"), "https://api.openai.com/v1")
+	case "anthropic":
+		t.API, t.KeyEnv, t.BaseURL = "anthropic", "ANTHROPIC_API_KEY", orDefault(getenv("ANTHROPIC_BASE_URL"), "https://api.anthropic.com")
+	case "openai-compatible":
+		t.API, t.KeyEnv, t.BaseURL = "openai", "OPENAI_API_KEY", getenv("OPENAI_BASE_URL")
+	}
+}
+
+// resolveCLI resolves model for an agent CLI. A bare model is passed to the
+// CLI as it is, which then uses its own configuration and login;
+// PROVIDER:MODEL or --base-url makes lane point the CLI at that endpoint.
+func (f *File) resolveCLI(model, runtime, baseURL string, getenv func(string) string) (Target, error) {
+	if model == "" {
+		return Target{}, fmt.Errorf("--runtime %s needs a --model", runtime)
+	}
+	cli := cliRuntimes[runtime]
+	t := Target{Runtime: runtime, Model: model}
+	prefix, rest, hasPrefix := strings.Cut(model, ":")
+	_, isEndpoint := f.Endpoints[prefix]
+	if hasPrefix && (builtinProviders[prefix] || isEndpoint) {
+		if rest == "" {
+			return Target{}, fmt.Errorf("--model %s names no model after the provider", model)
+		}
+		t.Provider, t.Model = prefix, rest
+		f.endpoint(&t, getenv)
+		if t.API == "anthropic" || (t.API == "openai" && cli.api == "gemini") {
+			return Target{}, fmt.Errorf("%s cannot use %s: it speaks the %s API, and %s serves the %s API", runtime, prefix, cli.api, prefix, t.API)
+		}
+		if t.BaseURL == "" && baseURL == "" {
+			return Target{}, fmt.Errorf("--model %s:%s needs an endpoint: pass --base-url or set OPENAI_BASE_URL", runtime, model)
+		}
+	}
+	if baseURL != "" {
+		t.BaseURL = baseURL
+	}
+	if t.BaseURL != "" {
+		t.API = cli.api
+		if t.KeyEnv == "" {
+			t.KeyEnv = cli.keyEnv
+		}
 		t.APIKey = getenv(t.KeyEnv)
 	}
 	return t, nil

@@ -28,9 +28,28 @@ func TestResolve(t *testing.T) {
 		{model: "ollama:qwen", runtime: "claude", err: "Claude models only"},
 		{model: "sonnet", runtime: "remote", err: "unknown --runtime"},
 		{model: "ollama:", err: "names no model"},
+		// Agent CLIs: RUNTIME:MODEL, --runtime, and RUNTIME:PROVIDER:MODEL.
+		{model: "codex:gpt-5-codex", want: Target{Runtime: "codex", Model: "gpt-5-codex"}},
+		{model: "gpt-5-codex", runtime: "codex", want: Target{Runtime: "codex", Model: "gpt-5-codex"}},
+		{model: "gemini:gemini-2.5-pro", runtime: "gemini", want: Target{Runtime: "gemini", Model: "gemini-2.5-pro"}},
+		{model: "claude:opus", want: Target{Runtime: "claude", Model: "opus"}},
+		{model: "qwen:qwen3-coder", baseURL: "http://127.0.0.1:9/v1", want: Target{Runtime: "qwen", Model: "qwen3-coder", API: "openai", BaseURL: "http://127.0.0.1:9/v1", KeyEnv: "OPENAI_API_KEY", APIKey: "sk-o"}},
+		{model: "opencode:ollama:qwen3-coder", want: Target{Runtime: "opencode", Provider: "ollama", Model: "qwen3-coder", API: "openai", BaseURL: "http://box:11434/v1", KeyEnv: "OPENAI_API_KEY", APIKey: "sk-o"}},
+		{model: "codex:gpu:qwen3-coder", want: Target{Runtime: "codex", Provider: "gpu", Model: "qwen3-coder", API: "openai-responses", BaseURL: "http://gpu:8000/v1", KeyEnv: "GPU_KEY", APIKey: "g", ContextWindow: 32768}},
+		{model: "gemini:x", baseURL: "http://g", want: Target{Runtime: "gemini", Model: "x", API: "gemini", BaseURL: "http://g", KeyEnv: "GEMINI_API_KEY"}},
+		{model: "gemini:ollama:qwen", err: "cannot use ollama"},
+		{model: "opencode:anthropic:claude-sonnet-4-5", err: "cannot use anthropic"},
+		{model: "codex:", err: "names no model after the runtime"},
+		{model: "codex:gpt-5", runtime: "gemini", err: "--runtime is gemini"},
+		{model: "", runtime: "qwen", err: "needs a --model"},
 	}
 	for _, tt := range tests {
 		got, err := f.Resolve(tt.model, tt.runtime, tt.baseURL, vars)
+		if err == nil {
+			if label := got.Label(); tt.runtime == "" && tt.err == "" && label != tt.model && got.Runtime != "claude" {
+				t.Errorf("Resolve(%q).Label() = %q", tt.model, label)
+			}
+		}
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("Resolve(%q, %q): error %v, want %q", tt.model, tt.runtime, err, tt.err)
@@ -65,6 +84,10 @@ func TestLoad(t *testing.T) {
 	os.WriteFile(path, []byte("endpoints:\n  x:\n    api: grpc\n    base_url: u\n"), 0o600)
 	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "api must be") {
 		t.Errorf("bad api: %v", err)
+	}
+	os.WriteFile(path, []byte("endpoints:\n  codex:\n    api: openai\n    base_url: u\n"), 0o600)
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "name of a runtime") {
+		t.Errorf("endpoint named like a runtime: %v", err)
 	}
 	if p := Path(env(map[string]string{"XDG_CONFIG_HOME": "/x"})); p != "/x/lane/config.yaml" {
 		t.Errorf("path %s", p)

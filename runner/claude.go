@@ -2,16 +2,12 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"lane/internal/proc"
 	"lane/pricing"
 	"lane/streamjson"
 	"lane/trace"
@@ -126,176 +122,95 @@ func ClaudeEnv(env []string) []string {
 // record of the last attempt. The error is non-nil only when lane itself
 // failed (the recorder, a pipe); the run's own failure is in its Status.
 func RunClaude(ctx context.Context, o ClaudeOptions, rec Recorder) (*trace.Run, error) {
-	backoff := o.RetryBackoff
-	if backoff <= 0 {
-		backoff = 2 * time.Second
-	}
-	first := ""
-	var last *trace.Run
-	for attempt := 1; ; attempt++ {
-		parent := o.ParentRunID
-		if first != "" {
-			parent = first
-		}
-		run, err := runClaudeOnce(ctx, o, parent, attempt, rec)
-		if err != nil {
-			return run, err
-		}
-		last = run
-		if first == "" {
-			first = run.ID
-		}
-		if attempt > o.Retries || !retryable(run) || ctx.Err() != nil {
-			return last, nil
-		}
-		if run.SessionID != "" {
-			// Continue the session that was established rather than start
-			// the task over.
-			o.ResumeSession = run.SessionID
-			o.PriorSessionCostUSD = run.SessionCostUSD
-		}
-		select {
-		case <-ctx.Done():
-			return last, nil
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, time.Minute)
-	}
-}
-
-func retryable(r *trace.Run) bool {
-	switch r.ErrorKind {
-	case trace.ErrorTimeout, trace.ErrorAPI, trace.ErrorCrash:
-		return r.Status != trace.StatusCancelled
-	}
-	return false
-}
-
-func runClaudeOnce(ctx context.Context, o ClaudeOptions, parentID string, attempt int, rec Recorder) (*trace.Run, error) {
-	tools := o.AllowedTools
-	run := &trace.Run{
-		ID:          trace.NewRunID(),
-		ParentRunID: parentID,
-		Attempt:     attempt,
-		Status:      trace.StatusRunning,
-		Runtime:     "claude",
-		Model:       o.Model,
-		Dir:         o.Dir,
-		Prompt:      o.Prompt,
-		SessionID:   o.ResumeSession,
-		RuntimeVer:  o.Version,
-		StartedAt:   time.Now().UTC(),
-		Capability: trace.Capability{
-			Dir:            o.Dir,
-			AddDirs:        o.AddDirs,
-			AllowedTools:   tools,
-			PermissionMode: o.PermissionMode,
-			MCPIsolated:    !o.AllowMCP,
+	return retrying(ctx, o.Retries, o.RetryBackoff, o.ParentRunID,
+		func(parent string, n int) (*trace.Run, error) {
+			return runAttempt(ctx, claudeAttempt(o, parent, n), rec)
 		},
-		OwnerPID: os.Getpid(),
-	}
-	run.OwnerStart, _ = proc.StartTime(run.OwnerPID)
-	if err := rec.BeginRun(ctx, run); err != nil {
-		return run, fmt.Errorf("record run: %w", err)
-	}
+		func(failed *trace.Run) {
+			if failed.SessionID != "" {
+				// Continue the session that was established rather than
+				// start the task over.
+				o.ResumeSession = failed.SessionID
+				o.PriorSessionCostUSD = failed.SessionCostUSD
+			}
+		})
+}
 
+func claudeAttempt(o ClaudeOptions, parentID string, n int) *attempt {
 	var (
-		tally  streamjson.Tally
-		seq    int64
-		recErr error
+		tally streamjson.Tally
 		// finished: the runtime's last word so far is a result, so a
 		// watchdog that fires now only ends its lingering (a result printed
 		// after lane's interrupt does not count: see Exit.Settled).
 		finished bool
-		emitErr  = func(ev trace.Event) {
-			seq++
-			ev.RunID, ev.Seq, ev.Time = run.ID, seq, time.Now().UTC()
-			if err := rec.Event(ev); err != nil && recErr == nil {
-				recErr = err
-			}
-		}
 	)
-	emit := func(ev trace.Event) error {
-		tally.Observe(ev)
-		if ev.Kind != trace.KindStderr {
-			finished = ev.Kind == trace.KindResult
+	return &attempt{
+		run: &trace.Run{
+			ParentRunID: parentID,
+			Attempt:     n,
+			Runtime:     "claude",
+			Model:       o.Model,
+			Dir:         o.Dir,
+			Prompt:      o.Prompt,
+			SessionID:   o.ResumeSession,
+			RuntimeVer:  o.Version,
+			Capability: trace.Capability{
+				Dir:            o.Dir,
+				AddDirs:        o.AddDirs,
+				AllowedTools:   o.AllowedTools,
+				PermissionMode: o.PermissionMode,
+				MCPIsolated:    !o.AllowMCP,
+			},
+		},
+		inv:       Invocation{Path: o.Bin, Args: ClaudeArgs(o), Dir: o.Dir, Env: ClaudeEnv(o.Env)},
+		watchdogs: o.Watchdogs,
+		newSource: func(r io.Reader) EventSource {
+			d := streamjson.NewDecoder(r)
+			d.MaxOutputSize = MaxEventOutput
+			return d
+		},
+		observe: func(ev trace.Event) error {
+			tally.Observe(ev)
+			if ev.Kind != trace.KindStderr {
+				finished = ev.Kind == trace.KindResult
+			}
+			// Claude Code retries a refused key for minutes; the first
+			// refusal is enough to know.
+			return authRefusal(ev)
+		},
+		hooks: watchHooks{settled: func() bool { return finished }},
+		finish: func(run *trace.Run, ex Exit) {
+			judgeClaude(run, &tally, ex)
+			fillAccounting(run, &tally, o)
+		},
+		startHint: "check that " + o.Bin + " is executable",
+	}
+}
+
+// authRefusal is the cause to stop a run on: an API refusal of the
+// credentials, which no retry of the runtime's will cure.
+func authRefusal(ev trace.Event) error {
+	switch {
+	case ev.Kind == trace.KindRetry && ev.Retry != nil && (ev.Retry.ErrorStatus == 401 || ev.Retry.ErrorStatus == 403):
+		return &AuthError{Status: ev.Retry.ErrorStatus, Message: ev.Retry.Error}
+	case (ev.Kind == trace.KindError || ev.Kind == trace.KindRetry) && ev.ErrorKind == trace.ErrorAuth && ev.ParentToolUseID == "":
+		status := 0
+		if ev.Result != nil {
+			status = ev.Result.APIErrorStatus
 		}
-		emitErr(ev)
-		if ev.Kind == trace.KindSession && ev.SessionID != "" {
-			run.SessionID = ev.SessionID
-		}
-		// Claude Code retries a refused key for minutes; the first refusal
-		// is enough to know.
-		if ev.Kind == trace.KindRetry && ev.Retry != nil && (ev.Retry.ErrorStatus == 401 || ev.Retry.ErrorStatus == 403) {
-			return &AuthError{Status: ev.Retry.ErrorStatus, Message: ev.Retry.Error}
-		}
-		return nil
+		return &AuthError{Status: status, Message: ev.Text}
 	}
-	inv := Invocation{Path: o.Bin, Args: ClaudeArgs(o), Dir: o.Dir, Env: ClaudeEnv(o.Env)}
-	newSource := func(r io.Reader) EventSource {
-		d := streamjson.NewDecoder(r)
-		d.MaxOutputSize = MaxEventOutput
-		return d
-	}
-	ex, err := supervise(ctx, inv, o.Watchdogs, newSource, emit, func() bool { return finished })
-	if err != nil {
-		run.Status, run.ErrorKind = trace.StatusFailed, trace.ErrorCrash
-		run.ErrorMessage = err.Error()
-		run.ErrorHint = "check that " + o.Bin + " is executable"
-	} else {
-		if ex.Settled && isIdleTimeout(ex.StopCause) {
-			slog.Debug("runtime lingered after its result", "run", run.ID, "cause", ex.StopCause)
-			ex.StopCause, ex.Code = nil, 0
-		}
-		judge(run, &tally, ex)
-		fillAccounting(run, &tally, o)
-	}
-	run.EndedAt = time.Now().UTC()
-	run.DurationMS = run.EndedAt.Sub(run.StartedAt).Milliseconds()
-	if run.Status != trace.StatusSucceeded && run.ErrorMessage != "" {
-		emitErr(trace.Event{Kind: trace.KindError, ErrorKind: run.ErrorKind, Text: run.ErrorMessage})
-	}
-	if err := rec.EndRun(context.WithoutCancel(ctx), run); err != nil {
-		return run, fmt.Errorf("record end of run: %w", err)
-	}
-	if recErr != nil {
-		return run, fmt.Errorf("record events: %w", recErr)
-	}
-	return run, nil
+	return nil
 }
 
 // rootRefusal is what Claude Code prints when run as root with
 // bypassPermissions outside a sandbox.
 const rootRefusal = "cannot be used with root/sudo privileges"
 
-// judge decides the run's status: lane's own stop causes first, then the
-// runtime's account weighed against its exit code.
-func judge(run *trace.Run, tally *streamjson.Tally, ex Exit) {
-	code := ex.Code
-	run.ExitCode = &code
-	var timeout *TimeoutError
-	var auth *AuthError
-	switch {
-	case errors.As(ex.StopCause, &timeout):
-		run.Status, run.ErrorKind = trace.StatusTimedOut, trace.ErrorTimeout
-		run.ErrorMessage = timeout.Error()
-		switch timeout.Watchdog {
-		case WatchdogIdle:
-			run.ErrorHint = "the model API may be hanging; raise --idle-timeout if the runtime is legitimately quiet"
-		case WatchdogFirstByte:
-			run.ErrorHint = "the runtime did not start; run it by hand to see why, or raise --first-byte-timeout"
-		default:
-			run.ErrorHint = "raise --hard-timeout, or split the task"
-		}
-		return
-	case errors.As(ex.StopCause, &auth):
-		run.Status, run.ErrorKind = trace.StatusFailed, trace.ErrorAuth
-		run.ErrorMessage = auth.Error()
-		run.ErrorHint = authHint
-		return
-	case ex.StopCause != nil:
-		run.Status, run.ErrorKind = trace.StatusCancelled, trace.ErrorCancelled
-		run.ErrorMessage = ex.StopCause.Error()
+// judgeClaude decides the run's status: lane's own stop causes first, then
+// the runtime's account weighed against its exit code.
+func judgeClaude(run *trace.Run, tally *streamjson.Tally, ex Exit) {
+	if judgeStop(run, ex, authHint) {
 		return
 	}
 	if tally.LastResult() == nil && stderrHas(ex.StderrTail, rootRefusal) {
@@ -304,7 +219,12 @@ func judge(run *trace.Run, tally *streamjson.Tally, ex Exit) {
 		run.ErrorHint = "set IS_SANDBOX=1 if this machine is a sandbox, or pass another --permission-mode (e.g. acceptEdits)"
 		return
 	}
-	v := tally.Judge(code)
+	applyVerdict(run, tally.Judge(ex.Code), ex)
+}
+
+// applyVerdict sets the run's status from a runtime's verdict, saying how a
+// crash ended.
+func applyVerdict(run *trace.Run, v streamjson.Verdict, ex Exit) {
 	run.Status, run.ErrorKind = v.Status, v.ErrorKind
 	run.ErrorMessage, run.ErrorHint, run.Contradiction = v.Message, v.Hint, v.Contradiction
 	if v.ErrorKind == trace.ErrorCrash {
@@ -315,11 +235,6 @@ func judge(run *trace.Run, tally *streamjson.Tally, ex Exit) {
 			run.ErrorMessage += "; last stderr:\n" + strings.Join(ex.StderrTail, "\n")
 		}
 	}
-}
-
-func isIdleTimeout(err error) bool {
-	var te *TimeoutError
-	return errors.As(err, &te) && te.Watchdog == WatchdogIdle
 }
 
 const authHint = "check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN and ANTHROPIC_BASE_URL), or log in with `claude /login`"

@@ -61,3 +61,11 @@ func (e *MissingError) Error() string {
 	}
 	return msg
 }
+
+// MaxTurnsError says lane stopped a run that began a model turn beyond its
+// --max-turns: for runtimes whose own limit is advisory or missing.
+type MaxTurnsError struct{ Limit int }
+
+func (e *MaxTurnsError) Error() string {
+	return fmt.Sprintf("the agent began turn %d of a run limited to %d (--max-turns)", e.Limit+1, e.Limit)
+}

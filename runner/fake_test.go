@@ -104,11 +104,55 @@ func fakeRuntime(scenario string) int {
 			return 2
 		}
 		say(initLine, textLine, resultOK)
+	case "opencode-long-step":
+		// opencode prints a tool only once it has finished: a long tool is
+		// an open step and silence.
+		say(ocStepStart("msg_1"))
+		d, _ := time.ParseDuration(os.Getenv("LANE_FAKE_TOOL_TIME"))
+		time.Sleep(d)
+		say(ocToolUse("msg_1", "call_1"), ocStepFinish("msg_1", "tool-calls"),
+			ocStepStart("msg_2"), ocText("msg_2", "Done"), ocStepFinish("msg_2", "stop"))
+	case "opencode-hang-between-steps":
+		say(ocStepStart("msg_1"), ocToolUse("msg_1", "call_1"), ocStepFinish("msg_1", "tool-calls"))
+		hang()
+	case "codex-runaway":
+		// A model that never stops calling tools, as opencode's and
+		// Codex's advisory limits allow.
+		say(`{"type":"thread.started","thread_id":"thread-1"}`, `{"type":"turn.started"}`)
+		for i := 1; ; i++ {
+			say(fmt.Sprintf(`{"type":"item.started","item":{"id":"item_%d","type":"command_execution","command":"true","aggregated_output":"","exit_code":null,"status":"in_progress"}}`, i),
+				fmt.Sprintf(`{"type":"item.completed","item":{"id":"item_%d","type":"command_execution","command":"true","aggregated_output":"","exit_code":0,"status":"completed"}}`, i))
+			time.Sleep(20 * time.Millisecond)
+		}
+	case "codex-ok":
+		say(`{"type":"thread.started","thread_id":"thread-1"}`, `{"type":"turn.started"}`,
+			`{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Done"}}`,
+			`{"type":"turn.completed","usage":{"input_tokens":1200,"cached_input_tokens":0,"output_tokens":140,"reasoning_output_tokens":0}}`)
 	default:
 		fmt.Fprintln(os.Stderr, "unknown scenario", scenario)
 		return 99
 	}
 	return 0
+}
+
+func ocLine(typ, part string) string {
+	return `{"type":"` + typ + `","timestamp":1795971915164,"sessionID":"ses_1","part":` + part + `}`
+}
+
+func ocStepStart(msg string) string {
+	return ocLine("step_start", `{"id":"prt_`+msg+`s","messageID":"`+msg+`","sessionID":"ses_1","type":"step-start"}`)
+}
+
+func ocToolUse(msg, call string) string {
+	return ocLine("tool_use", `{"type":"tool","tool":"bash","callID":"`+call+`","state":{"status":"completed","input":{"command":"make"},"output":"ok\n","metadata":{"output":"ok\n","exit":0}},"id":"prt_`+call+`","sessionID":"ses_1","messageID":"`+msg+`"}`)
+}
+
+func ocText(msg, text string) string {
+	return ocLine("text", `{"id":"prt_`+msg+`t","messageID":"`+msg+`","sessionID":"ses_1","type":"text","text":"`+text+`"}`)
+}
+
+func ocStepFinish(msg, reason string) string {
+	return ocLine("step_finish", `{"id":"prt_`+msg+`f","reason":"`+reason+`","messageID":"`+msg+`","sessionID":"ses_1","type":"step-finish","tokens":{"total":120,"input":50,"output":20,"reasoning":0,"cache":{"write":0,"read":50}},"cost":0.0005}`)
 }
 
 // memRecorder keeps runs and events in memory.

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -20,13 +19,41 @@ const ClaudeInstallHint = "install Claude Code with `npm install -g @anthropic-a
 // Each candidate must answer `--version` with "Claude Code". It returns the
 // path and the version line.
 func FindClaude(ctx context.Context, explicit string, env []string) (path, version string, err error) {
+	return findBinary(ctx, binarySpec{
+		title: "Claude Code",
+		name:  "claude",
+		extra: []string{
+			filepath.Join(".claude", "local", "claude"),
+			filepath.Join(".claude", "local", "node_modules", ".bin", "claude"),
+		},
+		versionOK: func(out string) bool { return strings.Contains(out, "Claude Code") },
+		want:      `"Claude Code"`,
+		hint:      ClaudeInstallHint,
+	}, explicit, env)
+}
+
+// binarySpec says how to find and recognise one runtime's binary.
+type binarySpec struct {
+	title     string   // "Claude Code"
+	name      string   // the command: "claude"
+	extra     []string // install places of its own, relative to the home folder
+	versionOK func(out string) bool
+	want      string // what versionOK looks for, for the error
+	hint      string // how to install it
+}
+
+// findBinary looks for spec's binary: at explicit when given, else on PATH,
+// else in its own install places, ~/.local/bin, nvm's node versions and
+// npm's global prefix. Each candidate must answer `--version` as versionOK
+// expects.
+func findBinary(ctx context.Context, spec binarySpec, explicit string, env []string) (path, version string, err error) {
 	var tried []string
 	check := func(p string) bool {
 		if p == "" {
 			return false
 		}
 		tried = append(tried, p)
-		v, ok := claudeVersion(ctx, p, env)
+		v, ok := versionLine(ctx, p, env, spec.versionOK)
 		if ok {
 			path, version = p, v
 		}
@@ -36,20 +63,20 @@ func FindClaude(ctx context.Context, explicit string, env []string) (path, versi
 		if check(explicit) {
 			return path, version, nil
 		}
-		return "", "", &MissingError{Runtime: "Claude Code", Tried: tried,
-			Hint: explicit + " is not a working Claude Code binary (`" + explicit + " --version` must print \"Claude Code\"); " + ClaudeInstallHint}
+		return "", "", &MissingError{Runtime: spec.title, Tried: tried,
+			Hint: explicit + " is not a working " + spec.title + " binary (`" + explicit + " --version` must print " + spec.want + "); " + spec.hint}
 	}
-	if p, err := exec.LookPath("claude"); err == nil && check(p) {
+	if p, err := exec.LookPath(spec.name); err == nil && check(p) {
 		return path, version, nil
 	}
 	home, _ := os.UserHomeDir()
 	var places []string
 	if home != "" {
-		places = append(places,
-			filepath.Join(home, ".claude", "local", "claude"),
-			filepath.Join(home, ".claude", "local", "node_modules", ".bin", "claude"),
-			filepath.Join(home, ".local", "bin", "claude"))
-		nvm, _ := filepath.Glob(filepath.Join(home, ".nvm", "versions", "node", "*", "bin", "claude"))
+		for _, rel := range spec.extra {
+			places = append(places, filepath.Join(home, rel))
+		}
+		places = append(places, filepath.Join(home, ".local", "bin", spec.name))
+		nvm, _ := filepath.Glob(filepath.Join(home, ".nvm", "versions", "node", "*", "bin", spec.name))
 		places = append(places, nvm...)
 	}
 	for _, p := range places {
@@ -59,24 +86,28 @@ func FindClaude(ctx context.Context, explicit string, env []string) (path, versi
 	}
 	// npm's prefix costs a Node start-up, so it is asked last.
 	if prefix := npmGlobalPrefix(ctx); prefix != "" {
-		p := filepath.Join(prefix, "bin", "claude")
+		p := filepath.Join(prefix, "bin", spec.name)
 		if fileExists(p) && check(p) {
 			return path, version, nil
 		}
 	}
-	return "", "", &MissingError{Runtime: "Claude Code", Tried: tried, Hint: ClaudeInstallHint}
+	return "", "", &MissingError{Runtime: spec.title, Tried: tried, Hint: spec.hint}
 }
 
-func claudeVersion(ctx context.Context, path string, env []string) (string, bool) {
+func versionLine(ctx context.Context, path string, env []string, ok func(string) bool) (string, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "--version")
 	cmd.Env = env
 	out, err := cmd.Output()
-	if err != nil || !bytes.Contains(out, []byte("Claude Code")) {
+	line := strings.TrimSpace(string(out))
+	if first, _, found := strings.Cut(line, "\n"); found {
+		line = strings.TrimSpace(first)
+	}
+	if err != nil || !ok(string(out)) {
 		return "", false
 	}
-	return strings.TrimSpace(string(out)), true
+	return line, true
 }
 
 func npmGlobalPrefix(ctx context.Context) string {

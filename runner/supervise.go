@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -71,14 +72,23 @@ const (
 	pipeDrainAfterEnd = 2 * time.Second
 )
 
+// watchHooks tell supervise what it cannot know from the events alone.
+type watchHooks struct {
+	// settled, when not nil, tells whether the runtime has given its final
+	// word so far; it is asked at the moment lane decides to stop the runtime.
+	settled func() bool
+	// work, when not nil, says whether an event opens or closes work in
+	// flight other than a tool call (opencode's steps, which hide the tools
+	// running inside them): while any is open the idle watchdog waits. A
+	// close with an empty key closes them all.
+	work func(ev trace.Event) (key string, opens, closes bool)
+}
+
 // supervise runs inv, turns its stdout into events with newSource, and
 // hands each event to emit in order. emit may ask for the run to stop by
 // returning a non-nil cause. supervise returns once the process has exited
 // and its output is drained; it never leaves a goroutine behind.
-//
-// settled, when not nil, tells whether the runtime has given its final word
-// so far; it is asked at the moment lane decides to stop the runtime.
-func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func(io.Reader) EventSource, emit func(trace.Event) error, settled func() bool) (Exit, error) {
+func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func(io.Reader) EventSource, emit func(trace.Event) error, hooks watchHooks) (Exit, error) {
 	if wd.Grace <= 0 {
 		wd.Grace = defaultGrace
 	}
@@ -179,7 +189,7 @@ func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func
 		}
 		stopping = true
 		ex.StopCause = cause
-		ex.Settled = settled != nil && settled()
+		ex.Settled = hooks.settled != nil && hooks.settled()
 		watchdog.Stop()
 		victims = treeOf(pid)
 		slog.Debug("stopping runtime", "pid", pid, "cause", cause, "descendants", len(victims))
@@ -251,6 +261,21 @@ func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func
 					}
 				case trace.KindToolResult:
 					delete(pending, ev.ToolUseID)
+				}
+				if hooks.work != nil {
+					key, opens, closes := hooks.work(ev)
+					switch {
+					case opens:
+						pending["work:"+key] = true
+					case closes && key == "":
+						for k := range pending {
+							if strings.HasPrefix(k, "work:") {
+								delete(pending, k)
+							}
+						}
+					case closes:
+						delete(pending, "work:"+key)
+					}
 				}
 				ev.CapOutput(MaxEventOutput)
 				if cause := emit(ev); cause != nil {

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -327,79 +325,5 @@ func TestClaudeEnv(t *testing.T) {
 	}
 	if got["ANTHROPIC_API_KEY"] == "" {
 		t.Error("no ANTHROPIC_API_KEY")
-	}
-}
-
-// fakeTB records Skip and Fatal instead of ending the test.
-type fakeTB struct {
-	testing.TB
-	skipped, failed string
-}
-
-func (f *fakeTB) Helper()                           {}
-func (f *fakeTB) Skip(args ...any)                  { f.skipped = strings.TrimSpace(sprint(args)) }
-func (f *fakeTB) Fatal(args ...any)                 { f.failed = strings.TrimSpace(sprint(args)) }
-func (f *fakeTB) Fatalf(format string, args ...any) { f.failed = format }
-
-func sprint(args []any) string {
-	var sb strings.Builder
-	for _, a := range args {
-		sb.WriteString(a.(string))
-	}
-	return sb.String()
-}
-
-func TestFindClaude(t *testing.T) {
-	root := t.TempDir()
-	bin := filepath.Join(root, claudeRel)
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := func(kv ...string) func(string) string {
-		return func(k string) string {
-			for i := 0; i+1 < len(kv); i += 2 {
-				if kv[i] == k {
-					return kv[i+1]
-				}
-			}
-			return ""
-		}
-	}
-
-	var f fakeTB
-	if got := findClaude(&f, env(), root); got != "" || !strings.Contains(f.skipped, "npm ci --prefix testdata/runtimes") || f.failed != "" {
-		t.Errorf("missing: got %q, skipped %q, failed %q", got, f.skipped, f.failed)
-	}
-	f = fakeTB{}
-	if findClaude(&f, env(RequireClaudeEnv, "1"), root); f.failed == "" || f.skipped != "" {
-		t.Errorf("missing with %s=1: skipped %q, failed %q", RequireClaudeEnv, f.skipped, f.failed)
-	}
-
-	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f = fakeTB{}
-	if got := findClaude(&f, env(), root); got != "" || !strings.Contains(f.skipped, "not an executable") {
-		t.Errorf("not executable: got %q, skipped %q", got, f.skipped)
-	}
-	if err := os.Chmod(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f = fakeTB{}
-	if got := findClaude(&f, env(), root); got != bin || f.skipped != "" || f.failed != "" {
-		t.Errorf("installed: got %q, skipped %q, failed %q", got, f.skipped, f.failed)
-	}
-
-	other := filepath.Join(t.TempDir(), "claude")
-	f = fakeTB{}
-	if findClaude(&f, env(ClaudeBinEnv, other), root); f.failed == "" {
-		t.Errorf("%s to a missing file did not fail", ClaudeBinEnv)
-	}
-	if err := os.WriteFile(other, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f = fakeTB{}
-	if got := findClaude(&f, env(ClaudeBinEnv, other), root); got != other || f.failed != "" {
-		t.Errorf("%s: got %q, failed %q", ClaudeBinEnv, got, f.failed)
 	}
 }

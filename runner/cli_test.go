@@ -1,0 +1,237 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"lane/trace"
+)
+
+// fakeCLI runs the test binary as the runtime, playing scenario.
+func fakeCLI(t *testing.T, runtime, scenario string, wd Watchdogs, extraEnv ...string) (*trace.Run, *memRecorder) {
+	t.Helper()
+	rec := newMemRecorder()
+	o := CLIOptions{
+		Runtime: runtime, Bin: os.Args[0], Dir: t.TempDir(), Prompt: "fix it", Model: "m",
+		Env:       append(append(os.Environ(), "LANE_FAKE_RUNTIME="+scenario), extraEnv...),
+		Watchdogs: wd, TempDir: t.TempDir(),
+	}
+	for _, kv := range extraEnv {
+		if v, ok := strings.CutPrefix(kv, "MAX_TURNS="); ok {
+			o.MaxTurns = len(v)
+		}
+	}
+	run, err := RunCLI(context.Background(), o, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run, rec
+}
+
+func TestOpencodeOpenStepHoldsOffTheIdleWatchdog(t *testing.T) {
+	// A step silent for 4× the idle timeout is a tool at work, not a hang.
+	run, rec := fakeCLI(t, "opencode", "opencode-long-step", Watchdogs{Idle: 250 * time.Millisecond, Hard: time.Minute}, "LANE_FAKE_TOOL_TIME=1s")
+	if run.Status != trace.StatusSucceeded {
+		t.Fatalf("status %s (%s: %s), want succeeded", run.Status, run.ErrorKind, run.ErrorMessage)
+	}
+	if run.Turns != 2 || run.ToolCalls != 1 || run.ResultText != "Done" || run.CostUSD < 0.00099 || run.CostEstimate {
+		t.Errorf("turns %d, tool calls %d, result %q, cost %v (estimate %v)", run.Turns, run.ToolCalls, run.ResultText, run.CostUSD, run.CostEstimate)
+	}
+	if ks := rec.kinds(run.ID); !slices.Contains(ks, trace.KindToolResult) {
+		t.Errorf("events %v", ks)
+	}
+}
+
+func TestOpencodeSilenceBetweenStepsIsAnIdleTimeout(t *testing.T) {
+	run, _ := fakeCLI(t, "opencode", "opencode-hang-between-steps", Watchdogs{Idle: 300 * time.Millisecond, Hard: time.Minute})
+	if run.Status != trace.StatusTimedOut || !strings.Contains(run.ErrorMessage, "idle") {
+		t.Fatalf("status %s: %s, want an idle timeout", run.Status, run.ErrorMessage)
+	}
+}
+
+func TestMaxTurnsStopsARunawayCLI(t *testing.T) {
+	start := time.Now()
+	run, rec := fakeCLI(t, "codex", "codex-runaway", Watchdogs{Hard: time.Minute}, "MAX_TURNS=xxx")
+	if run.Status != trace.StatusFailed || run.ErrorKind != trace.ErrorMaxTurns {
+		t.Fatalf("status %s/%s: %s, want failed/max_turns", run.Status, run.ErrorKind, run.ErrorMessage)
+	}
+	calls := 0
+	for _, k := range rec.kinds(run.ID) {
+		if k == trace.KindToolCall {
+			calls++
+		}
+	}
+	if calls != 4 {
+		t.Errorf("%d tool calls recorded, want 4 (3 turns, stopped at the 4th)", calls)
+	}
+	if !strings.Contains(run.ErrorHint, "--max-turns") {
+		t.Errorf("hint %q", run.ErrorHint)
+	}
+	t.Logf("stopped after %s", time.Since(start))
+}
+
+func TestCodexRunIsPricedAsAnEstimate(t *testing.T) {
+	rec := newMemRecorder()
+	o := CLIOptions{
+		Runtime: "codex", Bin: os.Args[0], Dir: t.TempDir(), Prompt: "p", Model: "gpt-5-codex", Label: "gpt-5-codex",
+		Env: append(os.Environ(), "LANE_FAKE_RUNTIME=codex-ok"),
+		Price: func(model string, u trace.Usage) (float64, bool) {
+			return float64(u.InputTokens+u.OutputTokens) / 1e6, model == "gpt-5-codex"
+		},
+		// A resumed thread: Codex reports the thread's total, 1000 of it
+		// from before.
+		PriorSessionUsage: trace.Usage{InputTokens: 1000, OutputTokens: 100},
+	}
+	run, err := RunCLI(context.Background(), o, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != trace.StatusSucceeded || run.SessionID != "thread-1" || run.Runtime != "codex" {
+		t.Fatalf("%+v", run)
+	}
+	if run.Usage.InputTokens != 200 || run.Usage.OutputTokens != 40 {
+		t.Errorf("usage %+v, want this run's own 200 in / 40 out", run.Usage)
+	}
+	if !run.CostEstimate || run.CostUSD < 0.000239 || run.CostUSD > 0.000241 {
+		t.Errorf("cost %v estimate %v", run.CostUSD, run.CostEstimate)
+	}
+}
+
+func TestTurnCounter(t *testing.T) {
+	text := trace.Event{Kind: trace.KindText}
+	call := trace.Event{Kind: trace.KindToolCall}
+	result := trace.Event{Kind: trace.KindToolResult}
+	subCall := trace.Event{Kind: trace.KindToolCall, ParentToolUseID: "toolu_1"}
+	step := trace.Event{Kind: trace.KindTask, Subtype: "step_start"}
+	tests := []struct {
+		name   string
+		steps  bool
+		limit  int
+		events []trace.Event
+		stopAt int // index of the event that stops the run; -1 none
+	}{
+		{"text then parallel calls are one turn", false, 1, []trace.Event{text, call, call, result, result}, -1},
+		{"a call after results begins a turn", false, 1, []trace.Event{call, result, call}, 2},
+		{"the final answer counts", false, 2, []trace.Event{call, result, call, result, text}, 4},
+		{"subagents' calls are not the main agent's turns", false, 1, []trace.Event{call, subCall, result, subCall, result}, -1},
+		{"no limit", false, 0, []trace.Event{call, result, call, result, call}, -1},
+		{"opencode counts steps", true, 2, []trace.Event{step, call, result, call, result, step, text, step}, 7},
+	}
+	for _, tt := range tests {
+		c := turnCounter{limit: tt.limit, steps: tt.steps}
+		got := -1
+		for i, ev := range tt.events {
+			if err := c.observe(ev); err != nil && got < 0 {
+				got = i
+			}
+		}
+		if got != tt.stopAt {
+			t.Errorf("%s: stopped at %d, want %d", tt.name, got, tt.stopAt)
+		}
+	}
+}
+
+func TestCLISetup(t *testing.T) {
+	env := []string{"MY_KEY=sk-1"}
+	base := CLIOptions{Dir: "/proj", Prompt: "-fix it", Model: "m1", Env: env}
+	withEndpoint := base
+	withEndpoint.BaseURL, withEndpoint.KeyEnv = "http://127.0.0.1:9/v1", "MY_KEY"
+	resumed := base
+	resumed.ResumeSession = "sess-9"
+
+	t.Run("codex", func(t *testing.T) {
+		args, extra, _ := codexSetup(withEndpoint, t.TempDir())
+		joined := strings.Join(args, " ")
+		for _, want := range []string{"exec --json", "-C /proj", "-m m1", `model_providers.lane.base_url="http://127.0.0.1:9/v1"`, `wire_api="responses"`} {
+			if !strings.Contains(joined, want) {
+				t.Errorf("args %q lack %q", joined, want)
+			}
+		}
+		if args[len(args)-2] != "--" || args[len(args)-1] != "-fix it" {
+			t.Errorf("the task must follow --: %q", args)
+		}
+		if !slices.Contains(extra, codexKeyEnv+"=sk-1") {
+			t.Errorf("env %q", extra)
+		}
+		args, _, _ = codexSetup(resumed, t.TempDir())
+		if i := slices.Index(args, "resume"); i < 0 || args[i+1] != "sess-9" {
+			t.Errorf("resume args %q", args)
+		}
+	})
+	t.Run("gemini", func(t *testing.T) {
+		conf := t.TempDir()
+		args, extra, err := geminiSetup(withEndpoint, conf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var settings struct {
+			Security struct{ Auth struct{ SelectedType string } }
+		}
+		b, _ := os.ReadFile(filepath.Join(conf, "settings.json"))
+		if json.Unmarshal(b, &settings); settings.Security.Auth.SelectedType != "gemini-api-key" {
+			t.Errorf("settings %s", b)
+		}
+		if !slices.Contains(extra, "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9/v1") || !slices.Contains(extra, "GEMINI_API_KEY=sk-1") {
+			t.Errorf("env %q", extra)
+		}
+		if i := slices.Index(args, "--prompt"); i < 0 || args[i+1] != "-fix it" {
+			t.Errorf("args %q", args)
+		}
+		// Without an endpoint the user's own settings and login are used.
+		if _, extra, _ := geminiSetup(base, t.TempDir()); len(extra) != 0 {
+			t.Errorf("env without an endpoint %q", extra)
+		}
+	})
+	t.Run("opencode", func(t *testing.T) {
+		conf := t.TempDir()
+		args, extra, err := opencodeSetup(withEndpoint, conf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.Index(args, "-m"); i < 0 || args[i+1] != "lane/m1" {
+			t.Errorf("args %q", args)
+		}
+		b, _ := os.ReadFile(filepath.Join(conf, "opencode.json"))
+		if !strings.Contains(string(b), `"baseURL": "http://127.0.0.1:9/v1"`) || strings.Contains(string(b), "sk-1") {
+			t.Errorf("config %s (the key must stay in the environment)", b)
+		}
+		if !slices.Contains(extra, "PWD=/proj") || !slices.Contains(extra, opencodeKeyEnv+"=sk-1") {
+			t.Errorf("env %q", extra)
+		}
+		args, _, _ = opencodeSetup(resumed, t.TempDir())
+		if i := slices.Index(args, "--session"); i < 0 || args[i+1] != "sess-9" {
+			t.Errorf("resume args %q", args)
+		}
+	})
+	t.Run("qwen", func(t *testing.T) {
+		args, extra, _ := qwenSetup(withEndpoint, t.TempDir())
+		if !slices.Contains(args, "openai") || !slices.Contains(extra, "OPENAI_BASE_URL=http://127.0.0.1:9/v1") || !slices.Contains(extra, "OPENAI_API_KEY=sk-1") {
+			t.Errorf("args %q env %q", args, extra)
+		}
+	})
+}
+
+func TestFindRuntimeChecksTheVersion(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "codex")
+	os.WriteFile(fake, []byte("#!/bin/sh\necho 'codex-cli 0.171.0'\n"), 0o755)
+	path, version, err := FindRuntime(context.Background(), "codex", fake, os.Environ())
+	if err != nil || path != fake || version != "codex-cli 0.171.0" {
+		t.Fatalf("FindRuntime = %q %q %v", path, version, err)
+	}
+	wrong := filepath.Join(dir, "gemini")
+	os.WriteFile(wrong, []byte("#!/bin/sh\necho 'something else'\n"), 0o755)
+	_, _, err = FindRuntime(context.Background(), "gemini", wrong, os.Environ())
+	var me *MissingError
+	if !errors.As(err, &me) || !strings.Contains(me.Hint, "@google/gemini-cli") {
+		t.Fatalf("err %v", err)
+	}
+
+}
