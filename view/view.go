@@ -298,6 +298,8 @@ func toolSummary(name string, input json.RawMessage, cwd string) string {
 	var in struct {
 		Command      string            `json:"command"`
 		FilePath     string            `json:"file_path"`
+		FilePathJS   string            `json:"filePath"` // opencode
+		AbsolutePath string            `json:"absolute_path"`
 		NotebookPath string            `json:"notebook_path"`
 		Pattern      string            `json:"pattern"`
 		Path         string            `json:"path"`
@@ -312,7 +314,8 @@ func toolSummary(name string, input json.RawMessage, cwd string) string {
 	s := ""
 	if len(input) > 0 && json.Unmarshal(input, &in) == nil {
 		switch name {
-		case "Bash", "bash":
+		// Claude Code, lane's loop and opencode; Codex; Gemini CLI and Qwen Code.
+		case "Bash", "bash", "command_execution", "shell", "run_shell_command":
 			first, more := firstLine(in.Command)
 			s = strings.TrimSpace(first)
 			if more {
@@ -323,8 +326,13 @@ func toolSummary(name string, input json.RawMessage, cwd string) string {
 			if s == "" {
 				s = relPath(in.NotebookPath, cwd)
 			}
-		case "read_file", "write_file", "edit_file":
-			s = relPath(in.Path, cwd)
+		case "read_file", "write_file", "edit_file", "replace", "read", "write", "edit", "multiedit":
+			for _, p := range []string{in.Path, in.FilePath, in.FilePathJS, in.AbsolutePath} {
+				if p != "" {
+					s = relPath(p, cwd)
+					break
+				}
+			}
 		case "Glob", "Grep", "glob", "grep":
 			s = flat(in.Pattern)
 			if s != "" && in.Path != "" {

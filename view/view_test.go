@@ -256,6 +256,12 @@ func TestToolSummary(t *testing.T) {
 		{"todo", `{"items":[{"text":"a","status":"pending"},{"text":"b","status":"done"}]}`, "2 todos"},
 		{"task", `{"description":"find the bug","prompt":"…"}`, "find the bug"},
 		{"load_skill", `{"name":"release"}`, "release"},
+		// the other agent CLIs' tools
+		{"command_execution", `{"command":"/bin/bash -lc 'echo hi > hello.txt; ls'"}`, "/bin/bash -lc 'echo hi > hello.txt; ls'"},
+		{"run_shell_command", `{"command":"make test","description":"run the tests"}`, "make test"},
+		{"read_file", `{"file_path":"/home/dev/proj/missing.txt"}`, "missing.txt"},
+		{"replace", `{"file_path":"/home/dev/proj/a.go","old_string":"x","new_string":"y"}`, "a.go"},
+		{"edit", `{"filePath":"/home/dev/proj/b.go","oldString":"x","newString":"y"}`, "b.go"},
 		{"Unknown", `{"b": 1,  "a": [1, 2]}`, `{"b":1,"a":[1,2]}`},
 		{"Unknown", `{}`, ""},
 		{"Unknown", ``, ""},
