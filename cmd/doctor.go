@@ -95,4 +95,3 @@ func runDoctor(ctx context.Context, f *Factory) error {
 	}
 	return w.Flush()
 }
-

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -44,6 +45,23 @@ func (f *Factory) DBPath() (string, error) {
 		return p, nil
 	}
 	return store.DefaultPath()
+}
+
+// StateDir is lane's folder for what must outlast a run besides the
+// database: the homes lane gives agent CLIs it points at an endpoint
+// ($XDG_STATE_HOME/lane, else ~/.local/state/lane).
+func (f *Factory) StateDir() string {
+	if d := f.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "lane")
+	}
+	home := f.Getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".local", "state", "lane")
 }
 
 // OpenStore opens the database at DBPath.

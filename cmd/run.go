@@ -330,6 +330,7 @@ func runCLI(ctx context.Context, f *Factory, rec *runRecorder, cfg *config.File,
 		ParentRunID:        opts.ParentRunID,
 		PriorSessionUsage:  opts.PriorSessionUsage,
 		Price:              priceFunc(cfg, t),
+		StateDir:           f.StateDir(),
 		Watchdogs: runner.Watchdogs{
 			FirstByte: opts.FirstByteTimeout,
 			Idle:      opts.IdleTimeout,

@@ -57,6 +57,10 @@ type CLIOptions struct {
 	// TempDir is where per-run configuration folders are made ("" is the
 	// system's temporary folder); each is removed when its run ends.
 	TempDir string
+	// StateDir is lane's own lasting folder for runtime homes that must
+	// outlive a run (Gemini CLI keeps its sessions in the home lane gives it
+	// when pointed at an endpoint); "" uses the per-run folder instead.
+	StateDir string
 }
 
 // cliTally is what lane reads from a runtime's accounting of a run.
@@ -79,7 +83,7 @@ type cliRuntime struct {
 	authEnv string // where its key goes, for the hint
 	// setup returns the command line and the environment additions of a
 	// run; conf is a fresh per-run folder it may write configuration into.
-	setup     func(o CLIOptions, conf string) (args, env []string, err error)
+	setup     func(o CLIOptions, conf string) (setup, error)
 	newSource func(r io.Reader) EventSource
 	newTally  func(o CLIOptions) cliTally
 	// final reports whether an event is the runtime's last word of a run.
@@ -246,11 +250,11 @@ func addUsage(a, b trace.Usage) trace.Usage {
 }
 
 func cliAttempt(rt *cliRuntime, o CLIOptions, conf, parentID string, n int) (*attempt, error) {
-	args, extraEnv, err := rt.setup(o, conf)
+	su, err := rt.setup(o, conf)
 	if err != nil {
 		return nil, err
 	}
-	env := append(append([]string{}, o.Env...), extraEnv...)
+	env := append(append([]string{}, o.Env...), su.env...)
 	tally := rt.newTally(o)
 	turns := turnCounter{limit: o.MaxTurns, steps: rt.stepTurns}
 	var finished bool
@@ -274,7 +278,7 @@ func cliAttempt(rt *cliRuntime, o CLIOptions, conf, parentID string, n int) (*at
 				PermissionMode: "bypassPermissions",
 			},
 		},
-		inv:       Invocation{Path: o.Bin, Args: args, Dir: o.Dir, Env: env},
+		inv:       Invocation{Path: o.Bin, Args: su.args, Dir: o.Dir, Env: env, Stdin: su.stdin},
 		watchdogs: o.Watchdogs,
 		newSource: rt.newSource,
 		observe: func(ev trace.Event) error {

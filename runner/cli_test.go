@@ -147,7 +147,8 @@ func TestCLISetup(t *testing.T) {
 	resumed.ResumeSession = "sess-9"
 
 	t.Run("codex", func(t *testing.T) {
-		args, extra, _ := codexSetup(withEndpoint, t.TempDir())
+		su, _ := codexSetup(withEndpoint, t.TempDir())
+		args, extra := su.args, su.env
 		joined := strings.Join(args, " ")
 		for _, want := range []string{"exec --json", "-C /proj", "-m m1", `model_providers.lane.base_url="http://127.0.0.1:9/v1"`, `wire_api="responses"`} {
 			if !strings.Contains(joined, want) {
@@ -160,40 +161,52 @@ func TestCLISetup(t *testing.T) {
 		if !slices.Contains(extra, codexKeyEnv+"=sk-1") {
 			t.Errorf("env %q", extra)
 		}
-		args, _, _ = codexSetup(resumed, t.TempDir())
+		su, _ = codexSetup(resumed, t.TempDir())
+		args = su.args
 		if i := slices.Index(args, "resume"); i < 0 || args[i+1] != "sess-9" {
 			t.Errorf("resume args %q", args)
 		}
 	})
 	t.Run("gemini", func(t *testing.T) {
 		conf := t.TempDir()
-		args, extra, err := geminiSetup(withEndpoint, conf)
+		su, err := geminiSetup(withEndpoint, conf)
 		if err != nil {
 			t.Fatal(err)
 		}
+		args, extra := su.args, su.env
 		var settings struct {
 			Security struct{ Auth struct{ SelectedType string } }
 		}
-		b, _ := os.ReadFile(filepath.Join(conf, "settings.json"))
+		b, _ := os.ReadFile(filepath.Join(conf, ".gemini", "settings.json"))
 		if json.Unmarshal(b, &settings); settings.Security.Auth.SelectedType != "gemini-api-key" {
 			t.Errorf("settings %s", b)
 		}
 		if !slices.Contains(extra, "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9/v1") || !slices.Contains(extra, "GEMINI_API_KEY=sk-1") {
 			t.Errorf("env %q", extra)
 		}
-		if i := slices.Index(args, "--prompt"); i < 0 || args[i+1] != "-fix it" {
-			t.Errorf("args %q", args)
+		if !slices.Contains(args, "--prompt=-fix it") || !slices.Contains(extra, "GEMINI_CLI_HOME="+conf) {
+			t.Errorf("args %q env %q", args, extra)
 		}
 		// Without an endpoint the user's own settings and login are used.
-		if _, extra, _ := geminiSetup(base, t.TempDir()); len(extra) != 0 {
-			t.Errorf("env without an endpoint %q", extra)
+		if su, _ := geminiSetup(base, t.TempDir()); len(su.env) != 1 {
+			t.Errorf("env without an endpoint %q", su.env)
+		}
+		// With a state folder, lane's Gemini home lasts, for resume.
+		state := withEndpoint
+		state.StateDir = t.TempDir()
+		if su, _ := geminiSetup(state, t.TempDir()); !slices.Contains(su.env, "GEMINI_CLI_HOME="+filepath.Join(state.StateDir, "gemini")) {
+			t.Errorf("env with a state folder %q", su.env)
 		}
 	})
 	t.Run("opencode", func(t *testing.T) {
 		conf := t.TempDir()
-		args, extra, err := opencodeSetup(withEndpoint, conf)
+		su, err := opencodeSetup(withEndpoint, conf)
 		if err != nil {
 			t.Fatal(err)
+		}
+		args, extra := su.args, su.env
+		if su.stdin != "-fix it" {
+			t.Errorf("stdin %q, want the task", su.stdin)
 		}
 		if i := slices.Index(args, "-m"); i < 0 || args[i+1] != "lane/m1" {
 			t.Errorf("args %q", args)
@@ -205,13 +218,15 @@ func TestCLISetup(t *testing.T) {
 		if !slices.Contains(extra, "PWD=/proj") || !slices.Contains(extra, opencodeKeyEnv+"=sk-1") {
 			t.Errorf("env %q", extra)
 		}
-		args, _, _ = opencodeSetup(resumed, t.TempDir())
+		su, _ = opencodeSetup(resumed, t.TempDir())
+		args = su.args
 		if i := slices.Index(args, "--session"); i < 0 || args[i+1] != "sess-9" {
 			t.Errorf("resume args %q", args)
 		}
 	})
 	t.Run("qwen", func(t *testing.T) {
-		args, extra, _ := qwenSetup(withEndpoint, t.TempDir())
+		su, _ := qwenSetup(withEndpoint, t.TempDir())
+		args, extra := su.args, su.env
 		if !slices.Contains(args, "openai") || !slices.Contains(extra, "OPENAI_BASE_URL=http://127.0.0.1:9/v1") || !slices.Contains(extra, "OPENAI_API_KEY=sk-1") {
 			t.Errorf("args %q env %q", args, extra)
 		}

@@ -24,6 +24,8 @@ type Invocation struct {
 	Args []string
 	Dir  string
 	Env  []string
+	// Stdin is the runtime's standard input; empty is /dev/null.
+	Stdin string
 }
 
 // Watchdogs bound a run in time. A zero duration disables that watchdog.
@@ -106,7 +108,9 @@ func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func
 	cmd := exec.Command(inv.Path, inv.Args...)
 	cmd.Dir = inv.Dir
 	cmd.Env = inv.Env
-	cmd.Stdin = nil // os/exec connects /dev/null
+	if inv.Stdin != "" {
+		cmd.Stdin = strings.NewReader(inv.Stdin)
+	} // else os/exec connects /dev/null
 	cmd.Stdout = outW
 	cmd.Stderr = errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{

@@ -1,0 +1,352 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lane/internal/clitest"
+	"lane/internal/geminitest"
+	"lane/internal/openaitest"
+	"lane/trace"
+)
+
+// The tests below run `lane run --runtime R` on the real agent CLIs, each
+// against a scripted server for the API it speaks. Every runtime goes
+// through the same cases; a rig adapts the neutral script steps to its
+// server.
+
+// step is one scripted model turn, whatever the API.
+type step struct {
+	shell  string // a call of the runtime's shell tool with this command
+	text   string
+	status int  // an HTTP error status
+	hang   bool // accept the request, never answer
+}
+
+func shell(cmd string) step  { return step{shell: cmd} }
+func say(text string) step   { return step{text: text} }
+func status(code int) step   { return step{status: code} }
+func hangForever() step      { return step{hang: true} }
+func (s step) isCall() bool  { return s.shell != "" }
+func (s step) isError() bool { return s.status != 0 }
+
+// scripted is a model server as the cases see it.
+type scripted interface {
+	baseURL() string
+	// loop answers every main request with another shell call, forever.
+	loop(cmd string)
+	// mainBodies are the bodies of the main agent's requests so far.
+	mainBodies() [][]byte
+}
+
+// rig is what one runtime needs: its model name, its server and the
+// environment lane runs it in.
+type rig struct {
+	runtime string
+	model   string
+	serve   func(t *testing.T, steps ...step) scripted
+	// env adds what the runtime needs beyond the key (for example
+	// opencode's npm registry look-up, pointed at the server).
+	env func(s scripted) []string
+}
+
+var rigs = []rig{
+	{
+		runtime: "gemini", model: geminitest.Model,
+		serve: func(t *testing.T, steps ...step) scripted {
+			var turns []geminitest.Turn
+			for _, s := range steps {
+				switch {
+				case s.isCall():
+					turns = append(turns, geminitest.FunctionCalls(geminitest.Shell(s.shell)))
+				case s.isError():
+					turns = append(turns, geminitest.Status(s.status, ""))
+				case s.hang:
+					turns = append(turns, geminitest.Hang())
+				default:
+					turns = append(turns, geminitest.Text(s.text))
+				}
+			}
+			return geminiServer{geminitest.NewServer(t, turns...)}
+		},
+	},
+	{
+		runtime: "opencode", model: openaitest.Model,
+		serve: func(t *testing.T, steps ...step) scripted {
+			return openaiServer{openaitest.NewServer(t, openaiTurns("bash", steps)...), "bash"}
+		},
+		env: func(s scripted) []string {
+			// opencode looks a plugin up on npm at start; the server says 404 at once.
+			return []string{"npm_config_registry=" + strings.TrimSuffix(s.baseURL(), "/v1") + "/npm/"}
+		},
+	},
+	{
+		runtime: "qwen", model: openaitest.Model,
+		serve: func(t *testing.T, steps ...step) scripted {
+			return openaiServer{openaitest.NewServer(t, openaiTurns("run_shell_command", steps)...), "run_shell_command"}
+		},
+	},
+}
+
+func openaiTurns(shellTool string, steps []step) []openaitest.Turn {
+	var turns []openaitest.Turn
+	for _, s := range steps {
+		switch {
+		case s.isCall():
+			turns = append(turns, openaitest.ToolCalls(openaitest.Call("", shellTool, map[string]string{"command": s.shell})))
+		case s.isError():
+			turns = append(turns, openaitest.Status(s.status, ""))
+		case s.hang:
+			turns = append(turns, openaitest.Hang())
+		default:
+			turns = append(turns, openaitest.Text(s.text))
+		}
+	}
+	return turns
+}
+
+type geminiServer struct{ *geminitest.Server }
+
+func (s geminiServer) baseURL() string { return s.URL() }
+func (s geminiServer) loop(cmd string) {
+	s.SetResponder(func(geminitest.Request) (geminitest.Turn, bool) {
+		return geminitest.FunctionCalls(geminitest.Shell(cmd)), true
+	})
+}
+func (s geminiServer) mainBodies() [][]byte {
+	var out [][]byte
+	for _, r := range s.MainRequests() {
+		out = append(out, r.Body)
+	}
+	return out
+}
+
+type openaiServer struct {
+	*openaitest.Server
+	shellTool string
+}
+
+func (s openaiServer) baseURL() string { return s.URL() }
+func (s openaiServer) loop(cmd string) {
+	s.SetResponder(func(openaitest.Request) (openaitest.Turn, bool) {
+		return openaitest.ToolCalls(openaitest.Call("", s.shellTool, map[string]string{"command": cmd})), true
+	})
+}
+func (s openaiServer) mainBodies() [][]byte {
+	var out [][]byte
+	for _, r := range s.MainRequests() {
+		out = append(out, r.Body)
+	}
+	return out
+}
+
+// cliEnv is one case's world for a runtime: a project folder, a HOME of
+// its own, a database, the scripted server and lane's environment.
+type cliEnv struct {
+	*env
+	rig rig
+	srv scripted
+}
+
+func newCLIEnv(t *testing.T, r rig, steps ...step) *cliEnv {
+	t.Helper()
+	bin := clitest.Bin(t, r.runtime)
+	srv := r.serve(t, steps...)
+	root := t.TempDir()
+	e := &env{t: t, proj: filepath.Join(root, "proj"), db: filepath.Join(root, "lane.db")}
+	home := filepath.Join(root, "home")
+	for _, d := range []string{e.proj, home} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.vars = append(clitest.Env(home),
+		"LANE_DB="+e.db,
+		"LANE_"+strings.ToUpper(r.runtime)+"_BIN="+bin,
+		"OPENAI_API_KEY=sk-test", "GEMINI_API_KEY=test-key",
+	)
+	// Prices for the scripted models, so that the estimate is visible.
+	cfgDir := filepath.Join(home, ".config", "lane")
+	os.MkdirAll(cfgDir, 0o755)
+	os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte("prices:\n  "+openaitest.Model+": {input: 3, output: 15}\n  "+geminitest.Model+": {input: 1.25, output: 10}\n"), 0o600)
+	if r.env != nil {
+		e.vars = append(e.vars, r.env(srv)...)
+	}
+	return &cliEnv{env: e, rig: r, srv: srv}
+}
+
+// runCLI is `lane run` on the rig's runtime, pointed at the server.
+func (e *cliEnv) runCLI(ctx context.Context, args ...string) result {
+	e.t.Helper()
+	base := []string{"run", "--dir", e.proj, "--model", e.rig.runtime + ":" + e.rig.model, "--base-url", e.srv.baseURL(), "-o", "json"}
+	return e.lane(ctx, append(base, args...)...)
+}
+
+func withTimeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func countKind(evs []trace.Event, k trace.Kind) int {
+	n := 0
+	for _, ev := range evs {
+		if ev.Kind == k && ev.ParentToolUseID == "" {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRuntimes(t *testing.T) {
+	for _, r := range rigs {
+		t.Run(r.runtime, func(t *testing.T) {
+			t.Parallel()
+			t.Run("tool then text", func(t *testing.T) { testToolThenText(t, r) })
+			t.Run("failing tool", func(t *testing.T) { testFailingTool(t, r) })
+			t.Run("401", func(t *testing.T) { testAuthRefused(t, r) })
+			t.Run("hang", func(t *testing.T) { testHang(t, r) })
+			t.Run("resume", func(t *testing.T) { testResume(t, r) })
+			t.Run("max turns", func(t *testing.T) { testMaxTurns(t, r) })
+		})
+	}
+}
+
+func testToolThenText(t *testing.T, r rig) {
+	e := newCLIEnv(t, r, shell("echo hi > hello.txt"), say("Done: wrote hello.txt"))
+	res := e.runCLI(withTimeout(t, 2*time.Minute), "write hello.txt")
+	wantExit(t, res, 0)
+	if b, err := os.ReadFile(filepath.Join(e.proj, "hello.txt")); err != nil || string(b) != "hi\n" {
+		t.Errorf("hello.txt = %q, %v", b, err)
+	}
+	run := lastRun(t, res)
+	if run.Status != trace.StatusSucceeded || run.Runtime != r.runtime || run.Model != r.model || run.SessionID == "" {
+		t.Errorf("run: status %s, runtime %q, model %q, session %q", run.Status, run.Runtime, run.Model, run.SessionID)
+	}
+	if run.ToolCalls != 1 || !strings.Contains(run.ResultText, "Done: wrote hello.txt") {
+		t.Errorf("tool calls %d, result %q", run.ToolCalls, run.ResultText)
+	}
+	if run.Usage.InputTokens == 0 || run.Usage.OutputTokens == 0 || run.CostUSD <= 0 || !run.CostEstimate {
+		t.Errorf("usage %+v, cost %v (estimate %v): want tokens priced as an estimate", run.Usage, run.CostUSD, run.CostEstimate)
+	}
+	if run.RuntimeVer == "" {
+		t.Error("no runtime version recorded")
+	}
+	evs := e.events(run.ID)
+	results := toolResults(evs)
+	if countKind(evs, trace.KindSession) == 0 || countKind(evs, trace.KindToolCall) != 1 || len(results) != 1 {
+		t.Fatalf("events: %d session, %d tool calls, %d results", countKind(evs, trace.KindSession), countKind(evs, trace.KindToolCall), len(results))
+	}
+	for _, res := range results {
+		if res.IsError {
+			t.Errorf("the tool failed: %q", res.Output)
+		}
+	}
+	t.Logf("%s: %s", r.runtime, res.took)
+}
+
+func testFailingTool(t *testing.T, r rig) {
+	e := newCLIEnv(t, r, shell("echo oops >&2; exit 3"), say("The command failed."))
+	res := e.runCLI(withTimeout(t, 2*time.Minute), "run the failing command")
+	wantExit(t, res, 0)
+	run := lastRun(t, res)
+	results := toolResults(e.events(run.ID))
+	if len(results) != 1 {
+		t.Fatalf("%d tool results", len(results))
+	}
+	for _, res := range results {
+		if !res.IsError {
+			t.Errorf("a command that exited 3 is recorded as a success: %q", res.Output)
+		}
+	}
+	if run.Status != trace.StatusSucceeded {
+		t.Errorf("status %s: the agent saw the failure and answered", run.Status)
+	}
+}
+
+func testAuthRefused(t *testing.T, r rig) {
+	e := newCLIEnv(t, r, status(401))
+	res := e.runCLI(withTimeout(t, 2*time.Minute), "anything")
+	wantExit(t, res, 4)
+	run := lastRun(t, res)
+	if run.ErrorKind != trace.ErrorAuth || run.ErrorHint == "" {
+		t.Errorf("error %s: %s (hint %q)", run.ErrorKind, run.ErrorMessage, run.ErrorHint)
+	}
+	if n := len(e.srv.mainBodies()); n > 2 {
+		t.Errorf("%d requests: a refused key is not worth retrying", n)
+	}
+	t.Logf("%s: 401 ended the run after %s", r.runtime, res.took)
+}
+
+func testHang(t *testing.T, r rig) {
+	e := newCLIEnv(t, r, hangForever())
+	res := e.runCLI(withTimeout(t, 2*time.Minute), "--first-byte-timeout", "3s", "--idle-timeout", "3s", "anything")
+	wantExit(t, res, 3)
+	run := lastRun(t, res)
+	if run.Status != trace.StatusTimedOut {
+		t.Errorf("status %s: %s", run.Status, run.ErrorMessage)
+	}
+	assertNoProcessIn(t, e.proj)
+}
+
+func testResume(t *testing.T, r rig) {
+	e := newCLIEnv(t, r, shell("echo hi > hello.txt"), say("Done: wrote hello.txt"), say("I wrote hello.txt."))
+	first := e.runCLI(withTimeout(t, 2*time.Minute), "write hello.txt")
+	wantExit(t, first, 0)
+	run1 := lastRun(t, first)
+	res := e.lane(withTimeout(t, 2*time.Minute), "resume", "--base-url", e.srv.baseURL(), "-o", "json", run1.ID, "what did you write?")
+	wantExit(t, res, 0)
+	run2 := lastRun(t, res)
+	if run2.SessionID != run1.SessionID || run2.ParentRunID != run1.ID || run2.Runtime != r.runtime {
+		t.Errorf("resumed run: session %q (want %q), parent %q, runtime %q", run2.SessionID, run1.SessionID, run2.ParentRunID, run2.Runtime)
+	}
+	bodies := e.srv.mainBodies()
+	last := bodies[len(bodies)-1]
+	if !bytes.Contains(last, []byte("Done: wrote hello.txt")) || !bytes.Contains(last, []byte("what did you write?")) {
+		t.Errorf("the resumed request does not carry the earlier turns:\n%.2000s", last)
+	}
+	// Each run keeps its own tokens: the resumed run made one request, the
+	// first two, and every scripted reply reports the same usage.
+	if run2.Usage.InputTokens == 0 || run2.Usage.InputTokens >= run1.Usage.InputTokens {
+		t.Errorf("usage first %+v, resumed %+v: the resumed run counts tokens that are not its own", run1.Usage, run2.Usage)
+	}
+}
+
+func testMaxTurns(t *testing.T, r rig) {
+	e := newCLIEnv(t, r)
+	e.srv.loop("echo again >> loop.txt")
+	res := e.runCLI(withTimeout(t, 2*time.Minute), "--max-turns", "2", "keep going")
+	wantExit(t, res, 1)
+	run := lastRun(t, res)
+	if run.ErrorKind != trace.ErrorMaxTurns {
+		t.Fatalf("error %s: %s", run.ErrorKind, run.ErrorMessage)
+	}
+	if n := len(e.srv.mainBodies()); n > 3 {
+		t.Errorf("%d model requests for --max-turns 2", n)
+	}
+	assertNoProcessIn(t, e.proj)
+}
+
+// assertNoProcessIn fails if a process still works in dir once lane has
+// exited: lane kills the runtime's whole tree before it returns.
+func assertNoProcessIn(t *testing.T, dir string) {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, ent := range entries {
+		cwd, err := os.Readlink("/proc/" + ent.Name() + "/cwd")
+		if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+"/")) {
+			continue
+		}
+		stat, _ := os.ReadFile("/proc/" + ent.Name() + "/stat")
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
+		t.Errorf("process %s still runs in the project: %q", ent.Name(), bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+	}
+}
