@@ -23,7 +23,9 @@ type attempt struct {
 	// observe sees every event before it is recorded; a non-nil result stops
 	// the run with that cause.
 	observe func(ev trace.Event) error
-	hooks   watchHooks
+	// amend, when set, corrects an event before anything sees it.
+	amend func(ev *trace.Event)
+	hooks watchHooks
 	// finish judges the ended run from how the process ended and fills in
 	// its accounting. It is not called when the process could not start.
 	finish func(run *trace.Run, ex Exit)
@@ -57,6 +59,9 @@ func runAttempt(ctx context.Context, a *attempt, rec Recorder) (*trace.Run, erro
 		}
 	)
 	emit := func(ev trace.Event) error {
+		if a.amend != nil {
+			a.amend(&ev)
+		}
 		cause := a.observe(ev)
 		record(ev)
 		if ev.Kind == trace.KindSession && ev.SessionID != "" {

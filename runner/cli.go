@@ -91,6 +91,9 @@ type cliRuntime struct {
 	// stepTurns: a turn is a step_start task event (opencode), not the
 	// first model output after a tool result.
 	stepTurns bool
+	// shellLog, when set, finds the runtime's session logs in a run's
+	// environment, for the exit codes its stream leaves out.
+	shellLog func(env []string) func(session string) []string
 }
 
 var cliRuntimes = map[string]*cliRuntime{
@@ -121,6 +124,7 @@ var cliRuntimes = map[string]*cliRuntime{
 		},
 		newTally: func(CLIOptions) cliTally { return &gemini.Tally{} },
 		final:    func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
+		shellLog: geminiLogs,
 	},
 	"opencode": {
 		title: "opencode", pkg: "opencode-ai", authEnv: "the provider's key (see `opencode auth login`)",
@@ -148,6 +152,7 @@ var cliRuntimes = map[string]*cliRuntime{
 		},
 		newTally: func(CLIOptions) cliTally { return &qwen.Tally{} },
 		final:    func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
+		shellLog: qwenLogs,
 	},
 }
 
@@ -258,6 +263,10 @@ func cliAttempt(rt *cliRuntime, o CLIOptions, conf, parentID string, n int) (*at
 	tally := rt.newTally(o)
 	turns := turnCounter{limit: o.MaxTurns, steps: rt.stepTurns}
 	var finished bool
+	var amend func(*trace.Event)
+	if rt.shellLog != nil {
+		amend = newShellLog(rt.shellLog(env), "run_shell_command").amend
+	}
 	label := o.Label
 	if label == "" {
 		label = o.Model
@@ -281,6 +290,7 @@ func cliAttempt(rt *cliRuntime, o CLIOptions, conf, parentID string, n int) (*at
 		inv:       Invocation{Path: o.Bin, Args: su.args, Dir: o.Dir, Env: env, Stdin: su.stdin},
 		watchdogs: o.Watchdogs,
 		newSource: rt.newSource,
+		amend:     amend,
 		observe: func(ev trace.Event) error {
 			tally.Observe(ev)
 			if ev.Kind != trace.KindStderr {

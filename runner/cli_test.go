@@ -250,3 +250,52 @@ func TestFindRuntimeChecksTheVersion(t *testing.T) {
 	}
 
 }
+
+func TestShellLogFindsTheExitCodeTheStreamLeftOut(t *testing.T) {
+	home := t.TempDir()
+	chats := filepath.Join(home, ".qwen", "projects", "-tmp-proj", "chats")
+	os.MkdirAll(chats, 0o755)
+	logLine := func(id, out string) string {
+		b, _ := json.Marshal(map[string]any{"type": "tool_result", "message": map[string]any{"role": "user", "parts": []any{
+			map[string]any{"functionResponse": map[string]any{"id": id, "name": "run_shell_command", "response": map[string]any{"output": out}}}}}})
+		return string(b) + "\n"
+	}
+	path := filepath.Join(chats, "sess-1234-abcd.jsonl")
+	os.WriteFile(path, []byte(logLine("c1", "Command: false\nOutput: (empty)\nExit Code: 1\nSignal: 0")+logLine("c2", "Command: true\nOutput: ok\nExit Code: 0")), 0o600)
+
+	l := newShellLog(qwenLogs([]string{"HOME=" + home}), "run_shell_command")
+	evs := []trace.Event{
+		{Kind: trace.KindSession, SessionID: "sess-1234-abcd"},
+		{Kind: trace.KindToolCall, ToolUseID: "c1", ToolName: "run_shell_command"},
+		{Kind: trace.KindToolResult, ToolUseID: "c1", Output: "oops"},
+		{Kind: trace.KindToolCall, ToolUseID: "c2", ToolName: "run_shell_command"},
+		{Kind: trace.KindToolResult, ToolUseID: "c2", Output: "ok"},
+		{Kind: trace.KindToolCall, ToolUseID: "c3", ToolName: "read_file"},
+		{Kind: trace.KindToolResult, ToolUseID: "c3", Output: "Exit Code: 9"},
+	}
+	for i := range evs {
+		l.amend(&evs[i])
+	}
+	if !evs[2].IsError || !strings.Contains(evs[2].Output, "exit code 1") {
+		t.Errorf("c1: %+v, want an error with its exit code", evs[2])
+	}
+	if evs[4].IsError || evs[6].IsError {
+		t.Errorf("exit 0 or another tool marked failed: %+v %+v", evs[4], evs[6])
+	}
+
+	// A log line written after the stream's is still found, and only the
+	// new bytes are read.
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		f.WriteString(logLine("c4", "Output: x\nExit Code: 2"))
+		f.Close()
+	}()
+	call := trace.Event{Kind: trace.KindToolCall, ToolUseID: "c4", ToolName: "run_shell_command"}
+	res := trace.Event{Kind: trace.KindToolResult, ToolUseID: "c4", Output: "x"}
+	l.amend(&call)
+	l.amend(&res)
+	if !res.IsError {
+		t.Errorf("c4 written late: %+v", res)
+	}
+}

@@ -1,0 +1,190 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"lane/trace"
+)
+
+// Gemini CLI and Qwen Code report a shell command that exited non-zero as a
+// success in their streams, with only what it printed: the exit code is
+// left out. Their own session logs keep what the model was told, which
+// holds "Exit Code: N". A shellLog reads that log as it grows, so that lane
+// can judge the tool itself.
+type shellLog struct {
+	// files lists the log files of a session (a glob: lane knows the
+	// session id, not the project folder name the runtime chose).
+	files func(sessionID string) []string
+	// shellTools are the runtime's names of its shell tool.
+	shellTools []string
+
+	session string
+	names   map[string]string // tool call id → tool name
+	exits   map[string]int    // tool call id → exit code, from the log
+	read    map[string]int64  // bytes of each file already read
+}
+
+func newShellLog(files func(string) []string, shellTools ...string) *shellLog {
+	return &shellLog{files: files, shellTools: shellTools,
+		names: map[string]string{}, exits: map[string]int{}, read: map[string]int64{}}
+}
+
+// How long amend waits for the log to catch up with the stream: the two
+// are written at nearly the same moment, in no fixed order.
+const (
+	shellLogWait  = 300 * time.Millisecond
+	shellLogPause = 30 * time.Millisecond
+)
+
+// amend marks a shell tool result that the log says exited non-zero as an
+// error, and adds the exit code to its output.
+func (l *shellLog) amend(ev *trace.Event) {
+	switch ev.Kind {
+	case trace.KindSession:
+		if ev.SessionID != "" {
+			l.session = ev.SessionID
+		}
+	case trace.KindToolCall:
+		l.names[ev.ToolUseID] = ev.ToolName
+	case trace.KindToolResult:
+		name := l.names[ev.ToolUseID]
+		if ev.IsError || ev.ToolUseID == "" || l.session == "" || !containsString(l.shellTools, name) {
+			return
+		}
+		code, ok := l.exitCode(ev.ToolUseID)
+		for deadline := time.Now().Add(shellLogWait); !ok && time.Now().Before(deadline); {
+			time.Sleep(shellLogPause)
+			code, ok = l.exitCode(ev.ToolUseID)
+		}
+		if ok && code != 0 {
+			ev.IsError = true
+			ev.Output = strings.TrimRight(ev.Output, "\n") + "\n(exit code " + strconv.Itoa(code) + ")"
+		}
+	}
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// exitCode reads what the log has gained since last time and says whether
+// it holds the exit code of the call id.
+func (l *shellLog) exitCode(id string) (int, bool) {
+	if code, ok := l.exits[id]; ok {
+		return code, true
+	}
+	for _, path := range l.files(l.session) {
+		l.readFrom(path)
+	}
+	code, ok := l.exits[id]
+	return code, ok
+}
+
+// readFrom reads the complete lines path has gained.
+func (l *shellLog) readFrom(path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	off := l.read[path]
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			return // a line still being written is read next time
+		}
+		off += int64(len(line))
+		l.read[path] = off
+		if bytes.Contains(line, []byte(`"functionResponse"`)) {
+			l.scan(line)
+		}
+	}
+}
+
+var exitCodeLine = regexp.MustCompile(`(?m)^Exit Code: (-?\d+)\s*$`)
+
+// scan records the exit code of every functionResponse in one log line.
+func (l *shellLog) scan(line []byte) {
+	var v any
+	if json.Unmarshal(line, &v) != nil {
+		return
+	}
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if fr, ok := x["functionResponse"].(map[string]any); ok {
+				id, _ := fr["id"].(string)
+				resp, _ := fr["response"].(map[string]any)
+				out, _ := resp["output"].(string)
+				if m := exitCodeLine.FindStringSubmatch(out); id != "" && m != nil {
+					code, _ := strconv.Atoi(m[1])
+					l.exits[id] = code
+				}
+			}
+			for _, c := range x {
+				walk(c)
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(v)
+}
+
+// geminiLogs are Gemini CLI's session logs of a session:
+// $GEMINI_CLI_HOME/.gemini/tmp/PROJECT/chats/session-DATE-ID8.jsonl
+// ($HOME when GEMINI_CLI_HOME is not set).
+func geminiLogs(env []string) func(string) []string {
+	home := lookupEnv(env, "GEMINI_CLI_HOME")
+	if home == "" {
+		home = lookupEnv(env, "HOME")
+	}
+	return func(session string) []string {
+		if home == "" || len(session) < 8 {
+			return nil
+		}
+		m, _ := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*-"+globEscape(session[:8])+".jsonl"))
+		return m
+	}
+}
+
+// qwenLogs are Qwen Code's session logs of a session:
+// $QWEN_HOME/projects/PROJECT/chats/ID.jsonl ($HOME/.qwen by default).
+func qwenLogs(env []string) func(string) []string {
+	home := lookupEnv(env, "QWEN_HOME")
+	if home == "" && lookupEnv(env, "HOME") != "" {
+		home = filepath.Join(lookupEnv(env, "HOME"), ".qwen")
+	}
+	return func(session string) []string {
+		if home == "" || session == "" {
+			return nil
+		}
+		m, _ := filepath.Glob(filepath.Join(home, "projects", "*", "chats", globEscape(session)+".jsonl"))
+		return m
+	}
+}
+
+func globEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`).Replace(s)
+}
