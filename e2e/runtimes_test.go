@@ -12,6 +12,7 @@ import (
 	"lane/internal/clitest"
 	"lane/internal/geminitest"
 	"lane/internal/openaitest"
+	"lane/internal/responsestest"
 	"lane/trace"
 )
 
@@ -56,6 +57,25 @@ type rig struct {
 }
 
 var rigs = []rig{
+	{
+		runtime: "codex", model: "test-model",
+		serve: func(t *testing.T, steps ...step) scripted {
+			var turns []responsestest.Turn
+			for _, s := range steps {
+				switch {
+				case s.isCall():
+					turns = append(turns, responsestest.ToolCalls(responsestest.Exec("", s.shell)))
+				case s.isError():
+					turns = append(turns, responsestest.Status(s.status, ""))
+				case s.hang:
+					turns = append(turns, responsestest.Hang())
+				default:
+					turns = append(turns, responsestest.Text(s.text))
+				}
+			}
+			return codexServer{responsestest.NewServer(t, turns...)}
+		},
+	},
 	{
 		runtime: "gemini", model: geminitest.Model,
 		serve: func(t *testing.T, steps ...step) scripted {
@@ -108,6 +128,22 @@ func openaiTurns(shellTool string, steps []step) []openaitest.Turn {
 		}
 	}
 	return turns
+}
+
+type codexServer struct{ *responsestest.Server }
+
+func (s codexServer) baseURL() string { return s.URL() }
+func (s codexServer) loop(cmd string) {
+	s.SetResponder(func(responsestest.Request) (responsestest.Turn, bool) {
+		return responsestest.ToolCalls(responsestest.Exec("", cmd)), true
+	})
+}
+func (s codexServer) mainBodies() [][]byte {
+	var out [][]byte
+	for _, r := range s.Requests() {
+		out = append(out, r.Body)
+	}
+	return out
 }
 
 type geminiServer struct{ *geminitest.Server }

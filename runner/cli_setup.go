@@ -37,10 +37,8 @@ func codexSetup(o CLIOptions, conf string) (setup, error) {
 	if o.BaseURL != "" {
 		args = append(args,
 			"-c", `model_provider="lane"`,
-			"-c", "model_providers.lane.name="+tomlString("lane"),
-			"-c", "model_providers.lane.base_url="+tomlString(o.BaseURL),
-			"-c", "model_providers.lane.env_key="+tomlString(codexKeyEnv),
-			"-c", `model_providers.lane.wire_api="responses"`)
+			"-c", `model_providers.lane={name="lane",base_url=`+tomlString(o.BaseURL)+
+				`,env_key=`+tomlString(codexKeyEnv)+`,wire_api="responses"}`)
 		env = append(env, codexKeyEnv+"="+o.keyFrom(o.Env))
 	}
 	if o.AppendSystemPrompt != "" {

@@ -150,7 +150,7 @@ func TestCLISetup(t *testing.T) {
 		su, _ := codexSetup(withEndpoint, t.TempDir())
 		args, extra := su.args, su.env
 		joined := strings.Join(args, " ")
-		for _, want := range []string{"exec --json", "-C /proj", "-m m1", `model_providers.lane.base_url="http://127.0.0.1:9/v1"`, `wire_api="responses"`} {
+		for _, want := range []string{"exec --json", "-C /proj", "-m m1", `base_url="http://127.0.0.1:9/v1"`, `wire_api="responses"`} {
 			if !strings.Contains(joined, want) {
 				t.Errorf("args %q lack %q", joined, want)
 			}

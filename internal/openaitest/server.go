@@ -1,18 +1,3 @@
-// Package openaitest is a scripted OpenAI chat completions server for tests
-// of lane's own agent loop: each POST /v1/chat/completions takes the next
-// Turn of the script and streams it as the API does (or answers JSON when
-// the request did not ask for a stream); once the script is spent every
-// request is answered Text("done").
-//
-//	srv := openaitest.NewServer(t,
-//		openaitest.ToolCalls(openaitest.Call("call_1", "bash", map[string]string{"command": "ls"})),
-//		openaitest.Text("Done").WithUsage(5000, 20))
-//	p := provider.NewOpenAI(provider.OpenAIConfig{Name: "ollama", BaseURL: srv.URL()})
-//
-// A streamed reply is one chunk with the role, the text in pieces, each
-// tool call with its id and name first and then its arguments in pieces (3
-// by default, see Turn.Chunks), a chunk with finish_reason, a usage chunk
-// when stream_options.include_usage is set, and data: [DONE].
 package openaitest
 
 import (
@@ -22,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,12 +16,14 @@ import (
 
 // A Request is one request the server received, decoded.
 type Request struct {
-	N            int // 1-based order of arrival
-	Turn         int // 1-based index of the turn it consumed; 0 when it got the default answer
+	N            int  // 1-based order of arrival among all requests
+	Kind         Kind // who made it; only KindMain requests consume turns
+	Turn         int  // 1-based index of the turn it consumed; 0 when it got the default or a canned answer
 	Method       string
-	Path         string
+	Path         string // URL path, without the query
 	Header       http.Header
 	Model        string
+	System       string // the text of the system (and developer) messages, joined by "\n"
 	Messages     []Message
 	Tools        []string // names of the tools offered
 	Stream       bool
@@ -74,23 +62,26 @@ type Server struct {
 	turns   []Turn
 	next    int
 	respond func(Request) (Turn, bool)
+	models  []string
 	reqs    []Request
 	changed chan struct{} // closed and replaced whenever a request is recorded
 }
 
-// NewServer starts a server whose chat completions requests consume turns
-// in order. It is closed when the test ends.
+// NewServer starts a server whose main-agent chat completions requests
+// consume turns in order (see the package comment for the side requests
+// that do not). It is closed when the test ends.
 func NewServer(t testing.TB, turns ...Turn) *Server {
 	t.Helper()
-	s := &Server{t: t, done: make(chan struct{}), turns: turns, changed: make(chan struct{})}
+	s := &Server{t: t, done: make(chan struct{}), turns: turns, models: []string{Model}, changed: make(chan struct{})}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
 }
 
-// SetResponder answers requests from what they hold rather than in script
-// order, for tests whose requests arrive in no fixed order (parallel
-// attempts of a bench). A request it declines (false) takes the next turn.
+// SetResponder answers main-agent requests (KindMain) from what they hold
+// rather than in script order, for tests whose requests arrive in no fixed
+// order (parallel attempts of a bench). A request it declines (false) takes
+// the next turn. Side requests get their canned answers without it.
 func (s *Server) SetResponder(respond func(Request) (Turn, bool)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -105,23 +96,54 @@ func (s *Server) respondTo(req Request) (Turn, bool) {
 	return s.respond(req)
 }
 
+// SetModels sets the ids GET /v1/models lists; the default is Model.
+func (s *Server) SetModels(ids ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models = append([]string(nil), ids...)
+}
+
 // URL is the base URL, ending in /v1, as OPENAI_BASE_URL takes it.
 func (s *Server) URL() string { return s.srv.URL + "/v1" }
 
-// Requests returns the chat completions requests received so far, in order.
+// Root is the server's origin, http://127.0.0.1:PORT, without /v1: under
+// it any other path is answered 404 (give Root()+"/npm/" to opencode as
+// npm_config_registry to keep its plugin install offline).
+func (s *Server) Root() string { return s.srv.URL }
+
+// Requests returns every request received so far, in order of arrival:
+// the main agent's, the side calls and the other endpoints'.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.reqs...)
 }
 
-// WaitRequests waits until n requests have arrived (not necessarily been
-// answered) and returns them. It returns ctx's error, with the requests so
-// far, if ctx ends first.
+// MainRequests returns the main agent's requests (KindMain) received so
+// far, in order: the ones that consume turns.
+func (s *Server) MainRequests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mainLocked()
+}
+
+func (s *Server) mainLocked() []Request {
+	var out []Request
+	for _, r := range s.reqs {
+		if r.Kind == KindMain {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// WaitRequests waits until n main-agent requests (KindMain) have arrived
+// (not necessarily been answered) and returns the main requests so far. It
+// returns ctx's error, with the main requests so far, if ctx ends first.
 func (s *Server) WaitRequests(ctx context.Context, n int) ([]Request, error) {
 	for {
 		s.mu.Lock()
-		got, changed := append([]Request(nil), s.reqs...), s.changed
+		got, changed := s.mainLocked(), s.changed
 		s.mu.Unlock()
 		if len(got) >= n {
 			return got, nil
@@ -129,7 +151,7 @@ func (s *Server) WaitRequests(ctx context.Context, n int) ([]Request, error) {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return got, fmt.Errorf("wait for request %d, got %d: %w", n, len(got), context.Cause(ctx))
+			return got, fmt.Errorf("wait for main request %d, got %d: %w", n, len(got), context.Cause(ctx))
 		}
 	}
 }
@@ -144,41 +166,52 @@ func (s *Server) Close() {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = io.WriteString(w, errorBody(http.StatusNotFound))
-		return
-	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	req, err := decode(r, body)
-	if err != nil {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = fmt.Fprintf(w, `{"error":{"message":%q,"type":"invalid_request_error","param":null,"code":null}}`, err.Error())
-		return
+	chat := r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions"
+	req := Request{Kind: KindOther, Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+	if chat {
+		if req, err = decode(r, body); err != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = fmt.Fprintf(w, `{"error":{"message":%q,"type":"invalid_request_error","param":null,"code":null}}`, err.Error())
+			return
+		}
+		req.Kind = classify(req)
 	}
 
 	s.mu.Lock()
 	req.N = len(s.reqs) + 1
-	turn := Text("done")
-	if t, ok := s.respondTo(req); ok {
-		turn = t
-	} else if s.next < len(s.turns) {
-		turn, s.next = s.turns[s.next], s.next+1
-		req.Turn = s.next
+	var turn Turn
+	switch req.Kind {
+	case KindMain:
+		turn = Text("done")
+		if t, ok := s.respondTo(req); ok {
+			turn = t
+		} else if s.next < len(s.turns) {
+			turn, s.next = s.turns[s.next], s.next+1
+			req.Turn = s.next
+		}
+	case KindOther:
+	default:
+		turn = canned(req)
 	}
+	models := s.models
 	s.reqs = append(s.reqs, req)
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
 
-	s.t.Logf("openaitest: #%d model=%s tools=%d messages=%d stream=%v -> %s",
-		req.N, req.Model, len(req.Tools), len(req.Messages), req.Stream, turn)
+	if !chat {
+		s.t.Logf("openaitest: #%d %s %s %s", req.N, req.Kind, r.Method, r.URL.RequestURI())
+		s.serveOther(w, r, models)
+		return
+	}
+	s.t.Logf("openaitest: #%d %s model=%s tools=%d messages=%d stream=%v -> %s",
+		req.N, req.Kind, req.Model, len(req.Tools), len(req.Messages), req.Stream, describe(req, turn))
 
 	for k, vs := range turn.header {
 		for _, v := range vs {
@@ -202,6 +235,41 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.writeSSE(w, req, turn)
 	}
+}
+
+// serveOther answers what is not a chat completion: GET /v1/models (and
+// /v1/models/ID) lists the models of SetModels; anything else is 404.
+func (s *Server) serveOther(w http.ResponseWriter, r *http.Request, models []string) {
+	w.Header().Set("Content-Type", "application/json")
+	model := func(id string) object {
+		return object{"id": id, "object": "model", "created": 0, "owned_by": "openaitest"}
+	}
+	if r.Method == http.MethodGet {
+		if r.URL.Path == "/v1/models" {
+			data := []any{}
+			for _, id := range models {
+				data = append(data, model(id))
+			}
+			_ = json.NewEncoder(w).Encode(object{"object": "list", "data": data})
+			return
+		}
+		if id, ok := strings.CutPrefix(r.URL.Path, "/v1/models/"); ok && slices.Contains(models, id) {
+			_ = json.NewEncoder(w).Encode(model(id))
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = io.WriteString(w, errorBody(http.StatusNotFound))
+}
+
+func describe(req Request, turn Turn) string {
+	switch {
+	case req.Kind != KindMain:
+		return "canned: " + turn.String()
+	case req.Turn == 0:
+		return "default: " + turn.String()
+	}
+	return fmt.Sprintf("turn %d: %s", req.Turn, turn)
 }
 
 // stall blocks until the client goes away or the server closes; on close
@@ -239,13 +307,18 @@ func decode(r *http.Request, body []byte) (Request, error) {
 	for _, t := range b.Tools {
 		req.Tools = append(req.Tools, t.Function.Name)
 	}
+	var system []string
 	for i, raw := range b.Messages {
 		m, err := decodeMessage(raw)
 		if err != nil {
 			return req, fmt.Errorf("messages[%d]: %w", i, err)
 		}
 		req.Messages = append(req.Messages, m)
+		if m.Role == "system" || m.Role == "developer" {
+			system = append(system, m.Content)
+		}
 	}
+	req.System = strings.Join(system, "\n")
 	return req, nil
 }
 

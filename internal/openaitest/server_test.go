@@ -169,3 +169,166 @@ func TestSplit(t *testing.T) {
 		}
 	}
 }
+
+// chatBody is a streamed chat completion request with a system prompt and
+// the named tools.
+func chatBody(system string, tools ...string) string {
+	var ts []any
+	for _, name := range tools {
+		ts = append(ts, map[string]any{"type": "function", "function": map[string]any{"name": name}})
+	}
+	msgs := []any{map[string]any{"role": "user", "content": "write hello.txt"}}
+	if system != "" {
+		msgs = append([]any{map[string]any{"role": "system", "content": system}}, msgs...)
+	}
+	b, _ := json.Marshal(map[string]any{"model": "m", "stream": true, "messages": msgs, "tools": ts})
+	return string(b)
+}
+
+// streamed collects a streamed answer's text and tool calls (name and
+// arguments).
+func streamed(t *testing.T, resp *http.Response) (text string, calls []string) {
+	t.Helper()
+	var args []strings.Builder
+	for _, c := range chunks(t, resp) {
+		m, ok := c.(map[string]any)
+		if !ok || len(m["choices"].([]any)) == 0 {
+			continue
+		}
+		delta := m["choices"].([]any)[0].(map[string]any)["delta"].(map[string]any)
+		if s, ok := delta["content"].(string); ok {
+			text += s
+		}
+		tcs, _ := delta["tool_calls"].([]any)
+		for _, tc := range tcs {
+			tc := tc.(map[string]any)
+			i := int(tc["index"].(float64))
+			for len(args) <= i {
+				args = append(args, strings.Builder{})
+			}
+			fn := tc["function"].(map[string]any)
+			if name, ok := fn["name"].(string); ok {
+				args[i].WriteString(name + " ")
+			}
+			args[i].WriteString(fn["arguments"].(string))
+		}
+	}
+	for i := range args {
+		calls = append(calls, args[i].String())
+	}
+	return text, calls
+}
+
+func TestClassifySideRequests(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		body   string
+		kind   Kind
+		text   string
+		call   string
+		system string
+	}{
+		{name: "lane", body: chatBody("You are lane, a coding agent.", "bash"), kind: KindMain},
+		{name: "no system", body: chatBody(""), kind: KindMain},
+		{name: "opencode main", body: chatBody("You are opencode, an interactive CLI tool that helps users with software engineering tasks.", "bash", "edit"), kind: KindMain},
+		{name: "qwen main", body: chatBody("You are Qwen Code, an interactive CLI agent developed by Alibaba Group", "run_shell_command"), kind: KindMain},
+		{name: "quoting a marker", body: chatBody("You are lane. Do not say: You are a title generator.", "bash"), kind: KindMain},
+		{name: "opencode title", body: chatBody("You are a title generator. You output ONLY a thread title. Nothing else.\n\n<task>"), kind: KindTitle, text: Title},
+		{name: "qwen title", body: chatBody("Generate a concise, sentence-case title (3-7 words) that captures", "respond_in_schema"), kind: KindTitle,
+			call: `respond_in_schema {"title":"` + Title + `"}`},
+		{name: "qwen memory extraction", body: chatBody("You are now acting as the managed memory extraction subagent for an AI coding assistant.",
+			"read_file", "grep_search", "glob", "list_directory", "run_shell_command", "write_file", "edit"), kind: KindMemory, text: MemoryReply},
+		{name: "qwen dream", body: chatBody("You are performing a managed memory dream \u2014 a reflective pass", "read_file", "write_file"), kind: KindMemory, text: MemoryReply},
+		{name: "qwen recall", body: chatBody("You are selecting memories that will be useful to an AI coding assistant", "respond_in_schema"), kind: KindMemory,
+			call: `respond_in_schema {"selected_memories":[]}`},
+		{name: "qwen skill review", body: chatBody("You are reviewing this conversation to extract reusable skills.", "read_file"), kind: KindMemory, text: MemoryReply},
+		{name: "qwen recap", body: chatBody("You generate session recaps for a programming assistant CLI.\n\nThe user stepped away"), kind: KindSide, text: SideReply},
+		{name: "qwen json query", body: chatBody("Anything else", "respond_in_schema"), kind: KindSide, call: `respond_in_schema {}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := NewServer(t, Text("scripted"))
+			srv.SetResponder(func(r Request) (Turn, bool) {
+				if r.Kind != KindMain {
+					t.Errorf("responder asked about a %s request", r.Kind)
+				}
+				return Turn{}, false
+			})
+			text, calls := streamed(t, post(t, srv.URL(), tc.body))
+			r := srv.Requests()[0]
+			if r.Kind != tc.kind {
+				t.Fatalf("kind %s, want %s", r.Kind, tc.kind)
+			}
+			if tc.kind == KindMain {
+				if text != "scripted" || r.Turn != 1 || len(srv.MainRequests()) != 1 {
+					t.Errorf("main request got %q, turn %d", text, r.Turn)
+				}
+				return
+			}
+			if r.Turn != 0 || len(srv.MainRequests()) != 0 {
+				t.Errorf("side request took turn %d", r.Turn)
+			}
+			if text != tc.text || strings.Join(calls, ";") != tc.call {
+				t.Errorf("answer %q %q, want %q %q", text, calls, tc.text, tc.call)
+			}
+			// The script is still whole for the main agent.
+			if text, _ := streamed(t, post(t, srv.URL(), chatBody("main", "bash"))); text != "scripted" {
+				t.Errorf("main request after the side one got %q", text)
+			}
+		})
+	}
+}
+
+func TestSideRequestsDoNotCountForWait(t *testing.T) {
+	srv := NewServer(t, Text("one"))
+	streamed(t, post(t, srv.URL(), chatBody("You are a title generator.")))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if got, err := srv.WaitRequests(ctx, 1); err == nil || len(got) != 0 {
+		t.Errorf("WaitRequests counted a title request: %v, %v", got, err)
+	}
+	streamed(t, post(t, srv.URL(), chatBody("", "bash")))
+	if got, err := srv.WaitRequests(context.Background(), 1); err != nil || len(got) != 1 || got[0].N != 2 {
+		t.Errorf("WaitRequests = %+v, %v", got, err)
+	}
+}
+
+func TestModelsAndOtherPaths(t *testing.T) {
+	srv := NewServer(t)
+	get := func(path string) (int, map[string]any) {
+		t.Helper()
+		resp, err := http.Get(srv.Root() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&v)
+		return resp.StatusCode, v
+	}
+	if code, v := get("/v1/models"); code != 200 || v["object"] != "list" ||
+		field(v["data"].([]any)[0], "id") != Model {
+		t.Errorf("GET /v1/models: %d %v", code, v)
+	}
+	srv.SetModels("a", "b")
+	if code, v := get("/v1/models"); code != 200 || len(v["data"].([]any)) != 2 {
+		t.Errorf("GET /v1/models after SetModels: %d %v", code, v)
+	}
+	if code, v := get("/v1/models/b"); code != 200 || v["id"] != "b" {
+		t.Errorf("GET /v1/models/b: %d %v", code, v)
+	}
+	if code, _ := get("/npm/@opencode-ai%2fplugin"); code != 404 {
+		t.Errorf("GET npm package: %d, want 404", code)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 4 || reqs[3].Kind != KindOther || reqs[3].Path != "/npm/@opencode-ai/plugin" || len(srv.MainRequests()) != 0 {
+		t.Errorf("requests = %+v", reqs)
+	}
+}
+
+func TestSystemJoined(t *testing.T) {
+	srv := NewServer(t)
+	post(t, srv.URL(), `{"model":"m","messages":[{"role":"system","content":"a"},{"role":"developer","content":[{"type":"text","text":"b"}]},{"role":"user","content":"c"}]}`)
+	if r := srv.Requests()[0]; r.System != "a\nb" || r.Kind != KindMain {
+		t.Errorf("System %q, kind %s", r.System, r.Kind)
+	}
+}
