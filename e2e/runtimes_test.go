@@ -362,7 +362,9 @@ func testMaxTurns(t *testing.T, r rig) {
 	if run.ErrorKind != trace.ErrorMaxTurns {
 		t.Fatalf("error %s: %s", run.ErrorKind, run.ErrorMessage)
 	}
-	if n := len(e.srv.mainBodies()); n > 3 {
+	// Two turns, the third that lane stopped, and at most one request the
+	// runtime sent in the moment before it was killed.
+	if n := len(e.srv.mainBodies()); n > 4 {
 		t.Errorf("%d model requests for --max-turns 2", n)
 	}
 	assertNoProcessIn(t, e.proj)

@@ -69,3 +69,7 @@ type MaxTurnsError struct{ Limit int }
 func (e *MaxTurnsError) Error() string {
 	return fmt.Sprintf("the agent began turn %d of a run limited to %d (--max-turns)", e.Limit+1, e.Limit)
 }
+
+// killAtOnce: a runtime past its turn limit is killed without the grace an
+// interrupt gives, in which it would go on calling tools and the model.
+func (e *MaxTurnsError) killAtOnce() bool { return true }

@@ -61,7 +61,8 @@ func (l *shellLog) amend(ev *trace.Event) {
 			return
 		}
 		code, ok := l.exitCode(ev.ToolUseID)
-		for deadline := time.Now().Add(shellLogWait); !ok && time.Now().Before(deadline); {
+		// No log at all (recording turned off): nothing to wait for.
+		for deadline := time.Now().Add(shellLogWait); !ok && len(l.read) > 0 && time.Now().Before(deadline); {
 			time.Sleep(shellLogPause)
 			code, ok = l.exitCode(ev.ToolUseID)
 		}
@@ -101,7 +102,10 @@ func (l *shellLog) readFrom(path string) {
 		return
 	}
 	defer f.Close()
-	off := l.read[path]
+	off, seen := l.read[path]
+	if !seen {
+		l.read[path] = 0
+	}
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
 		return
 	}
@@ -121,7 +125,8 @@ func (l *shellLog) readFrom(path string) {
 
 var exitCodeLine = regexp.MustCompile(`(?m)^Exit Code: (-?\d+)\s*$`)
 
-// scan records the exit code of every functionResponse in one log line.
+// scan records the exit code of every functionResponse in one log line:
+// once a response is in the log, waiting longer tells nothing more.
 func (l *shellLog) scan(line []byte) {
 	var v any
 	if json.Unmarshal(line, &v) != nil {
@@ -135,8 +140,12 @@ func (l *shellLog) scan(line []byte) {
 				id, _ := fr["id"].(string)
 				resp, _ := fr["response"].(map[string]any)
 				out, _ := resp["output"].(string)
-				if m := exitCodeLine.FindStringSubmatch(out); id != "" && m != nil {
-					code, _ := strconv.Atoi(m[1])
+				if id != "" {
+					// Gemini CLI says "Exit Code: N" only when N is not 0.
+					code := 0
+					if m := exitCodeLine.FindStringSubmatch(out); m != nil {
+						code, _ = strconv.Atoi(m[1])
+					}
 					l.exits[id] = code
 				}
 			}

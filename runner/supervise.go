@@ -197,7 +197,8 @@ func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func
 		watchdog.Stop()
 		victims = treeOf(pid)
 		slog.Debug("stopping runtime", "pid", pid, "cause", cause, "descendants", len(victims))
-		if exited {
+		var now interface{ killAtOnce() bool }
+		if exited || (errors.As(cause, &now) && now.killAtOnce()) {
 			ex.Leftover = killTree(pid, victims)
 			return
 		}
