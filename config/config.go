@@ -35,7 +35,7 @@ type File struct {
 
 // Endpoint is a model server.
 type Endpoint struct {
-	API           string `yaml:"api"` // "openai" (chat completions) or "anthropic" (Messages)
+	API           string `yaml:"api"` // "openai" (chat completions, and Responses for Codex), "anthropic" (Messages) or "gemini" (Gemini CLI only)
 	BaseURL       string `yaml:"base_url"`
 	KeyEnv        string `yaml:"key_env"` // the environment variable holding its key
 	ContextWindow int    `yaml:"context_window"`
@@ -82,8 +82,8 @@ func Load(path string) (*File, error) {
 		if IsRuntime(name) {
 			return nil, fmt.Errorf("config %s: endpoint %q has the name of a runtime; choose another", path, name)
 		}
-		if ep.API != "openai" && ep.API != "anthropic" {
-			return nil, fmt.Errorf("config %s: endpoint %q: api must be openai or anthropic, not %q", path, name, ep.API)
+		if ep.API != "openai" && ep.API != "anthropic" && ep.API != "gemini" {
+			return nil, fmt.Errorf("config %s: endpoint %q: api must be openai, anthropic or gemini, not %q", path, name, ep.API)
 		}
 		if ep.BaseURL == "" {
 			return nil, fmt.Errorf("config %s: endpoint %q has no base_url", path, name)
@@ -202,6 +202,9 @@ func (f *File) Resolve(model, runtime, baseURL string, getenv func(string) strin
 	}
 	t := Target{Runtime: RuntimeLocal, Provider: prefix, Model: rest}
 	f.endpoint(&t, getenv)
+	if t.API == "gemini" {
+		return Target{}, fmt.Errorf("lane's own loop cannot use %s: it speaks the openai or anthropic API, and %s serves the gemini API (use gemini:%s)", prefix, prefix, model)
+	}
 	if baseURL != "" {
 		t.BaseURL = baseURL
 	}
@@ -249,7 +252,7 @@ func (f *File) resolveCLI(model, runtime, baseURL string, getenv func(string) st
 		}
 		t.Provider, t.Model = prefix, rest
 		f.endpoint(&t, getenv)
-		if t.API == "anthropic" || (t.API == "openai" && cli.api == "gemini") {
+		if t.API == "anthropic" || (t.API == "gemini") != (cli.api == "gemini") {
 			return Target{}, fmt.Errorf("%s cannot use %s: it speaks the %s API, and %s serves the %s API", runtime, prefix, cli.api, prefix, t.API)
 		}
 		if t.BaseURL == "" && baseURL == "" {

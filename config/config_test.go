@@ -10,7 +10,10 @@ import (
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestResolve(t *testing.T) {
-	f := &File{Endpoints: map[string]Endpoint{"gpu": {API: "openai", BaseURL: "http://gpu:8000/v1", KeyEnv: "GPU_KEY", ContextWindow: 32768}}}
+	f := &File{Endpoints: map[string]Endpoint{
+		"gpu": {API: "openai", BaseURL: "http://gpu:8000/v1", KeyEnv: "GPU_KEY", ContextWindow: 32768},
+		"gem": {API: "gemini", BaseURL: "http://gem:9000"},
+	}}
 	vars := env(map[string]string{"OPENAI_API_KEY": "sk-o", "ANTHROPIC_API_KEY": "sk-a", "GPU_KEY": "g", "OLLAMA_HOST": "box:11434"})
 	tests := []struct {
 		model, runtime, baseURL string
@@ -38,6 +41,9 @@ func TestResolve(t *testing.T) {
 		{model: "codex:gpu:qwen3-coder", want: Target{Runtime: "codex", Provider: "gpu", Model: "qwen3-coder", API: "openai-responses", BaseURL: "http://gpu:8000/v1", KeyEnv: "GPU_KEY", APIKey: "g", ContextWindow: 32768}},
 		{model: "gemini:x", baseURL: "http://g", want: Target{Runtime: "gemini", Model: "x", API: "gemini", BaseURL: "http://g", KeyEnv: "GEMINI_API_KEY"}},
 		{model: "gemini:ollama:qwen", err: "cannot use ollama"},
+		{model: "gemini:gem:gemini-2.5-pro", want: Target{Runtime: "gemini", Provider: "gem", Model: "gemini-2.5-pro", API: "gemini", BaseURL: "http://gem:9000", KeyEnv: "GEMINI_API_KEY"}},
+		{model: "gem:gemini-2.5-pro", err: "use gemini:gem:gemini-2.5-pro"},
+		{model: "codex:gem:x", err: "cannot use gem"},
 		{model: "opencode:anthropic:claude-sonnet-4-5", err: "cannot use anthropic"},
 		{model: "codex:", err: "names no model after the runtime"},
 		{model: "codex:gpt-5", runtime: "gemini", err: "--runtime is gemini"},

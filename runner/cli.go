@@ -401,7 +401,9 @@ func lookupEnv(env []string, name string) string {
 	return v
 }
 
-// writeJSON writes v as a file of the per-run configuration folder.
+// writeJSON writes v as a configuration file of lane's. It replaces the
+// file at once (a rename), as runs in parallel may read lane's lasting
+// runtime homes while another run writes them.
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -410,5 +412,17 @@ func writeJSON(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	return os.WriteFile(path, b, 0o600)
+	f, err := os.CreateTemp(filepath.Dir(path), ".lane-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // after a successful rename, there is nothing to remove
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }

@@ -299,7 +299,7 @@ func TestClaudeEnv(t *testing.T) {
 	t.Setenv("CLAUDECODE", "1")
 	t.Setenv("CLAUDE_CONFIG_DIR", "/root/.claude")
 	t.Setenv("HTTPS_PROXY", "http://proxy:3128")
-	t.Setenv("LANE_KEEP_ME", "yes")
+	t.Setenv("KEEP_ME", "yes")
 	env := ClaudeEnv("http://127.0.0.1:1234", "/tmp/home")
 
 	got := map[string]string{}
@@ -316,7 +316,7 @@ func TestClaudeEnv(t *testing.T) {
 		}
 	}
 	for k, want := range map[string]string{
-		"LANE_KEEP_ME": "yes", "HOME": "/tmp/home", "ANTHROPIC_BASE_URL": "http://127.0.0.1:1234",
+		"KEEP_ME": "yes", "HOME": "/tmp/home", "ANTHROPIC_BASE_URL": "http://127.0.0.1:1234",
 		"IS_SANDBOX": "1", "CLAUDE_CODE_MAX_RETRIES": "0", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 	} {
 		if got[k] != want {
