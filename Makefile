@@ -10,7 +10,7 @@ build:
 # and installed from npm.
 RUNTIME_BINS = @anthropic-ai/claude-code-linux-x64/claude .bin/codex .bin/gemini .bin/opencode .bin/qwen
 test-deps:
-	@for b in $(RUNTIME_BINS); do test -x testdata/runtimes/node_modules/$$b || exit 1; done 2>/dev/null || \
+	@(for b in $(RUNTIME_BINS); do test -x testdata/runtimes/node_modules/$$b || exit 1; done) || \
 		npm ci --prefix testdata/runtimes --no-audit --no-fund
 	$(GO) mod download
 
