@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -211,7 +212,10 @@ func TestRunsPrintsHistory(t *testing.T) {
 
 func TestDoctorNeverPrintsSecrets(t *testing.T) {
 	f, out, _ := testFactory(t, "")
-	secrets := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-very-secret", "LANE_CLAUDE_BIN": filepath.Join(t.TempDir(), "none")}
+	fakeCodex := filepath.Join(t.TempDir(), "codex")
+	os.WriteFile(fakeCodex, []byte("#!/bin/sh\necho 'codex-cli 0.171.0'\n"), 0o755)
+	secrets := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-very-secret", "LANE_CLAUDE_BIN": filepath.Join(t.TempDir(), "none"),
+		"LANE_CODEX_BIN": fakeCodex, "LANE_GEMINI_BIN": filepath.Join(t.TempDir(), "none")}
 	base := f.Getenv
 	f.Getenv = func(k string) string {
 		if v, ok := secrets[k]; ok {
@@ -228,7 +232,8 @@ func TestDoctorNeverPrintsSecrets(t *testing.T) {
 	if strings.Contains(got, "sk-ant-very-secret") {
 		t.Fatalf("doctor printed a key:\n%s", got)
 	}
-	for _, want := range []string{"ANTHROPIC_API_KEY", "set", "claude", "missing", "npm install", "database", "SANDBOX"} {
+	for _, want := range []string{"ANTHROPIC_API_KEY", "set", "claude", "missing", "npm install", "database", "SANDBOX",
+		"codex-cli 0.171.0 at " + fakeCodex, "npm install -g @google/gemini-cli", "opencode", "qwen", "local"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, got)
 		}

@@ -388,3 +388,17 @@ func assertNoProcessIn(t *testing.T, dir string) {
 		t.Errorf("process %s still runs in the project: %q", ent.Name(), bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
 	}
 }
+
+func TestMissingRuntimeIsRecorded(t *testing.T) {
+	root := t.TempDir()
+	e := &env{t: t, proj: root, db: filepath.Join(root, "lane.db")}
+	e.vars = append(clitest.Env(filepath.Join(root, "home")), "LANE_DB="+e.db,
+		"LANE_CODEX_BIN="+filepath.Join(root, "no-codex"), "PATH=/usr/bin:/bin")
+	res := e.run("--model", "codex:gpt-5-codex", "-o", "json", "anything")
+	wantExit(t, res, 5)
+	run := lastRun(t, res)
+	if run.Runtime != "codex" || run.Model != "gpt-5-codex" || run.ErrorKind != trace.ErrorRuntimeMissing ||
+		!strings.Contains(run.ErrorHint, "npm install -g @openai/codex") {
+		t.Errorf("run %+v", run)
+	}
+}
