@@ -7,11 +7,14 @@ build:
 
 # The end-to-end tests drive the real agent CLIs (Claude Code, Codex, Gemini
 # CLI, opencode, Qwen Code), pinned in testdata/runtimes/package-lock.json
-# and installed from npm.
+# and installed from npm. `npm install` rather than `npm ci`: the lock
+# cannot list the other platforms' builds of opencode and of a Qwen Code
+# dependency that the registry here does not serve, and npm ci refuses such
+# a lock; npm install follows it all the same and leaves it unchanged.
 RUNTIME_BINS = @anthropic-ai/claude-code-linux-x64/claude .bin/codex .bin/gemini .bin/opencode .bin/qwen
 test-deps:
 	@(for b in $(RUNTIME_BINS); do test -x testdata/runtimes/node_modules/$$b || exit 1; done) || \
-		npm ci --prefix testdata/runtimes --no-audit --no-fund
+		npm install --prefix testdata/runtimes --no-audit --no-fund
 	$(GO) mod download
 
 test: test-deps

@@ -4,7 +4,7 @@
 // base URLs, config homes, proxies) are removed.
 //
 // The CLIs are pinned in testdata/runtimes/package-lock.json and installed
-// with `npm ci --prefix testdata/runtimes` (make test does it).
+// with `make test-deps` (make test does it).
 package clitest
 
 import (
@@ -57,7 +57,7 @@ func find(t testing.TB, getenv func(string) string, root, name string) string {
 		}
 		why = err.Error()
 	}
-	msg := "real " + name + " not installed: run `npm ci --prefix testdata/runtimes` (make test does it) or set " +
+	msg := "real " + name + " not installed: run `make test-deps` (make test does it) or set " +
 		BinEnv(name) + " (" + why + ")"
 	if getenv(RequireEnv) == "1" || (name == "claude" && getenv("LANE_REQUIRE_CLAUDE") == "1") {
 		t.Fatal(msg)

@@ -44,7 +44,7 @@ func TestFind(t *testing.T) {
 	}
 
 	var f fakeTB
-	if got := find(&f, env(), root, "codex"); got != "" || !strings.Contains(f.skipped, "npm ci --prefix testdata/runtimes") || f.failed != "" {
+	if got := find(&f, env(), root, "codex"); got != "" || !strings.Contains(f.skipped, "make test-deps") || f.failed != "" {
 		t.Errorf("missing: got %q, skipped %q, failed %q", got, f.skipped, f.failed)
 	}
 	f = fakeTB{}
