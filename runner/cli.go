@@ -312,7 +312,9 @@ func cliAttempt(rt *cliRuntime, o CLIOptions, conf, parentID string, n int) (*at
 			if id := tally.SessionID(); id != "" {
 				run.SessionID = id
 			}
-			run.Usage, run.Turns, run.ToolCalls = tally.Usage(), tally.Turns(), tally.ToolCalls()
+			// Turns are model turns for every runtime, for comparison (Codex
+			// counts a whole exec as one turn).
+			run.Usage, run.Turns, run.ToolCalls = tally.Usage(), max(tally.Turns(), turns.turns), tally.ToolCalls()
 			price := o.Price
 			if price == nil {
 				price = func(string, trace.Usage) (float64, bool) { return 0, false }
@@ -345,7 +347,7 @@ func stepWork(steps bool) func(trace.Event) (string, bool, bool) {
 }
 
 // turnCounter counts the main agent's model turns from its events and says
-// when one begins past the limit. A turn begins with the first model output
+// when one begins past the limit (if it has one). A turn begins with the first model output
 // (text, thinking or a tool call) after a tool result, or with a step_start
 // for runtimes that mark their steps.
 type turnCounter struct {
@@ -356,7 +358,7 @@ type turnCounter struct {
 }
 
 func (c *turnCounter) observe(ev trace.Event) error {
-	if c.limit <= 0 || ev.ParentToolUseID != "" {
+	if ev.ParentToolUseID != "" {
 		return nil
 	}
 	began := false
@@ -373,7 +375,7 @@ func (c *turnCounter) observe(ev trace.Event) error {
 		return nil
 	}
 	c.turns++
-	if c.turns > c.limit {
+	if c.limit > 0 && c.turns > c.limit {
 		return &MaxTurnsError{Limit: c.limit}
 	}
 	return nil

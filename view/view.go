@@ -88,6 +88,9 @@ func (p *Printer) render(b *strings.Builder, ev trace.Event) {
 	case trace.KindRetry:
 		p.line(b, depth, yellow, truncate(retryText(ev), lineWidth))
 	case trace.KindTask:
+		if bookkeeping[ev.Subtype] {
+			return
+		}
 		if c, ok := p.calls[ev.ToolUseID]; ok {
 			depth = c.depth + 1 // the task's own call: show it as that call's work
 		}
@@ -290,6 +293,11 @@ func retryText(ev trace.Event) string {
 	}
 	return s
 }
+
+// bookkeeping are task events that mark a runtime's own rhythm (Codex's
+// turns, opencode's steps) rather than work a person follows: they stay in
+// the record and the stream-json output, not on the terminal.
+var bookkeeping = map[string]bool{"turn.started": true, "step_start": true, "step_finish": true}
 
 // toolSummary is a one-line account of a tool's input: the command of a Bash
 // call, the file of a Read, the pattern of a Grep; compact JSON for tools it

@@ -96,6 +96,10 @@ func script() []trace.Event {
 		// A subagent, indented under the call that started it.
 		{Kind: trace.KindToolCall, ToolUseID: "toolu_9", ToolName: "Agent", Input: raw(`{"description":"mock subagent","prompt":"run echo","subagent_type":"general-purpose"}`)},
 		{Kind: trace.KindTask, Subtype: "task_started", ToolUseID: "toolu_9", Text: "mock subagent"},
+		// opencode's steps and Codex's turns are bookkeeping: not shown.
+		{Kind: trace.KindTask, Subtype: "step_start", Text: "step started"},
+		{Kind: trace.KindTask, Subtype: "turn.started", Text: "turn started"},
+		{Kind: trace.KindTask, Subtype: "step_finish", Text: "step finished: tool-calls"},
 		{Kind: trace.KindToolResult, ToolUseID: "toolu_9", Output: "Async agent launched successfully.\nagentId: a07fa33de95a6484a\nThe agent is working in the background."},
 		{Kind: trace.KindText, ParentToolUseID: "toolu_9", Text: "I'll run the command."},
 		{Kind: trace.KindToolCall, ParentToolUseID: "toolu_9", ToolUseID: "toolu_10", ToolName: "Bash", Input: raw(`{"command":"echo from-subagent","description":"subagent echo"}`)},
