@@ -175,8 +175,12 @@ func claudeAttempt(o ClaudeOptions, parentID string, n int) *attempt {
 				finished = ev.Kind == trace.KindResult
 			}
 			// Claude Code retries a refused key for minutes; the first
-			// refusal is enough to know.
-			return authRefusal(ev)
+			// refusal is enough to know. (Its final word on a refusal is
+			// left to judgeClaude, which weighs the result's fields.)
+			if ev.Kind == trace.KindRetry {
+				return authRefusal(ev)
+			}
+			return nil
 		},
 		hooks: watchHooks{settled: func() bool { return finished }},
 		finish: func(run *trace.Run, ex Exit) {
@@ -188,7 +192,8 @@ func claudeAttempt(o ClaudeOptions, parentID string, n int) *attempt {
 }
 
 // authRefusal is the cause to stop a run on: an API refusal of the
-// credentials, which no retry of the runtime's will cure.
+// credentials, which no retry of the runtime's will cure, reported as a
+// retry or as an error of the main agent.
 func authRefusal(ev trace.Event) error {
 	switch {
 	case ev.Kind == trace.KindRetry && ev.Retry != nil && (ev.Retry.ErrorStatus == 401 || ev.Retry.ErrorStatus == 403):
