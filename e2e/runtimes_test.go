@@ -60,38 +60,16 @@ var rigs = []rig{
 	{
 		runtime: "codex", model: "test-model",
 		serve: func(t *testing.T, steps ...step) scripted {
-			var turns []responsestest.Turn
-			for _, s := range steps {
-				switch {
-				case s.isCall():
-					turns = append(turns, responsestest.ToolCalls(responsestest.Exec("", s.shell)))
-				case s.isError():
-					turns = append(turns, responsestest.Status(s.status, ""))
-				case s.hang:
-					turns = append(turns, responsestest.Hang())
-				default:
-					turns = append(turns, responsestest.Text(s.text))
-				}
-			}
+			turns := turnsOf(steps, func(cmd string) responsestest.Turn { return responsestest.ToolCalls(responsestest.Exec("", cmd)) },
+				responsestest.Text, responsestest.Status, responsestest.Hang)
 			return codexServer{responsestest.NewServer(t, turns...)}
 		},
 	},
 	{
 		runtime: "gemini", model: geminitest.Model,
 		serve: func(t *testing.T, steps ...step) scripted {
-			var turns []geminitest.Turn
-			for _, s := range steps {
-				switch {
-				case s.isCall():
-					turns = append(turns, geminitest.FunctionCalls(geminitest.Shell(s.shell)))
-				case s.isError():
-					turns = append(turns, geminitest.Status(s.status, ""))
-				case s.hang:
-					turns = append(turns, geminitest.Hang())
-				default:
-					turns = append(turns, geminitest.Text(s.text))
-				}
-			}
+			turns := turnsOf(steps, func(cmd string) geminitest.Turn { return geminitest.FunctionCalls(geminitest.Shell(cmd)) },
+				geminitest.Text, geminitest.Status, geminitest.Hang)
 			return geminiServer{geminitest.NewServer(t, turns...)}
 		},
 	},
@@ -114,17 +92,24 @@ var rigs = []rig{
 }
 
 func openaiTurns(shellTool string, steps []step) []openaitest.Turn {
-	var turns []openaitest.Turn
+	return turnsOf(steps, func(cmd string) openaitest.Turn {
+		return openaitest.ToolCalls(openaitest.Call("", shellTool, map[string]string{"command": cmd}))
+	}, openaitest.Text, openaitest.Status, openaitest.Hang)
+}
+
+// turnsOf turns the neutral steps into one server's turns.
+func turnsOf[T any](steps []step, shellCall func(cmd string) T, text func(string) T, status func(int, string) T, hang func() T) []T {
+	var turns []T
 	for _, s := range steps {
 		switch {
 		case s.isCall():
-			turns = append(turns, openaitest.ToolCalls(openaitest.Call("", shellTool, map[string]string{"command": s.shell})))
+			turns = append(turns, shellCall(s.shell))
 		case s.isError():
-			turns = append(turns, openaitest.Status(s.status, ""))
+			turns = append(turns, status(s.status, ""))
 		case s.hang:
-			turns = append(turns, openaitest.Hang())
+			turns = append(turns, hang())
 		default:
-			turns = append(turns, openaitest.Text(s.text))
+			turns = append(turns, text(s.text))
 		}
 	}
 	return turns

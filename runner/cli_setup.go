@@ -50,6 +50,15 @@ func codexSetup(o CLIOptions, conf string) (setup, error) {
 	return setup{args: append(args, "--", o.Prompt), env: env}, nil
 }
 
+// promptWithAddition is the task with --append-system-prompt before it,
+// for the CLIs that have no flag of their own for it.
+func (o CLIOptions) promptWithAddition() string {
+	if o.AppendSystemPrompt == "" {
+		return o.Prompt
+	}
+	return o.AppendSystemPrompt + "\n\n" + o.Prompt
+}
+
 // codexKeyEnv is the variable lane gives Codex the endpoint's key in.
 const codexKeyEnv = "LANE_CODEX_API_KEY"
 
@@ -87,12 +96,8 @@ func geminiSetup(o CLIOptions, conf string) (setup, error) {
 			"GOOGLE_GEMINI_BASE_URL="+o.BaseURL,
 			"GEMINI_API_KEY="+o.keyFrom(o.Env))
 	}
-	prompt := o.Prompt
-	if o.AppendSystemPrompt != "" {
-		prompt = o.AppendSystemPrompt + "\n\n" + prompt
-	}
 	// One argument, so that a task starting with "-" stays a task.
-	return setup{args: append(args, "--prompt="+prompt), env: env}, nil
+	return setup{args: append(args, "--prompt="+o.promptWithAddition()), env: env}, nil
 }
 
 // geminiSettings is the settings.json of lane's Gemini CLI home: API-key
@@ -144,11 +149,7 @@ func opencodeSetup(o CLIOptions, conf string) (setup, error) {
 	}
 	// opencode works in $PWD, not only in its working directory.
 	env = append(env, "PWD="+o.Dir, "OPENCODE_DISABLE_AUTOUPDATE=1")
-	prompt := o.Prompt
-	if o.AppendSystemPrompt != "" {
-		prompt = o.AppendSystemPrompt + "\n\n" + prompt
-	}
-	return setup{args: args, env: env, stdin: prompt}, nil
+	return setup{args: args, env: env, stdin: o.promptWithAddition()}, nil
 }
 
 // opencodeKeyEnv is the variable lane gives opencode the endpoint's key in.
