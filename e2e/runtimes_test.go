@@ -232,6 +232,7 @@ func TestRuntimes(t *testing.T) {
 			t.Run("failing tool", func(t *testing.T) { testFailingTool(t, r) })
 			t.Run("401", func(t *testing.T) { testAuthRefused(t, r) })
 			t.Run("hang", func(t *testing.T) { testHang(t, r) })
+			t.Run("long tool", func(t *testing.T) { testLongTool(t, r) })
 			t.Run("resume", func(t *testing.T) { testResume(t, r) })
 			t.Run("max turns", func(t *testing.T) { testMaxTurns(t, r) })
 		})
@@ -313,6 +314,22 @@ func testHang(t *testing.T, r rig) {
 		t.Errorf("status %s: %s", run.Status, run.ErrorMessage)
 	}
 	assertNoProcessIn(t, e.proj)
+}
+
+func testLongTool(t *testing.T, r rig) {
+	// A command silent for twice the idle timeout is a tool at work: the
+	// idle watchdog waits while a call is pending (for opencode, while a
+	// step is open).
+	// (Not `sleep`: Qwen Code and Claude Code refuse a bare long sleep.)
+	e := newCLIEnv(t, r, shell(`python3 -c "import time; time.sleep(4)" && echo slow-done > slow.txt`), say("Done."))
+	res := e.runCLI(withTimeout(t, 2*time.Minute), "--idle-timeout", "2s", "run the slow command")
+	wantExit(t, res, 0)
+	if b, _ := os.ReadFile(filepath.Join(e.proj, "slow.txt")); string(b) != "slow-done\n" {
+		t.Errorf("slow.txt = %q", b)
+		for _, ev := range e.events(lastRun(t, res).ID) {
+			t.Logf("%s %s %q %q", ev.Time.Format("05.000"), ev.Kind, ev.Output, ev.Input)
+		}
+	}
 }
 
 func testResume(t *testing.T, r rig) {
