@@ -72,6 +72,24 @@ func TestRunFlags(t *testing.T) {
 			},
 		},
 		{
+			name: "an agent CLI without --model keeps its own default",
+			args: []string{"--runtime", "codex", "--runtime-bin", "/opt/codex", "task"},
+			check: func(t *testing.T, o *RunOptions) {
+				if o.Runtime != "codex" || o.Model != "" || o.RuntimeBin != "/opt/codex" {
+					t.Errorf("runtime %q model %q bin %q", o.Runtime, o.Model, o.RuntimeBin)
+				}
+			},
+		},
+		{
+			name: "an agent CLI with --model",
+			args: []string{"--runtime", "gemini", "--model", "gemini-2.5-pro", "task"},
+			check: func(t *testing.T, o *RunOptions) {
+				if o.Runtime != "gemini" || o.Model != "gemini-2.5-pro" {
+					t.Errorf("runtime %q model %q", o.Runtime, o.Model)
+				}
+			},
+		},
+		{
 			name:  "task from stdin keeps inner newlines",
 			args:  []string{"-"},
 			stdin: "line one\n\nline three\n",

@@ -54,8 +54,8 @@ again if it used one).`,
 			if !c.Flags().Changed("dir") {
 				opts.Dir = prev.Dir
 			}
-			if !c.Flags().Changed("model") && prev.Model != "" {
-				opts.Model = prev.Model
+			if !c.Flags().Changed("model") && (prev.Model != "" || prev.Runtime != "claude") {
+				opts.Model = prev.Model // an agent CLI's run may have had its own default
 			}
 			if runF != nil {
 				return runF(ctx, opts)

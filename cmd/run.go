@@ -91,6 +91,7 @@ provider. TASK "-" reads the task from standard input; end lane's flags with
 				return err
 			}
 			opts.Task = task
+			defaultModelOfRuntime(c, opts)
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -100,6 +101,14 @@ provider. TASK "-" reads the task from standard input; end lane's flags with
 	addRunFlags(c, opts)
 	c.Flags().StringVar(&opts.Resume, "resume", "", "resume this Claude session id")
 	return c
+}
+
+// defaultModelOfRuntime leaves the model to an agent CLI chosen with
+// --runtime and no --model: lane's default model is a Claude one.
+func defaultModelOfRuntime(c *cobra.Command, opts *RunOptions) {
+	if config.IsCLI(opts.Runtime) && !c.Flags().Changed("model") {
+		opts.Model = ""
+	}
 }
 
 // addRunFlags declares the flags shared by run and resume.

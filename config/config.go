@@ -236,13 +236,19 @@ func (f *File) endpoint(t *Target, getenv func(string) string) {
 }
 
 // resolveCLI resolves model for an agent CLI. A bare model is passed to the
-// CLI as it is, which then uses its own configuration and login;
+// CLI as it is, which then uses its own configuration and login (no model:
+// its own default);
 // PROVIDER:MODEL or --base-url makes lane point the CLI at that endpoint.
 func (f *File) resolveCLI(model, runtime, baseURL string, getenv func(string) string) (Target, error) {
-	if model == "" {
-		return Target{}, fmt.Errorf("--runtime %s needs a --model", runtime)
-	}
 	cli := cliRuntimes[runtime]
+	if model == "" {
+		// The CLI's own default model.
+		t := Target{Runtime: runtime}
+		if baseURL != "" {
+			t.BaseURL, t.API, t.KeyEnv, t.APIKey = baseURL, cli.api, cli.keyEnv, getenv(cli.keyEnv)
+		}
+		return t, nil
+	}
 	t := Target{Runtime: runtime, Model: model}
 	prefix, rest, hasPrefix := strings.Cut(model, ":")
 	_, isEndpoint := f.Endpoints[prefix]

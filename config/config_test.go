@@ -47,7 +47,7 @@ func TestResolve(t *testing.T) {
 		{model: "opencode:anthropic:claude-sonnet-4-5", err: "cannot use anthropic"},
 		{model: "codex:", err: "names no model after the runtime"},
 		{model: "codex:gpt-5", runtime: "gemini", err: "--runtime is gemini"},
-		{model: "", runtime: "qwen", err: "needs a --model"},
+		{model: "", runtime: "qwen", want: Target{Runtime: "qwen"}},
 	}
 	for _, tt := range tests {
 		got, err := f.Resolve(tt.model, tt.runtime, tt.baseURL, vars)
