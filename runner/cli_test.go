@@ -301,3 +301,50 @@ func TestShellLogFindsTheExitCodeTheStreamLeftOut(t *testing.T) {
 		t.Errorf("c4 written late: %+v", res)
 	}
 }
+
+// The captures in testdata/sessionlogs are real: a stream and the session
+// log the same run wrote, for a command that fails after printing and one
+// that succeeds.
+func TestShellLogOnRealCaptures(t *testing.T) {
+	for _, rt := range []string{"gemini-0.61.0", "qwen-0.15.10"} {
+		t.Run(rt, func(t *testing.T) {
+			stream, err := os.Open(filepath.Join("testdata", "sessionlogs", rt+".stream.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stream.Close()
+			name, _, _ := strings.Cut(rt, "-")
+			src := cliRuntimes[name].newSource(stream)
+			logPath := filepath.Join("testdata", "sessionlogs", rt+".session.jsonl")
+			l := newShellLog(func(string) []string { return []string{logPath} }, "run_shell_command")
+			var failed, passed []string
+			for {
+				evs, err := src.Next()
+				for i := range evs {
+					before := evs[i].IsError
+					l.amend(&evs[i])
+					if evs[i].Kind != trace.KindToolResult {
+						continue
+					}
+					if before {
+						t.Errorf("the stream itself already said %s failed: this capture shows nothing", evs[i].ToolUseID)
+					}
+					if evs[i].IsError {
+						failed = append(failed, evs[i].Output)
+					} else {
+						passed = append(passed, evs[i].Output)
+					}
+				}
+				if err != nil {
+					break
+				}
+			}
+			if len(failed) != 1 || !strings.Contains(failed[0], "No such file") || !strings.Contains(failed[0], "(exit code 2)") {
+				t.Errorf("failed tools %q, want the ls of a missing folder, exit code 2", failed)
+			}
+			if len(passed) != 1 || !strings.Contains(passed[0], "ok") {
+				t.Errorf("passed tools %q, want the echo", passed)
+			}
+		})
+	}
+}
