@@ -306,7 +306,11 @@ func cliAttempt(rt *cliRuntime, o CLIOptions, conf, parentID string, n int) (*at
 			work:    stepWork(rt.stepTurns),
 		},
 		finish: func(run *trace.Run, ex Exit) {
-			if !judgeStop(run, ex, "the model API refused the key: check "+rt.authEnv) {
+			authHint := "the model API refused the key: check " + rt.authEnv
+			if o.BaseURL != "" && o.KeyEnv != "" {
+				authHint = "the model API at " + o.BaseURL + " refused the key: check " + o.KeyEnv
+			}
+			if !judgeStop(run, ex, authHint) {
 				applyVerdict(run, tally.Judge(ex.Code), ex)
 			}
 			if id := tally.SessionID(); id != "" {
