@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"lane/internal/scripttest"
 )
 
 // The tests below run the real Claude Code (see ClaudeBin) against the scripted server.
@@ -130,7 +132,7 @@ func TestClaudeHang(t *testing.T) {
 				if !ok {
 					break
 				}
-				after = append(after, l.Type+"/"+l.Subtype+": "+truncate(string(l.raw), 120))
+				after = append(after, l.Type+"/"+l.Subtype+": "+scripttest.Truncate(string(l.raw), 120))
 			}
 			select {
 			case <-r.exited:

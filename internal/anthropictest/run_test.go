@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"lane/internal/scripttest"
 )
 
 // claudeArgs is the command line of every real run here: lane's shape.
@@ -158,7 +160,7 @@ func (r *claudeRun) stdout() string {
 	defer r.mu.Unlock()
 	var sb strings.Builder
 	for _, l := range r.all {
-		sb.WriteString(truncate(string(l.raw), 400))
+		sb.WriteString(scripttest.Truncate(string(l.raw), 400))
 		sb.WriteByte('\n')
 	}
 	return sb.String()

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
+
+	"lane/internal/scripttest"
 )
 
 // Kind says who made a request, which decides which script answers it.
@@ -99,56 +100,24 @@ func (m Message) Text() string {
 }
 
 // HasTool reports whether the request offered the named tool.
-func (r Request) HasTool(name string) bool {
-	for _, t := range r.Tools {
-		if t == name {
-			return true
-		}
-	}
-	return false
-}
+func (r Request) HasTool(name string) bool { return slices.Contains(r.Tools, name) }
 
 // Server is a scripted Anthropic Messages API on 127.0.0.1.
 type Server struct {
-	t    testing.TB
-	srv  *httptest.Server
-	done chan struct{} // closed by Close: releases hung handlers
-	once sync.Once
-
-	mu       sync.Mutex
-	main     script
-	subagent script
-	respond  func(Request) (Turn, bool)
-	reqs     []Request
-	changed  chan struct{} // closed and replaced whenever a request is recorded
-}
-
-type script struct {
-	turns []Turn
-	next  int
-}
-
-// take returns the next turn and its 1-based index, or the default "done" turn and 0 once the script is spent.
-func (s *script) take() (Turn, int) {
-	if s.next >= len(s.turns) {
-		return Text("done"), 0
-	}
-	s.next++
-	return s.turns[s.next-1], s.next
+	t        testing.TB
+	srv      *scripttest.Server
+	log      scripttest.Log[Request]
+	main     scripttest.Script[Request, Turn]
+	subagent scripttest.Script[Request, Turn]
 }
 
 // NewServer starts a server whose main-agent requests consume turns in order; once they are spent every
 // main request is answered with Text("done"). It is closed when the test ends.
 func NewServer(t testing.TB, turns ...Turn) *Server {
 	t.Helper()
-	s := &Server{
-		t:       t,
-		done:    make(chan struct{}),
-		main:    script{turns: turns},
-		changed: make(chan struct{}),
-	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
+	s := &Server{t: t}
+	s.main.Set(turns...)
+	s.srv = scripttest.NewServer(t, http.HandlerFunc(s.serve))
 	return s
 }
 
@@ -156,73 +125,32 @@ func NewServer(t testing.TB, turns ...Turn) *Server {
 // in script order, for tests whose requests arrive in no fixed order
 // (parallel attempts of a bench). A request it declines (false) takes the
 // next turn of the script.
-func (s *Server) SetResponder(respond func(Request) (Turn, bool)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.respond = respond
-}
+func (s *Server) SetResponder(respond func(Request) (Turn, bool)) { s.main.SetResponder(respond) }
 
 // URL is the base URL to give claude as ANTHROPIC_BASE_URL.
-func (s *Server) URL() string { return s.srv.URL }
+func (s *Server) URL() string { return s.srv.URL() }
 
 // SetSubagentTurns scripts the subagents' requests, shared by all subagents in arrival order. Without it
 // a subagent is answered Text("done").
-func (s *Server) SetSubagentTurns(turns ...Turn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.subagent = script{turns: turns}
-}
+func (s *Server) SetSubagentTurns(turns ...Turn) { s.subagent.Set(turns...) }
 
 // Requests returns every request received so far, in order of arrival.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
-}
+func (s *Server) Requests() []Request { return s.log.All() }
 
 // MainRequests returns the main agent's requests received so far, in order.
-func (s *Server) MainRequests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mainLocked()
-}
+func (s *Server) MainRequests() []Request { return s.log.Filter(isMain) }
 
-func (s *Server) mainLocked() []Request {
-	var out []Request
-	for _, r := range s.reqs {
-		if r.Kind == Main {
-			out = append(out, r)
-		}
-	}
-	return out
-}
+func isMain(r Request) bool { return r.Kind == Main }
 
 // WaitRequests waits until n main-agent requests have arrived (not necessarily been answered) and returns
 // the main requests so far. It returns ctx's error, with the requests so far, if ctx ends first.
 func (s *Server) WaitRequests(ctx context.Context, n int) ([]Request, error) {
-	for {
-		s.mu.Lock()
-		got, changed := s.mainLocked(), s.changed
-		s.mu.Unlock()
-		if len(got) >= n {
-			return got, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return got, fmt.Errorf("wait for main request %d, got %d: %w", n, len(got), context.Cause(ctx))
-		}
-	}
+	return s.log.Wait(ctx, n, "main request", isMain)
 }
 
 // Close releases hung requests (their connections are dropped) and shuts the server down. It is safe to
 // call more than once; NewServer registers it with t.Cleanup.
-func (s *Server) Close() {
-	s.once.Do(func() {
-		close(s.done)
-		s.srv.Close()
-	})
-}
+func (s *Server) Close() { s.srv.Close() }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
@@ -231,28 +159,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := decode(r, body)
-
-	s.mu.Lock()
-	req.N = len(s.reqs) + 1
-	var turn Turn
-	switch req.Kind {
-	case Main:
-		var ok bool
-		if s.respond != nil {
-			turn, ok = s.respond(req)
+	turn := Text("done")
+	req = s.log.Add(func(n int) Request {
+		req.N = n
+		switch req.Kind {
+		case Main:
+			if t, i, ok := s.main.Take(req); ok {
+				turn, req.Turn = t, i
+			}
+		case Subagent:
+			if t, i, ok := s.subagent.Take(req); ok {
+				turn, req.Turn = t, i
+			}
 		}
-		if !ok {
-			turn, req.Turn = s.main.take()
-		}
-	case Subagent:
-		turn, req.Turn = s.subagent.take()
-	default:
-		turn = Text("done")
-	}
-	s.reqs = append(s.reqs, req)
-	close(s.changed)
-	s.changed = make(chan struct{})
-	s.mu.Unlock()
+		return req
+	})
 
 	s.t.Logf("anthropictest: #%d %s %s %s model=%s tools=%d messages=%d -> %s",
 		req.N, req.Kind, r.Method, r.URL.RequestURI(), req.Model, len(req.Tools), len(req.Messages), describe(req, turn))
@@ -273,7 +194,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(turn.status)
 		_, _ = io.WriteString(w, turn.body)
 	case turn.hang == hangBefore, turn.hang == hangMidStream && !req.Stream:
-		s.stall(r)
+		s.srv.Stall(r)
 	case !req.Stream:
 		s.writeJSON(w, req, turn)
 	default:
@@ -289,16 +210,6 @@ func describe(req Request, turn Turn) string {
 		return "default: " + turn.String()
 	}
 	return fmt.Sprintf("turn %d: %s", req.Turn, turn)
-}
-
-// stall blocks until the client goes away or the server closes; on close the connection is dropped
-// without a response.
-func (s *Server) stall(r *http.Request) {
-	select {
-	case <-r.Context().Done():
-	case <-s.done:
-		panic(http.ErrAbortHandler)
-	}
 }
 
 func decode(r *http.Request, body []byte) Request {

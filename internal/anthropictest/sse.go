@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"lane/internal/scripttest"
 )
 
 // Usage reported for every scripted response: message_start carries the input side, message_delta the
@@ -27,24 +29,11 @@ func toolID(req Request, i int, c *ToolCall) string {
 
 // writeSSE streams turn as Anthropic server-sent events, flushing after each event.
 func (s *Server) writeSSE(w http.ResponseWriter, r *http.Request, req Request, turn Turn) {
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("request-id", fmt.Sprintf("req_test_%d", req.N))
-	w.WriteHeader(http.StatusOK)
+	sse := scripttest.StartSSE(w)
 	send := func(event string, data object) bool {
 		data["type"] = event
-		b, err := json.Marshal(data)
-		if err != nil {
-			panic(err)
-		}
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
-			return false
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return true
+		return sse.Send(event, data)
 	}
 
 	ok := send("message_start", object{"message": object{
@@ -73,7 +62,7 @@ func (s *Server) writeSSE(w http.ResponseWriter, r *http.Request, req Request, t
 				send("content_block_delta", object{"index": i, "delta": object{"type": "input_json_delta", "partial_json": in[half:]}})
 		}
 		if turn.hang == hangMidStream {
-			s.stall(r)
+			s.srv.Stall(r)
 			return
 		}
 		ok = ok && send("content_block_stop", object{"index": i})

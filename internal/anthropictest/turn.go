@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"lane/internal/scripttest"
 )
 
 // A Turn is the scripted answer to one model request.
@@ -123,7 +125,7 @@ func (t Turn) String() string {
 		if b.call != nil {
 			parts = append(parts, "tool_use "+b.call.Name)
 		} else {
-			parts = append(parts, fmt.Sprintf("text %q", truncate(b.text, 40)))
+			parts = append(parts, fmt.Sprintf("text %q", scripttest.Truncate(b.text, 40)))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -158,11 +160,4 @@ func errorBody(code int) string {
 	}
 	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": kind, "message": msg}})
 	return string(b)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"lane/internal/clitest"
+	"lane/internal/scripttest"
 )
 
 // The tests below run the real Gemini CLI (clitest.Bin) against the
@@ -53,7 +54,7 @@ func (r geminiRun) first(typ string) (event, bool) {
 func (r geminiRun) stdout() string {
 	var sb strings.Builder
 	for _, e := range r.events {
-		sb.WriteString(truncate(e.raw, 400) + "\n")
+		sb.WriteString(scripttest.Truncate(e.raw, 400) + "\n")
 	}
 	return sb.String()
 }
@@ -193,7 +194,7 @@ func TestGeminiResume(t *testing.T) {
 	}
 	var got []string
 	for _, c := range reqs[1].Contents {
-		got = append(got, c.Role+": "+truncate(c.Text(), 30))
+		got = append(got, c.Role+": "+scripttest.Truncate(c.Text(), 30))
 	}
 	// The first user content is the <session_context> block, then the task, in one content.
 	c := reqs[1].Contents

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
+
+	"lane/internal/scripttest"
 )
 
 // Kind says who made a request, which decides what answers it.
@@ -143,32 +143,11 @@ func (r Request) FunctionResponses() []FunctionResponse {
 // Server is a scripted Gemini API (generativelanguage.googleapis.com) on
 // 127.0.0.1.
 type Server struct {
-	t    testing.TB
-	srv  *httptest.Server
-	done chan struct{} // closed by Close: releases hung handlers
-	once sync.Once
-
-	mu       sync.Mutex
-	main     script
-	subagent script
-	respond  func(Request) (Turn, bool)
-	reqs     []Request
-	changed  chan struct{} // closed and replaced whenever a request is recorded
-}
-
-type script struct {
-	turns []Turn
-	next  int
-}
-
-// take returns the next turn and its 1-based index, or false once the
-// script is spent.
-func (s *script) take() (Turn, int, bool) {
-	if s.next >= len(s.turns) {
-		return Turn{}, 0, false
-	}
-	s.next++
-	return s.turns[s.next-1], s.next, true
+	t        testing.TB
+	srv      *scripttest.Server
+	log      scripttest.Log[Request]
+	main     scripttest.Script[Request, Turn]
+	subagent scripttest.Script[Request, Turn]
 }
 
 // NewServer starts a server whose main-agent requests consume turns in
@@ -176,9 +155,9 @@ func (s *script) take() (Turn, int, bool) {
 // It is closed when the test ends.
 func NewServer(t testing.TB, turns ...Turn) *Server {
 	t.Helper()
-	s := &Server{t: t, done: make(chan struct{}), main: script{turns: turns}, changed: make(chan struct{})}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
+	s := &Server{t: t}
+	s.main.Set(turns...)
+	s.srv = scripttest.NewServer(t, http.HandlerFunc(s.serve))
 	return s
 }
 
@@ -186,80 +165,39 @@ func NewServer(t testing.TB, turns ...Turn) *Server {
 // in script order, for tests whose requests arrive in no fixed order
 // (parallel attempts of a bench). A request it declines (false) takes the
 // next turn of the script.
-func (s *Server) SetResponder(respond func(Request) (Turn, bool)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.respond = respond
-}
+func (s *Server) SetResponder(respond func(Request) (Turn, bool)) { s.main.SetResponder(respond) }
 
 // SetSubagentTurns scripts the subagents' requests, shared by all
 // subagents in arrival order. Without it, or once it is spent, a subagent
 // is answered with a complete_task call whose arguments fill the schema
 // the request declares for it (for the generalist agent
 // {"result":{"response":"done"}}), so that it finishes cleanly.
-func (s *Server) SetSubagentTurns(turns ...Turn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.subagent = script{turns: turns}
-}
+func (s *Server) SetSubagentTurns(turns ...Turn) { s.subagent.Set(turns...) }
 
 // URL is the base URL to give Gemini CLI as GOOGLE_GEMINI_BASE_URL (no
 // path: the SDK adds /v1beta/models/…).
-func (s *Server) URL() string { return s.srv.URL }
+func (s *Server) URL() string { return s.srv.URL() }
 
 // Requests returns every request received so far, in order of arrival.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
-}
+func (s *Server) Requests() []Request { return s.log.All() }
 
 // MainRequests returns the main agent's requests received so far, in
 // order.
-func (s *Server) MainRequests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mainLocked()
-}
+func (s *Server) MainRequests() []Request { return s.log.Filter(isMain) }
 
-func (s *Server) mainLocked() []Request {
-	var out []Request
-	for _, r := range s.reqs {
-		if r.Kind == Main {
-			out = append(out, r)
-		}
-	}
-	return out
-}
+func isMain(r Request) bool { return r.Kind == Main }
 
 // WaitRequests waits until n main-agent requests have arrived (not
 // necessarily been answered) and returns the main requests so far. It
 // returns ctx's error, with the requests so far, if ctx ends first.
 func (s *Server) WaitRequests(ctx context.Context, n int) ([]Request, error) {
-	for {
-		s.mu.Lock()
-		got, changed := s.mainLocked(), s.changed
-		s.mu.Unlock()
-		if len(got) >= n {
-			return got, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return got, fmt.Errorf("wait for main request %d, got %d: %w", n, len(got), context.Cause(ctx))
-		}
-	}
+	return s.log.Wait(ctx, n, "main request", isMain)
 }
 
 // Close releases hung requests (their connections are dropped) and shuts
 // the server down. It is safe to call more than once; NewServer registers
 // it with t.Cleanup.
-func (s *Server) Close() {
-	s.once.Do(func() {
-		close(s.done)
-		s.srv.Close()
-	})
-}
+func (s *Server) Close() { s.srv.Close() }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
@@ -268,39 +206,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := decode(r, body)
-
-	s.mu.Lock()
-	req.N = len(s.reqs) + 1
 	var turn Turn
 	var how string
-	switch req.Kind {
-	case Main:
-		ok := false
-		if s.respond != nil {
-			turn, ok = s.respond(req)
-			how = "responder"
-		}
-		if !ok {
-			if turn, req.Turn, ok = s.main.take(); !ok {
-				turn, how = Text("done"), "default"
-			} else {
-				how = fmt.Sprintf("turn %d", req.Turn)
-			}
-		}
-	case Subagent:
-		var ok bool
-		if turn, req.Turn, ok = s.subagent.take(); !ok {
-			turn, how = FunctionCalls(Call(CompleteTaskTool, fill(req.decls[CompleteTaskTool], ""))), "default"
-		} else {
-			how = fmt.Sprintf("subagent turn %d", req.Turn)
-		}
-	case Side:
-		turn, how = Text(SideAnswer(req)).Chunks(1), "side"
-	}
-	s.reqs = append(s.reqs, req)
-	close(s.changed)
-	s.changed = make(chan struct{})
-	s.mu.Unlock()
+	req = s.log.Add(func(n int) Request {
+		req.N = n
+		turn, how = s.pick(&req)
+		return req
+	})
 
 	if req.Kind == Other {
 		s.t.Logf("geminitest: #%d %s %s %s -> fixed answer", req.N, req.Kind, r.Method, r.URL.RequestURI())
@@ -320,18 +232,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, errorBody(http.StatusNotFound))
 		return
 	}
-	for k, vs := range turn.header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
+	scripttest.WriteHeaders(w, turn.header)
 	switch {
 	case turn.status != 0:
 		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 		w.WriteHeader(turn.status)
 		_, _ = io.WriteString(w, turn.body)
 	case turn.hang:
-		s.stall(r)
+		s.srv.Stall(r)
 	case req.Stream:
 		s.writeSSE(w, req, turn)
 	default:
@@ -339,14 +247,31 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// stall blocks until the client goes away or the server closes; on close
-// the connection is dropped without a response.
-func (s *Server) stall(r *http.Request) {
-	select {
-	case <-r.Context().Done():
-	case <-s.done:
-		panic(http.ErrAbortHandler)
+// pick chooses the turn that answers req, setting req.Turn, and says how
+// for the log.
+func (s *Server) pick(req *Request) (Turn, string) {
+	switch req.Kind {
+	case Main:
+		turn, i, ok := s.main.Take(*req)
+		switch {
+		case !ok:
+			return Text("done"), "default"
+		case i == 0:
+			return turn, "responder"
+		}
+		req.Turn = i
+		return turn, fmt.Sprintf("turn %d", i)
+	case Subagent:
+		turn, i, ok := s.subagent.Take(*req)
+		if !ok {
+			return FunctionCalls(Call(CompleteTaskTool, fill(req.decls[CompleteTaskTool], ""))), "default"
+		}
+		req.Turn = i
+		return turn, fmt.Sprintf("subagent turn %d", i)
+	case Side:
+		return Text(SideAnswer(*req)).Chunks(1), "side"
 	}
+	return Turn{}, ""
 }
 
 // modelPath matches /v1beta/models/MODEL:RPC (any API version; tuned
@@ -537,17 +462,15 @@ func callParts(turn Turn) []any {
 // flushing after each: the text in pieces, then the function calls in one
 // event; the last event has finishReason and usageMetadata.
 func (s *Server) writeSSE(w http.ResponseWriter, req Request, turn Turn) {
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
+	sse := scripttest.StartSSE(w)
+	sse.LineEnd = "\r\n"
 	var events [][]any // each event's parts
 	if turn.text != "" {
 		n := turn.chunks
 		if n == 0 {
 			n = DefaultChunks
 		}
-		for _, piece := range split(turn.text, n) {
+		for _, piece := range scripttest.Split(turn.text, n) {
 			events = append(events, []any{object{"text": piece}})
 		}
 	}
@@ -558,15 +481,8 @@ func (s *Server) writeSSE(w http.ResponseWriter, req Request, turn Turn) {
 		events = [][]any{{object{"text": ""}}}
 	}
 	for i, parts := range events {
-		b, err := json.Marshal(response(req, turn, parts, i == len(events)-1))
-		if err != nil {
-			panic(err)
-		}
-		if _, err := fmt.Fprintf(w, "data: %s\r\n\r\n", b); err != nil {
+		if !sse.Send("", response(req, turn, parts, i == len(events)-1)) {
 			return
-		}
-		if flusher != nil {
-			flusher.Flush()
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"lane/internal/scripttest"
 )
 
 // Usage reported by default for every scripted reply (see Turn.WithUsage).
@@ -148,12 +150,7 @@ func (t Turn) Chunks(n int) Turn {
 
 // WithHeader adds a response header, e.g. Retry-After on a 429.
 func (t Turn) WithHeader(key, value string) Turn {
-	h := t.header.Clone()
-	if h == nil {
-		h = http.Header{}
-	}
-	h.Add(key, value)
-	t.header = h
+	t.header = scripttest.AddHeader(t.header, key, value)
 	return t
 }
 
@@ -180,7 +177,7 @@ func (t Turn) String() string {
 	}
 	var parts []string
 	if t.text != "" {
-		parts = append(parts, fmt.Sprintf("text %q", truncate(t.text, 40)))
+		parts = append(parts, fmt.Sprintf("text %q", scripttest.Truncate(t.text, 40)))
 	}
 	for _, c := range t.calls {
 		parts = append(parts, "call "+c.Name)
@@ -192,21 +189,6 @@ func (t Turn) String() string {
 		return "empty"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// split cuts s into at most n pieces on rune boundaries.
-func split(s string, n int) []string {
-	if n <= 1 || len(s) <= 1 {
-		return []string{s}
-	}
-	runes := []rune(s)
-	n = min(n, len(runes))
-	size := (len(runes) + n - 1) / n
-	var out []string
-	for i := 0; i < len(runes); i += size {
-		out = append(out, string(runes[i:min(i+size, len(runes))]))
-	}
-	return out
 }
 
 // errorBody is the Google API error JSON for an HTTP status.
@@ -232,11 +214,4 @@ func errorBody(code int) string {
 	}
 	b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": code, "message": msg, "status": status}})
 	return string(b)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"lane/internal/scripttest"
 )
 
 // A Request is one request the server received, decoded.
@@ -42,29 +43,17 @@ type Message struct {
 }
 
 // HasTool reports whether the request offered the named tool.
-func (r Request) HasTool(name string) bool {
-	for _, t := range r.Tools {
-		if t == name {
-			return true
-		}
-	}
-	return false
-}
+func (r Request) HasTool(name string) bool { return slices.Contains(r.Tools, name) }
 
 // Server is a scripted chat completions API on 127.0.0.1.
 type Server struct {
-	t    testing.TB
-	srv  *httptest.Server
-	done chan struct{} // closed by Close: releases hung handlers
-	once sync.Once
+	t      testing.TB
+	srv    *scripttest.Server
+	log    scripttest.Log[Request]
+	script scripttest.Script[Request, Turn]
 
-	mu      sync.Mutex
-	turns   []Turn
-	next    int
-	respond func(Request) (Turn, bool)
-	models  []string
-	reqs    []Request
-	changed chan struct{} // closed and replaced whenever a request is recorded
+	mu     sync.Mutex
+	models []string
 }
 
 // NewServer starts a server whose main-agent chat completions requests
@@ -72,9 +61,9 @@ type Server struct {
 // that do not). It is closed when the test ends.
 func NewServer(t testing.TB, turns ...Turn) *Server {
 	t.Helper()
-	s := &Server{t: t, done: make(chan struct{}), turns: turns, models: []string{Model}, changed: make(chan struct{})}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
+	s := &Server{t: t, models: []string{Model}}
+	s.script.Set(turns...)
+	s.srv = scripttest.NewServer(t, http.HandlerFunc(s.serve))
 	return s
 }
 
@@ -82,19 +71,7 @@ func NewServer(t testing.TB, turns ...Turn) *Server {
 // rather than in script order, for tests whose requests arrive in no fixed
 // order (parallel attempts of a bench). A request it declines (false) takes
 // the next turn. Side requests get their canned answers without it.
-func (s *Server) SetResponder(respond func(Request) (Turn, bool)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.respond = respond
-}
-
-// respondTo asks the responder; s.mu is held.
-func (s *Server) respondTo(req Request) (Turn, bool) {
-	if s.respond == nil {
-		return Turn{}, false
-	}
-	return s.respond(req)
-}
+func (s *Server) SetResponder(respond func(Request) (Turn, bool)) { s.script.SetResponder(respond) }
 
 // SetModels sets the ids GET /v1/models lists; the default is Model.
 func (s *Server) SetModels(ids ...string) {
@@ -104,66 +81,33 @@ func (s *Server) SetModels(ids ...string) {
 }
 
 // URL is the base URL, ending in /v1, as OPENAI_BASE_URL takes it.
-func (s *Server) URL() string { return s.srv.URL + "/v1" }
+func (s *Server) URL() string { return s.srv.URL() + "/v1" }
 
 // Root is the server's origin, http://127.0.0.1:PORT, without /v1: under
 // it any other path is answered 404 (give Root()+"/npm/" to opencode as
 // npm_config_registry to keep its plugin install offline).
-func (s *Server) Root() string { return s.srv.URL }
+func (s *Server) Root() string { return s.srv.URL() }
 
 // Requests returns every request received so far, in order of arrival:
 // the main agent's, the side calls and the other endpoints'.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
-}
+func (s *Server) Requests() []Request { return s.log.All() }
 
 // MainRequests returns the main agent's requests (KindMain) received so
 // far, in order: the ones that consume turns.
-func (s *Server) MainRequests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mainLocked()
-}
+func (s *Server) MainRequests() []Request { return s.log.Filter(isMain) }
 
-func (s *Server) mainLocked() []Request {
-	var out []Request
-	for _, r := range s.reqs {
-		if r.Kind == KindMain {
-			out = append(out, r)
-		}
-	}
-	return out
-}
+func isMain(r Request) bool { return r.Kind == KindMain }
 
 // WaitRequests waits until n main-agent requests (KindMain) have arrived
 // (not necessarily been answered) and returns the main requests so far. It
 // returns ctx's error, with the main requests so far, if ctx ends first.
 func (s *Server) WaitRequests(ctx context.Context, n int) ([]Request, error) {
-	for {
-		s.mu.Lock()
-		got, changed := s.mainLocked(), s.changed
-		s.mu.Unlock()
-		if len(got) >= n {
-			return got, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return got, fmt.Errorf("wait for main request %d, got %d: %w", n, len(got), context.Cause(ctx))
-		}
-	}
+	return s.log.Wait(ctx, n, "main request", isMain)
 }
 
 // Close releases hung requests (their connections are dropped) and shuts
 // the server down. It is safe to call more than once.
-func (s *Server) Close() {
-	s.once.Do(func() {
-		close(s.done)
-		s.srv.Close()
-	})
-}
+func (s *Server) Close() { s.srv.Close() }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
@@ -175,61 +119,50 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	req := Request{Kind: KindOther, Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	if chat {
 		if req, err = decode(r, body); err != nil {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			_, _ = fmt.Fprintf(w, `{"error":{"message":%q,"type":"invalid_request_error","param":null,"code":null}}`, err.Error())
+			scripttest.WriteOpenAIError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 			return
 		}
 		req.Kind = classify(req)
 	}
 
-	s.mu.Lock()
-	req.N = len(s.reqs) + 1
 	var turn Turn
-	switch req.Kind {
-	case KindMain:
-		turn = Text("done")
-		if t, ok := s.respondTo(req); ok {
-			turn = t
-		} else if s.next < len(s.turns) {
-			turn, s.next = s.turns[s.next], s.next+1
-			req.Turn = s.next
+	req = s.log.Add(func(n int) Request {
+		req.N = n
+		switch req.Kind {
+		case KindMain:
+			turn = Text("done")
+			if t, i, ok := s.script.Take(req); ok {
+				turn, req.Turn = t, i
+			}
+		case KindOther:
+		default:
+			turn = canned(req)
 		}
-	case KindOther:
-	default:
-		turn = canned(req)
-	}
-	models := s.models
-	s.reqs = append(s.reqs, req)
-	close(s.changed)
-	s.changed = make(chan struct{})
-	s.mu.Unlock()
+		return req
+	})
 
 	if !chat {
 		s.t.Logf("openaitest: #%d %s %s %s", req.N, req.Kind, r.Method, r.URL.RequestURI())
+		s.mu.Lock()
+		models := s.models
+		s.mu.Unlock()
 		s.serveOther(w, r, models)
 		return
 	}
 	s.t.Logf("openaitest: #%d %s model=%s tools=%d messages=%d stream=%v -> %s",
 		req.N, req.Kind, req.Model, len(req.Tools), len(req.Messages), req.Stream, describe(req, turn))
 
-	for k, vs := range turn.header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
+	scripttest.WriteHeaders(w, turn.header)
 	switch {
 	case turn.status != 0:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(turn.status)
 		_, _ = io.WriteString(w, turn.body)
 	case turn.modelNotFound:
-		msg, _ := json.Marshal(fmt.Sprintf("model %q not found, try pulling it first", req.Model))
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = fmt.Fprintf(w, `{"error":{"message":%s,"type":"not_found_error","param":null,"code":null}}`, msg)
+		scripttest.WriteOpenAIError(w, http.StatusNotFound, "not_found_error",
+			fmt.Sprintf("model %q not found, try pulling it first", req.Model))
 	case turn.hang:
-		s.stall(r)
+		s.srv.Stall(r)
 	case !req.Stream:
 		s.writeJSON(w, req, turn)
 	default:
@@ -259,7 +192,7 @@ func (s *Server) serveOther(w http.ResponseWriter, r *http.Request, models []str
 		}
 	}
 	w.WriteHeader(http.StatusNotFound)
-	_, _ = io.WriteString(w, errorBody(http.StatusNotFound))
+	_, _ = io.WriteString(w, scripttest.OpenAIError(http.StatusNotFound))
 }
 
 func describe(req Request, turn Turn) string {
@@ -270,16 +203,6 @@ func describe(req Request, turn Turn) string {
 		return "default: " + turn.String()
 	}
 	return fmt.Sprintf("turn %d: %s", req.Turn, turn)
-}
-
-// stall blocks until the client goes away or the server closes; on close
-// the connection is dropped without a response.
-func (s *Server) stall(r *http.Request) {
-	select {
-	case <-r.Context().Done():
-	case <-s.done:
-		panic(http.ErrAbortHandler)
-	}
 }
 
 func decode(r *http.Request, body []byte) (Request, error) {
@@ -380,37 +303,21 @@ func callID(req Request, i int, c ToolCall) string {
 
 // writeSSE streams turn as chat.completion.chunk events, flushing after each.
 func (s *Server) writeSSE(w http.ResponseWriter, req Request, turn Turn) {
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	if flusher != nil {
-		flusher.Flush()
-	}
+	sse := scripttest.StartSSE(w)
 	created := time.Now().Unix()
 	sent := 0
-	send := func(data string) bool {
+	send := func(data any) bool {
 		if turn.breakAfter > 0 && sent == turn.breakAfter-1 {
 			panic(http.ErrAbortHandler) // drop the connection mid-stream
 		}
 		sent++
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", data); err != nil {
-			return false
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return true
+		return sse.Send("", data)
 	}
 	chunk := func(delta object, finish any) bool {
-		b, err := json.Marshal(object{
+		return send(object{
 			"id": completionID(req), "object": "chat.completion.chunk", "created": created, "model": req.Model,
 			"choices": []any{object{"index": 0, "delta": delta, "finish_reason": finish}},
 		})
-		if err != nil {
-			panic(err)
-		}
-		return send(string(b))
 	}
 	n := turn.chunks
 	if n == 0 {
@@ -419,12 +326,12 @@ func (s *Server) writeSSE(w http.ResponseWriter, req Request, turn Turn) {
 
 	ok := chunk(object{"role": "assistant", "content": ""}, nil)
 	if turn.text != "" {
-		for _, piece := range split(turn.text, n) {
+		for _, piece := range scripttest.Split(turn.text, n) {
 			ok = ok && chunk(object{"content": piece}, nil)
 		}
 	}
 	for i, c := range turn.calls {
-		pieces := split(c.Arguments, n)
+		pieces := scripttest.Split(c.Arguments, n)
 		ok = ok && chunk(object{"tool_calls": []any{object{
 			"index": i, "id": callID(req, i, c), "type": "function",
 			"function": object{"name": c.Name, "arguments": pieces[0]},
@@ -435,11 +342,10 @@ func (s *Server) writeSSE(w http.ResponseWriter, req Request, turn Turn) {
 	}
 	ok = ok && chunk(object{}, turn.finishReason())
 	if ok && req.IncludeUsage {
-		b, _ := json.Marshal(object{
+		ok = send(object{
 			"id": completionID(req), "object": "chat.completion.chunk", "created": created, "model": req.Model,
 			"choices": []any{}, "usage": usageJSON(turn),
 		})
-		ok = send(string(b))
 	}
 	_ = ok && send("[DONE]")
 }

@@ -152,24 +152,6 @@ func TestHangReleasedOnClose(t *testing.T) {
 	}
 }
 
-func TestSplit(t *testing.T) {
-	for _, tc := range []struct {
-		s    string
-		n    int
-		want []string
-	}{
-		{"abcdefg", 3, []string{"abc", "def", "g"}},
-		{"ab", 3, []string{"a", "b"}},
-		{"", 3, []string{""}},
-		{"héé", 2, []string{"hé", "é"}},
-		{"abc", 1, []string{"abc"}},
-	} {
-		if got := split(tc.s, tc.n); strings.Join(got, "|") != strings.Join(tc.want, "|") {
-			t.Errorf("split(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
-		}
-	}
-}
-
 // chatBody is a streamed chat completion request with a system prompt and
 // the named tools.
 func chatBody(system string, tools ...string) string {

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"lane/internal/scripttest"
 )
 
 // A Request is one POST /v1/responses the server received, decoded.
@@ -43,14 +44,7 @@ type Item struct {
 }
 
 // HasTool reports whether the request offered the named tool.
-func (r Request) HasTool(name string) bool {
-	for _, t := range r.Tools {
-		if t == name {
-			return true
-		}
-	}
-	return false
-}
+func (r Request) HasTool(name string) bool { return slices.Contains(r.Tools, name) }
 
 // Texts returns the text of each input message with role, in order.
 func (r Request) Texts(role string) []string {
@@ -76,94 +70,58 @@ func (r Request) Output(callID string) (string, bool) {
 
 // Server is a scripted OpenAI Responses API on 127.0.0.1.
 type Server struct {
-	t    testing.TB
-	srv  *httptest.Server
-	done chan struct{} // closed by Close: releases hung handlers
-	once sync.Once
-
-	mu      sync.Mutex
-	turns   []Turn
-	next    int
-	respond func(Request) (Turn, bool)
-	reqs    []Request
-	others  []Request     // requests to any other path, answered 404
-	changed chan struct{} // closed and replaced whenever a request is recorded
+	t      testing.TB
+	srv    *scripttest.Server
+	log    scripttest.Log[Request]
+	others scripttest.Log[Request] // requests to any other path, answered 404
+	script scripttest.Script[Request, Turn]
 }
 
 // NewServer starts a server whose POST /v1/responses requests consume
 // turns in order. It is closed when the test ends.
 func NewServer(t testing.TB, turns ...Turn) *Server {
 	t.Helper()
-	s := &Server{t: t, done: make(chan struct{}), turns: turns, changed: make(chan struct{})}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
+	s := &Server{t: t}
+	s.script.Set(turns...)
+	s.srv = scripttest.NewServer(t, http.HandlerFunc(s.serve))
 	return s
 }
 
 // SetResponder answers requests from what they hold rather than in script
 // order. A request it declines (false) takes the next turn.
-func (s *Server) SetResponder(respond func(Request) (Turn, bool)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.respond = respond
-}
+func (s *Server) SetResponder(respond func(Request) (Turn, bool)) { s.script.SetResponder(respond) }
 
 // URL is the base URL, ending in /v1, as a Codex model provider's base_url
 // takes it.
-func (s *Server) URL() string { return s.srv.URL + "/v1" }
+func (s *Server) URL() string { return s.srv.URL() + "/v1" }
 
 // Requests returns the /v1/responses requests received so far, in order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
-}
+func (s *Server) Requests() []Request { return s.log.All() }
 
 // OtherRequests returns the requests to any other method or path (answered
 // 404, their bodies not decoded), in order.
-func (s *Server) OtherRequests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.others...)
-}
+func (s *Server) OtherRequests() []Request { return s.others.All() }
 
 // WaitRequests waits until n /v1/responses requests have arrived (not
 // necessarily been answered) and returns them. It returns ctx's error, with
 // the requests so far, if ctx ends first.
 func (s *Server) WaitRequests(ctx context.Context, n int) ([]Request, error) {
-	for {
-		s.mu.Lock()
-		got, changed := append([]Request(nil), s.reqs...), s.changed
-		s.mu.Unlock()
-		if len(got) >= n {
-			return got, nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return got, fmt.Errorf("wait for request %d, got %d: %w", n, len(got), context.Cause(ctx))
-		}
-	}
+	return s.log.Wait(ctx, n, "request", nil)
 }
 
 // Close releases hung requests (their connections are dropped) and shuts
 // the server down. It is safe to call more than once.
-func (s *Server) Close() {
-	s.once.Do(func() {
-		close(s.done)
-		s.srv.Close()
-	})
-}
+func (s *Server) Close() { s.srv.Close() }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
-		s.mu.Lock()
-		s.others = append(s.others, Request{N: len(s.others) + 1, Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone()})
-		s.mu.Unlock()
+		s.others.Add(func(n int) Request {
+			return Request{N: n, Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone()}
+		})
 		s.t.Logf("responsestest: %s %s -> 404", r.Method, r.URL.Path)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
-		_, _ = io.WriteString(w, errorBody(http.StatusNotFound))
+		_, _ = io.WriteString(w, scripttest.OpenAIError(http.StatusNotFound))
 		return
 	}
 	body, err := readBody(r)
@@ -177,35 +135,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	s.mu.Lock()
-	req.N = len(s.reqs) + 1
 	turn := Text("done")
-	if t, ok := s.respondTo(req); ok {
-		turn = t
-	} else if s.next < len(s.turns) {
-		turn, s.next = s.turns[s.next], s.next+1
-		req.Turn = s.next
-	}
-	s.reqs = append(s.reqs, req)
-	close(s.changed)
-	s.changed = make(chan struct{})
-	s.mu.Unlock()
+	req = s.log.Add(func(n int) Request {
+		req.N = n
+		if t, i, ok := s.script.Take(req); ok {
+			turn, req.Turn = t, i
+		}
+		return req
+	})
 
 	s.t.Logf("responsestest: #%d model=%s tools=%d input=%d stream=%v -> %s",
 		req.N, req.Model, len(req.Tools), len(req.Input), req.Stream, turn)
 
-	for k, vs := range turn.header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
+	scripttest.WriteHeaders(w, turn.header)
 	switch {
 	case turn.status != 0:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(turn.status)
 		_, _ = io.WriteString(w, turn.body)
 	case turn.hang:
-		s.stall(r)
+		s.srv.Stall(r)
 	case !req.Stream:
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(newReply(req, turn).response(turn.failCode == ""))
@@ -214,29 +163,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// respondTo asks the responder; s.mu is held.
-func (s *Server) respondTo(req Request) (Turn, bool) {
-	if s.respond == nil {
-		return Turn{}, false
-	}
-	return s.respond(req)
-}
-
-// stall blocks until the client goes away or the server closes; on close
-// the connection is dropped.
-func (s *Server) stall(r *http.Request) {
-	select {
-	case <-r.Context().Done():
-	case <-s.done:
-		panic(http.ErrAbortHandler)
-	}
-}
-
 func badRequest(w http.ResponseWriter, err error) {
-	msg, _ := json.Marshal(err.Error())
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	_, _ = fmt.Fprintf(w, `{"error":{"message":%s,"type":"invalid_request_error","param":null,"code":null}}`, msg)
+	scripttest.WriteOpenAIError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
 }
 
 func readBody(r *http.Request) ([]byte, error) {
@@ -463,7 +391,7 @@ func (r *reply) events() []object {
 				object{"type": "response.output_item.added", "output_index": i, "item": added},
 				object{"type": "response.content_part.added", "item_id": id, "output_index": i, "content_index": 0,
 					"part": object{"type": "output_text", "text": "", "annotations": []any{}}})
-			for _, piece := range split(text, n) {
+			for _, piece := range scripttest.Split(text, n) {
 				evs = append(evs, object{"type": "response.output_text.delta", "item_id": id, "output_index": i,
 					"content_index": 0, "delta": piece})
 			}
@@ -475,7 +403,7 @@ func (r *reply) events() []object {
 			args := item["arguments"].(string)
 			added["arguments"] = ""
 			evs = append(evs, object{"type": "response.output_item.added", "output_index": i, "item": added})
-			for _, piece := range split(args, n) {
+			for _, piece := range scripttest.Split(args, n) {
 				evs = append(evs, object{"type": "response.function_call_arguments.delta", "item_id": id,
 					"output_index": i, "delta": piece})
 			}
@@ -489,31 +417,18 @@ func (r *reply) events() []object {
 
 // writeSSE streams the turn as Responses API events, flushing after each.
 func (s *Server) writeSSE(w http.ResponseWriter, r *http.Request, req Request, turn Turn) {
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	if flusher != nil {
-		flusher.Flush()
-	}
+	sse := scripttest.StartSSE(w)
 	for i, ev := range newReply(req, turn).events() {
 		if turn.breakAfter > 0 && i == turn.breakAfter-1 {
 			panic(http.ErrAbortHandler) // drop the connection mid-stream
 		}
 		if turn.stallAfter > 0 && i == turn.stallAfter-1 {
-			s.stall(r)
+			s.srv.Stall(r)
 			return
 		}
 		ev["sequence_number"] = i
-		b, err := json.Marshal(ev)
-		if err != nil {
-			panic(err)
-		}
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev["type"], b); err != nil {
+		if !sse.Send(ev["type"].(string), ev) {
 			return
-		}
-		if flusher != nil {
-			flusher.Flush()
 		}
 	}
 }

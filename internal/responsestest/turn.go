@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"lane/internal/scripttest"
 )
 
 // Usage reported by default for every scripted reply (see Turn.WithUsage).
@@ -100,7 +102,7 @@ func TextAndToolCalls(text string, calls ...ToolCall) Turn {
 // rate_limit_exceeded, 500 server_error, …).
 func Status(code int, body string) Turn {
 	if body == "" {
-		body = errorBody(code)
+		body = scripttest.OpenAIError(code)
 	}
 	return Turn{status: code, body: body}
 }
@@ -170,12 +172,7 @@ func (t Turn) StallAfter(n int) Turn {
 
 // WithHeader adds a response header, e.g. Retry-After on a 429.
 func (t Turn) WithHeader(key, value string) Turn {
-	h := t.header.Clone()
-	if h == nil {
-		h = http.Header{}
-	}
-	h.Add(key, value)
-	t.header = h
+	t.header = scripttest.AddHeader(t.header, key, value)
 	return t
 }
 
@@ -197,7 +194,7 @@ func (t Turn) String() string {
 	}
 	var parts []string
 	if t.text != "" {
-		parts = append(parts, fmt.Sprintf("text %q", truncate(t.text, 40)))
+		parts = append(parts, fmt.Sprintf("text %q", scripttest.Truncate(t.text, 40)))
 	}
 	for _, c := range t.calls {
 		parts = append(parts, "function_call "+c.Name)
@@ -212,49 +209,4 @@ func (t Turn) String() string {
 		return "empty"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// split cuts s into at most n pieces on rune boundaries (each piece goes
-// into its own JSON string, which must stay valid UTF-8).
-func split(s string, n int) []string {
-	if n <= 1 || len(s) <= 1 {
-		return []string{s}
-	}
-	runes := []rune(s)
-	n = min(n, len(runes))
-	size := (len(runes) + n - 1) / n
-	var out []string
-	for i := 0; i < len(runes); i += size {
-		out = append(out, string(runes[i:min(i+size, len(runes))]))
-	}
-	return out
-}
-
-func errorBody(code int) string {
-	typ, errCode, msg := "server_error", "", "The server had an error while processing your request."
-	switch code {
-	case http.StatusBadRequest:
-		typ, msg = "invalid_request_error", "Invalid request."
-	case http.StatusUnauthorized:
-		typ, errCode, msg = "invalid_request_error", "invalid_api_key", "Incorrect API key provided."
-	case http.StatusForbidden:
-		typ, msg = "invalid_request_error", "You are not allowed to use this model."
-	case http.StatusNotFound:
-		typ, msg = "invalid_request_error", "Not found."
-	case http.StatusTooManyRequests:
-		typ, errCode, msg = "requests", "rate_limit_exceeded", "Rate limit reached for requests."
-	}
-	e := map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}
-	if errCode != "" {
-		e["code"] = errCode
-	}
-	b, _ := json.Marshal(map[string]any{"error": e})
-	return string(b)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
