@@ -17,6 +17,7 @@ import (
 type RunsOptions struct {
 	Status       string
 	Model        string
+	Runtime      string
 	Dir          string
 	Limit        int
 	OutputFormat string
@@ -39,6 +40,7 @@ func NewCmdRuns(f *Factory, runF func(context.Context, *RunsOptions) error) *cob
 	fl := c.Flags()
 	fl.StringVar(&opts.Status, "status", "", "only runs with this status (running, succeeded, failed, cancelled, timed_out, interrupted)")
 	fl.StringVar(&opts.Model, "model", "", "only runs of this model")
+	fl.StringVar(&opts.Runtime, "runtime", "", "only runs on this runtime (claude, codex, gemini, opencode, qwen, local)")
 	fl.StringVar(&opts.Dir, "dir", "", "only runs in this folder")
 	fl.IntVarP(&opts.Limit, "limit", "n", 20, "how many runs to list")
 	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text or json")
@@ -55,7 +57,7 @@ func runRuns(ctx context.Context, f *Factory, opts *RunsOptions) error {
 	default:
 		return usageErrorf(fmt.Errorf("unknown --status %q", opts.Status))
 	}
-	filter := store.RunFilter{Status: status, Model: opts.Model, Limit: opts.Limit}
+	filter := store.RunFilter{Status: status, Model: opts.Model, Runtime: opts.Runtime, Limit: opts.Limit}
 	if opts.Dir != "" {
 		dir, err := resolveDir(opts.Dir)
 		if err != nil {

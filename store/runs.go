@@ -199,6 +199,7 @@ func (s *Store) matchID(ctx context.Context, table, idOrPrefix string, notFound 
 type RunFilter struct {
 	Status    trace.Status
 	Model     string
+	Runtime   string
 	Dir       string
 	SessionID string
 	Limit     int
@@ -219,6 +220,7 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]*trace.Run, error)
 	}{
 		{"status", string(f.Status)},
 		{"model", f.Model},
+		{"runtime", f.Runtime},
 		{"dir", f.Dir},
 		{"session_id", f.SessionID},
 	} {

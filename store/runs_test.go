@@ -232,9 +232,12 @@ func TestListRuns(t *testing.T) {
 		{ID: "r3", Status: trace.StatusRunning, Model: "opus", Dir: "/b", SessionID: "s2", OwnerPID: pid, OwnerStart: start},
 		{ID: "r4", Status: trace.StatusSucceeded, Model: "opus", Dir: "/a/sub", SessionID: "s2"},
 		{ID: "r5", Status: trace.StatusSucceeded, Model: "sonnet", Dir: "/b"},
+		{ID: "r6", Status: trace.StatusSucceeded, Runtime: "codex", Model: "gpt-5-codex", Dir: "/b", StartedAt: t0.Add(-time.Hour)},
 	}
 	for i, r := range runs {
-		r.StartedAt = t0.Add(time.Duration(i) * time.Minute)
+		if r.StartedAt.IsZero() {
+			r.StartedAt = t0.Add(time.Duration(i) * time.Minute)
+		}
 		if err := s.CreateRun(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -244,13 +247,14 @@ func TestListRuns(t *testing.T) {
 		f    RunFilter
 		want []string
 	}{
-		{"all newest first", RunFilter{}, []string{"r5", "r4", "r3", "r2", "r1"}},
+		{"all newest first", RunFilter{}, []string{"r5", "r4", "r3", "r2", "r1", "r6"}},
 		{"limit", RunFilter{Limit: 2}, []string{"r5", "r4"}},
-		{"status", RunFilter{Status: trace.StatusSucceeded}, []string{"r5", "r4", "r1"}},
+		{"status", RunFilter{Status: trace.StatusSucceeded}, []string{"r5", "r4", "r1", "r6"}},
 		{"running", RunFilter{Status: trace.StatusRunning}, []string{"r3"}},
 		{"model", RunFilter{Model: "sonnet"}, []string{"r5", "r2"}},
 		{"dir exact", RunFilter{Dir: "/a"}, []string{"r2", "r1"}},
 		{"session", RunFilter{SessionID: "s2"}, []string{"r4", "r3"}},
+		{"runtime", RunFilter{Runtime: "codex"}, []string{"r6"}},
 		{"combined", RunFilter{Model: "opus", Dir: "/a", Limit: 5}, []string{"r1"}},
 		{"none", RunFilter{Model: "haiku"}, nil},
 	}
