@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lane/runner"
 	"lane/store"
 	"lane/view"
 )
@@ -91,6 +92,10 @@ func NewRootCmd(f *Factory) *cobra.Command {
 				level = slog.LevelDebug
 			}
 			slog.SetDefault(slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level})))
+			// Runtimes' versions are remembered beside the database.
+			if db, err := f.DBPath(); err == nil {
+				runner.CacheVersions(filepath.Join(filepath.Dir(db), "runtime-versions.json"))
+			}
 		},
 	}
 	root.PersistentFlags().StringVar(&f.dbPath, "db", "", "SQLite database file (default $LANE_DB, else $XDG_DATA_HOME/lane/lane.db)")

@@ -3,7 +3,10 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -234,6 +237,7 @@ func TestRuntimes(t *testing.T) {
 			t.Run("hang", func(t *testing.T) { testHang(t, r) })
 			t.Run("long tool", func(t *testing.T) { testLongTool(t, r) })
 			t.Run("resume", func(t *testing.T) { testResume(t, r) })
+			t.Run("lane killed", func(t *testing.T) { testLaneKilled(t, r) })
 			t.Run("max turns", func(t *testing.T) { testMaxTurns(t, r) })
 		})
 	}
@@ -329,6 +333,35 @@ func testLongTool(t *testing.T, r rig) {
 		for _, ev := range e.events(lastRun(t, res).ID) {
 			t.Logf("%s %s %q %q", ev.Time.Format("05.000"), ev.Kind, ev.Output, ev.Input)
 		}
+	}
+}
+
+func testLaneKilled(t *testing.T, r rig) {
+	// lane dies (kill -9) while the agent's tool runs: the runtime gets
+	// SIGINT from the kernel and must take its tool with it, and the run
+	// shows as interrupted with what was received kept.
+	marker := fmt.Sprintf("lane-e2e-kill9-%s-%d", r.runtime, time.Now().UnixNano())
+	e := newCLIEnv(t, r, shell(`python3 -c "import time; time.sleep(300)" `+marker), say("never"))
+	cmd := exec.Command(laneBin, "run", "--dir", e.proj, "--model", r.runtime+":"+r.model, "--base-url", e.srv.baseURL(), "-o", "json", "run the slow command")
+	cmd.Env = e.vars
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, func() bool { return len(pidsWith(marker)) > 0 })
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitFor(t, 20*time.Second, func() bool { return len(pidsWith(marker)) == 0 })
+
+	res := e.lane(context.Background(), "runs", "-o", "json")
+	var runs []trace.Run
+	if err := json.Unmarshal([]byte(res.stdout), &runs); err != nil || len(runs) != 1 {
+		t.Fatalf("runs %s: %v", res.stdout, err)
+	}
+	if runs[0].Status != trace.StatusInterrupted || runs[0].Runtime != r.runtime {
+		t.Errorf("run %s on %s, want interrupted", runs[0].Status, runs[0].Runtime)
+	}
+	if countKind(e.events(runs[0].ID), trace.KindSession) == 0 {
+		t.Error("the session event received before the kill was lost")
 	}
 }
 

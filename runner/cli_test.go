@@ -348,3 +348,38 @@ func TestShellLogOnRealCaptures(t *testing.T) {
 		})
 	}
 }
+
+func TestVersionsAreRememberedUntilTheBinaryChanges(t *testing.T) {
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	bin := filepath.Join(dir, "gemini")
+	script := "#!/bin/sh\necho x >> " + calls + "\necho 0.61.0\n"
+	os.WriteFile(bin, []byte(script), 0o755)
+	CacheVersions(filepath.Join(dir, "versions.json"))
+	defer CacheVersions("")
+
+	asked := func() int {
+		b, _ := os.ReadFile(calls)
+		return strings.Count(string(b), "x")
+	}
+	for i := 0; i < 3; i++ {
+		if _, v, err := FindRuntime(context.Background(), "gemini", bin, os.Environ()); err != nil || v != "0.61.0" {
+			t.Fatalf("FindRuntime: %q %v", v, err)
+		}
+	}
+	if n := asked(); n != 1 {
+		t.Errorf("--version asked %d times for an unchanged binary, want 1", n)
+	}
+	// A changed binary (an update) is asked again.
+	os.WriteFile(bin, []byte(script+"# updated\n"), 0o755)
+	if _, _, err := FindRuntime(context.Background(), "gemini", bin, os.Environ()); err != nil {
+		t.Fatal(err)
+	}
+	if n := asked(); n != 2 {
+		t.Errorf("--version asked %d times after the binary changed, want 2", n)
+	}
+	// The remembered answer is still checked: it does not make a gemini a codex.
+	if _, _, err := FindRuntime(context.Background(), "codex", bin, os.Environ()); err == nil {
+		t.Error("a remembered gemini version passed as codex")
+	}
+}

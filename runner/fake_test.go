@@ -20,6 +20,11 @@ import (
 // plays that scenario instead of running the tests (the helper-process
 // pattern of os/exec's own tests).
 func TestMain(m *testing.M) {
+	// Runtimes start under the shim, as in the lane binary.
+	if IsShim() {
+		os.Exit(ShimMain())
+	}
+	UseShim(os.Args[0])
 	if sc := os.Getenv("LANE_FAKE_RUNTIME"); sc != "" {
 		os.Exit(fakeRuntime(sc))
 	}
@@ -104,6 +109,21 @@ func fakeRuntime(scenario string) int {
 			return 2
 		}
 		say(initLine, textLine, resultOK)
+	case "abandons-tool":
+		// Like Gemini CLI and opencode: an interrupt ends the runtime but
+		// not the tool it started in a process group of its own.
+		signal.Ignore(syscall.SIGHUP)
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGINT)
+		c := exec.Command("sleep", "1000")
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			return 9
+		}
+		os.WriteFile(os.Getenv("LANE_FAKE_PIDFILE"), []byte(strconv.Itoa(c.Process.Pid)), 0o600)
+		say(initLine, toolUse)
+		<-sig
+		return 130
 	case "opencode-long-step":
 		// opencode prints a tool only once it has finished: a long tool is
 		// an open step and silence.

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,20 +96,88 @@ func findBinary(ctx context.Context, spec binarySpec, explicit string, env []str
 	return "", "", &MissingError{Runtime: spec.title, Tried: tried, Hint: spec.hint}
 }
 
+// versionLine asks path for its version (or remembers its answer, see
+// CacheVersions) and checks it with ok.
 func versionLine(ctx context.Context, path string, env []string, ok func(string) bool) (string, bool) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.Env = env
-	out, err := cmd.Output()
-	line := strings.TrimSpace(string(out))
+	out, cached := cachedVersion(path)
+	if !cached {
+		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(vctx, path, "--version")
+		cmd.Env = env
+		b, err := cmd.Output()
+		if err != nil {
+			return "", false
+		}
+		out = string(b)
+	}
+	if !ok(out) {
+		return "", false
+	}
+	if !cached {
+		rememberVersion(path, out)
+	}
+	line := strings.TrimSpace(out)
 	if first, _, found := strings.Cut(line, "\n"); found {
 		line = strings.TrimSpace(first)
 	}
-	if err != nil || !ok(string(out)) {
+	return line, true
+}
+
+// versionCacheFile, when set, keeps each verified binary's --version
+// answer with the binary's size and modification time: Node-based CLIs
+// take up to two seconds to say their version (Gemini CLI 1.6 s, Qwen Code
+// 0.9 s, opencode 0.7 s), which every run would otherwise pay again.
+var versionCacheFile string
+
+// CacheVersions makes runtime discovery remember versions in file.
+func CacheVersions(file string) { versionCacheFile = file }
+
+type versionEntry struct {
+	Size    int64  `json:"size"`
+	ModTime int64  `json:"mod_time_ns"`
+	Output  string `json:"output"`
+}
+
+// cachedVersion is path's remembered --version output, if the binary (what
+// the path leads to) has not changed since.
+func cachedVersion(path string) (string, bool) {
+	if versionCacheFile == "" {
 		return "", false
 	}
-	return line, true
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", false
+	}
+	cache := readVersionCache()
+	e, ok := cache[path]
+	if !ok || e.Size != st.Size() || e.ModTime != st.ModTime().UnixNano() {
+		return "", false
+	}
+	return e.Output, true
+}
+
+func rememberVersion(path, out string) {
+	if versionCacheFile == "" {
+		return
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return
+	}
+	cache := readVersionCache()
+	cache[path] = versionEntry{Size: st.Size(), ModTime: st.ModTime().UnixNano(), Output: out}
+	if err := writeJSON(versionCacheFile, cache); err != nil {
+		slog.Debug("remember runtime version", "err", err)
+	}
+}
+
+func readVersionCache() map[string]versionEntry {
+	cache := map[string]versionEntry{}
+	if b, err := os.ReadFile(versionCacheFile); err == nil {
+		_ = json.Unmarshal(b, &cache) // a damaged cache is an empty one
+	}
+	return cache
 }
 
 func npmGlobalPrefix(ctx context.Context) string {

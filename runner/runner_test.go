@@ -316,9 +316,13 @@ func TestFindClaude(t *testing.T) {
 // fakeLane plays a lane process that supervises a runtime, for the
 // parent-death test: it prints the runtime's pid and waits to be killed.
 func fakeLane() int {
+	scenario := os.Getenv("LANE_FAKE_LANE")
+	if scenario == "1" {
+		scenario = "init-then-hang"
+	}
 	o := ClaudeOptions{
 		Bin: os.Args[0], Dir: os.TempDir(), Prompt: "p",
-		Env:       append(os.Environ(), "LANE_FAKE_LANE=", "LANE_FAKE_RUNTIME=init-then-hang"),
+		Env:       append(os.Environ(), "LANE_FAKE_LANE=", "LANE_FAKE_RUNTIME="+scenario),
 		Watchdogs: Watchdogs{Idle: time.Hour},
 	}
 	rec := &printPID{memRecorder: newMemRecorder()}
@@ -365,6 +369,44 @@ func TestRuntimeDiesWithLane(t *testing.T) {
 		if time.Now().After(deadline) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("runtime %d still runs 10s after lane died", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A runtime that leaves its tool behind when interrupted still takes it
+// along when lane is killed: the shim, a subreaper, kills what is left.
+func TestToolDiesWithLaneThoughTheRuntimeAbandonsIt(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "tool.pid")
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "LANE_FAKE_LANE=abandons-tool", "LANE_FAKE_PIDFILE="+pidfile)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The fake lane prints once the runtime has said it started its tool.
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("fake lane printed nothing: %v", err)
+	}
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(string(b))
+	start, err := proc.StartTime(pid)
+	if err != nil {
+		t.Fatalf("tool %d: %v", pid, err)
+	}
+	cmd.Process.Kill() // kill -9 lane
+	cmd.Wait()
+	deadline := time.Now().Add(15 * time.Second)
+	for proc.Alive(pid, start) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("tool %d still runs 15s after lane died", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

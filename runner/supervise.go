@@ -105,6 +105,19 @@ func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func
 		return Exit{}, fmt.Errorf("stderr pipe: %w", err)
 	}
 
+	// A runtime that cannot start is lane's to report, not the shim's.
+	if _, err := exec.LookPath(inv.Path); err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return Exit{}, fmt.Errorf("start %s: %w", inv.Path, err)
+	}
+	deathSignal := syscall.SIGINT // lets Claude Code stop its own tools first
+	if shimExe != "" {
+		deathSignal = syscall.SIGTERM // the shim's cue that lane is gone
+	}
+	inv = shimmed(inv, wd.Grace)
 	cmd := exec.Command(inv.Path, inv.Args...)
 	cmd.Dir = inv.Dir
 	cmd.Env = inv.Env
@@ -115,9 +128,9 @@ func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func
 	cmd.Stderr = errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid: true,
-		// If lane dies, the runtime is interrupted rather than left running
-		// unsupervised; SIGINT lets Claude Code stop its own tools first.
-		Pdeathsig: syscall.SIGINT,
+		// If lane dies, the runtime (or its shim) is told rather than left
+		// running unsupervised.
+		Pdeathsig: deathSignal,
 	}
 
 	started := make(chan error, 1)

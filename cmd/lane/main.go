@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 
 	"lane/cmd"
+	"lane/runner"
 )
 
 // softMemoryLimit keeps the heap near lane's real needs when a runtime
@@ -14,6 +15,12 @@ import (
 const softMemoryLimit = 32 << 20
 
 func main() {
+	if runner.IsShim() {
+		os.Exit(runner.ShimMain())
+	}
+	if exe, err := os.Executable(); err == nil {
+		runner.UseShim(exe)
+	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(softMemoryLimit)
 	}
