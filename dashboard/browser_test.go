@@ -331,6 +331,17 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("links: %+v, want the https link and no javascript: link", links)
 	}
 
+	// opencode's steps and Codex's turn marks are kept but not shown.
+	write(t, w,
+		trace.Event{Seq: 19, Time: at(14200 * time.Millisecond), Kind: trace.KindTask, Subtype: "step_start", Text: "step started"},
+		trace.Event{Seq: 20, Time: at(14300 * time.Millisecond), Kind: trace.KindTask, Subtype: "turn.started", Text: "turn started"},
+		trace.Event{Seq: 21, Time: at(14400 * time.Millisecond), Kind: trace.KindText, Text: "After the step."},
+	)
+	e.do("bookkeeping events", 20*time.Second, chromedp.WaitVisible(chromedp.CSS(seqSel(21))))
+	if n := eval[int](e, `document.querySelectorAll('[data-seq="19"], [data-seq="20"]').length`); n != 0 {
+		t.Errorf("%d bookkeeping events shown in the trace", n)
+	}
+
 	// The run ends; its header follows.
 	run.Status, run.EndedAt, run.DurationMS = trace.StatusSucceeded, at(15*time.Second), 15000
 	run.CostUSD, run.CostEstimate, run.Turns, run.ToolCalls = 0.0421, true, 4, 4

@@ -483,6 +483,7 @@ window.addEventListener('popstate', render);
 
 // ---------------------------------------------------------------- runs view
 
+const BOOKKEEPING = new Set(['turn.started', 'step_start', 'step_finish']);
 const RUN_FILTERS = ['status', 'model', 'dir', 'runtime', 'session', 'since', 'until', 'q'];
 const RUN_COLUMNS = ['Status', 'Runtime · model', 'Folder', 'Prompt', 'Cost', 'Tokens in/out/cache', 'Turns', 'Tools', 'Duration', 'Started'];
 
@@ -998,6 +999,8 @@ function viewRun(root, [id]) {
         place(ev, item(ev, 'todo', h('span', { class: 'tag' }, 'plan'), h('pre', { class: 'plain' }, ev.text || '')));
         break;
       case 'task':
+        // Codex's turn marks and opencode's steps are the runtime's rhythm, not work: kept in the export only.
+        if (BOOKKEEPING.has(ev.subtype)) break;
         place(ev, item(ev, 'task', h('span', { class: 'tag' }, `task${ev.subtype ? ' ' + ev.subtype : ''}`), ' ', ev.text || ''));
         break;
       case 'result': {
