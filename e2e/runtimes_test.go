@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -238,6 +239,7 @@ func TestRuntimes(t *testing.T) {
 			t.Run("long tool", func(t *testing.T) { testLongTool(t, r) })
 			t.Run("resume", func(t *testing.T) { testResume(t, r) })
 			t.Run("lane killed", func(t *testing.T) { testLaneKilled(t, r) })
+			t.Run("ctrl-c", func(t *testing.T) { testInterrupted(t, r) })
 			t.Run("max turns", func(t *testing.T) { testMaxTurns(t, r) })
 		})
 	}
@@ -334,6 +336,32 @@ func testLongTool(t *testing.T, r rig) {
 			t.Logf("%s %s %q %q", ev.Time.Format("05.000"), ev.Kind, ev.Output, ev.Input)
 		}
 	}
+}
+
+func testInterrupted(t *testing.T, r rig) {
+	// Ctrl-C while the agent's tool runs: lane stops the runtime, kills
+	// whatever it leaves, records the run as cancelled and exits 130.
+	marker := fmt.Sprintf("lane-e2e-ctrlc-%s-%d", r.runtime, time.Now().UnixNano())
+	e := newCLIEnv(t, r, shell(`python3 -c "import time; time.sleep(300)" `+marker), say("never"))
+	cmd := exec.Command(laneBin, "run", "--dir", e.proj, "--model", r.runtime+":"+r.model, "--base-url", e.srv.baseURL(), "-o", "json", "run the slow command")
+	cmd.Env = e.vars
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, func() bool { return len(pidsWith(marker)) > 0 })
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	res := result{code: cmd.ProcessState.ExitCode(), stdout: out.String()}
+	wantExit(t, res, 130)
+	if run := lastRun(t, res); run.Status != trace.StatusCancelled {
+		t.Errorf("status %s, want cancelled", run.Status)
+	}
+	if left := pidsWith(marker); len(left) > 0 {
+		t.Errorf("the tool outlived lane: %v", left)
+	}
+	assertNoProcessIn(t, e.proj)
 }
 
 func testLaneKilled(t *testing.T, r rig) {
