@@ -76,10 +76,7 @@ func sessionUsage(ctx context.Context, st *store.Store, run *trace.Run) (trace.U
 	seen := map[string]bool{}
 	for r := run; r != nil && r.SessionID == run.SessionID && !seen[r.ID]; {
 		seen[r.ID] = true
-		total.InputTokens += r.Usage.InputTokens
-		total.OutputTokens += r.Usage.OutputTokens
-		total.CacheReadTokens += r.Usage.CacheReadTokens
-		total.CacheCreationTokens += r.Usage.CacheCreationTokens
+		total = total.Add(r.Usage)
 		if r.ParentRunID == "" {
 			break
 		}

@@ -240,18 +240,10 @@ func RunCLI(ctx context.Context, o CLIOptions, rec Recorder) (*trace.Run, error)
 		},
 		func(failed *trace.Run) {
 			if failed.SessionID != "" {
-				o.PriorSessionUsage = addUsage(o.PriorSessionUsage, failed.Usage)
+				o.PriorSessionUsage = o.PriorSessionUsage.Add(failed.Usage)
 				o.ResumeSession = failed.SessionID
 			}
 		})
-}
-
-func addUsage(a, b trace.Usage) trace.Usage {
-	a.InputTokens += b.InputTokens
-	a.OutputTokens += b.OutputTokens
-	a.CacheReadTokens += b.CacheReadTokens
-	a.CacheCreationTokens += b.CacheCreationTokens
-	return a
 }
 
 func cliAttempt(rt *cliRuntime, o CLIOptions, conf, parentID string, n int) (*attempt, error) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,7 +58,7 @@ func (l *shellLog) amend(ev *trace.Event) {
 		l.names[ev.ToolUseID] = ev.ToolName
 	case trace.KindToolResult:
 		name := l.names[ev.ToolUseID]
-		if ev.IsError || ev.ToolUseID == "" || l.session == "" || !containsString(l.shellTools, name) {
+		if ev.IsError || ev.ToolUseID == "" || l.session == "" || !slices.Contains(l.shellTools, name) {
 			return
 		}
 		code, ok := l.exitCode(ev.ToolUseID)
@@ -71,15 +72,6 @@ func (l *shellLog) amend(ev *trace.Event) {
 			ev.Output = strings.TrimRight(ev.Output, "\n") + "\n(exit code " + strconv.Itoa(code) + ")"
 		}
 	}
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // exitCode reads what the log has gained since last time and says whether
