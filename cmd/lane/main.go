@@ -18,9 +18,8 @@ func main() {
 	if runner.IsShim() {
 		os.Exit(runner.ShimMain())
 	}
-	if exe, err := os.Executable(); err == nil {
-		runner.UseShim(exe)
-	}
+	// The running binary itself, even if an upgrade has replaced the file.
+	runner.UseShim("/proc/self/exe")
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(softMemoryLimit)
 	}
