@@ -72,6 +72,11 @@ func runs() []*trace.Run {
 			ID: "0000running0000", Status: trace.StatusRunning, Model: "claude-sonnet-5-5", Dir: "/home/dev/proj",
 			Prompt: "still going", StartedAt: started.Add(-185 * time.Second), Turns: 1,
 		},
+		{
+			ID: "c0dec0dec0dec0de", Status: trace.StatusSucceeded, Runtime: "codex", Model: "gpt-5-codex", Dir: "/home/dev/proj",
+			Prompt: "fix the flaky test", StartedAt: started.Add(-30 * time.Second), EndedAt: started.Add(-20 * time.Second), DurationMS: 10000,
+			CostUSD: 0.0042, CostEstimate: true, Usage: trace.Usage{InputTokens: 900, OutputTokens: 80}, Turns: 3, ToolCalls: 2,
+		},
 	}
 }
 
@@ -132,7 +137,7 @@ func TestRunsTableEmpty(t *testing.T) {
 	if err := RunsTable(&buf, nil, started, false); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Fields(buf.String()); len(got) != 10 || got[0] != "ID" {
+	if got := strings.Fields(buf.String()); len(got) != 11 || got[0] != "ID" {
 		t.Errorf("empty table = %q, want the header alone", buf.String())
 	}
 }

@@ -20,7 +20,7 @@ const promptWidth = 40
 // so far. Directories under the home directory are shown with "~".
 func RunsTable(w io.Writer, runs []*trace.Run, now time.Time, color bool) error {
 	home, _ := os.UserHomeDir()
-	header := []string{"ID", "STATUS", "MODEL", "COST", "TOKENS", "TURNS", "DURATION", "STARTED", "DIR", "PROMPT"}
+	header := []string{"ID", "STATUS", "RUNTIME", "MODEL", "COST", "TOKENS", "TURNS", "DURATION", "STARTED", "DIR", "PROMPT"}
 	rows := [][]string{header}
 	statuses := []trace.Status{""}
 	for _, r := range runs {
@@ -73,6 +73,7 @@ func tableRow(r *trace.Run, now time.Time, home string) []string {
 	return []string{
 		cell(short(r.ID)),
 		status,
+		cell(r.Runtime),
 		cell(r.Model),
 		costS,
 		tokens,
