@@ -56,6 +56,16 @@ func TestOpencodeSilenceBetweenStepsIsAnIdleTimeout(t *testing.T) {
 	}
 }
 
+func TestRetriesAloneAreAnIdleTimeout(t *testing.T) {
+	run, rec := fakeCLI(t, "codex", "retries-forever", Watchdogs{Idle: 400 * time.Millisecond, Hard: time.Minute})
+	if run.Status != trace.StatusTimedOut || !strings.Contains(run.ErrorMessage, "idle") {
+		t.Fatalf("status %s: %s, want an idle timeout", run.Status, run.ErrorMessage)
+	}
+	if ks := rec.kinds(run.ID); !slices.Contains(ks, trace.KindRetry) {
+		t.Errorf("the reconnect notices were not recorded as retries: %v", ks)
+	}
+}
+
 func TestMaxTurnsStopsARunawayCLI(t *testing.T) {
 	start := time.Now()
 	run, rec := fakeCLI(t, "codex", "codex-runaway", Watchdogs{Hard: time.Minute}, "MAX_TURNS=xxx")

@@ -124,6 +124,14 @@ func fakeRuntime(scenario string) int {
 		say(initLine, toolUse)
 		<-sig
 		return 130
+	case "retries-forever":
+		// Like Codex with a server it cannot reach: a reconnect notice
+		// now and then, and nothing else.
+		say(`{"type":"thread.started","thread_id":"thread-1"}`, `{"type":"turn.started"}`)
+		for {
+			say(`{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}`)
+			time.Sleep(50 * time.Millisecond)
+		}
 	case "opencode-long-step":
 		// opencode prints a tool only once it has finished: a long tool is
 		// an open step and silence.

@@ -32,8 +32,9 @@ type Invocation struct {
 type Watchdogs struct {
 	// FirstByte is how long the runtime may stay silent after it starts.
 	FirstByte time.Duration
-	// Idle is how long the runtime may stay silent while no tool call is
-	// pending: a tool that runs for ten minutes is silent but alive.
+	// Idle is how long the runtime may go without progress (output other
+	// than retry notices) while no tool call is pending: a tool that runs
+	// for ten minutes is silent but alive.
 	Idle time.Duration
 	// Hard bounds the whole run.
 	Hard time.Duration
@@ -270,8 +271,16 @@ func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func
 				events = nil
 				continue
 			}
-			lastOutput, sawOutput = time.Now(), true
+			if !sawOutput {
+				lastOutput, sawOutput = time.Now(), true
+			}
 			for _, ev := range evs {
+				// A retry notice is output but not progress: a runtime that
+				// only retries (Codex retries an unreachable server every
+				// minute, for ever) is as stuck as a silent one.
+				if ev.Kind != trace.KindRetry {
+					lastOutput = time.Now()
+				}
 				switch ev.Kind {
 				case trace.KindToolCall:
 					if ev.ToolUseID != "" {

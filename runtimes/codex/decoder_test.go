@@ -192,6 +192,8 @@ func TestRetryStatus(t *testing.T) {
 		{"Reconnecting... 1/1 (unexpected status 401 Unauthorized: invalid x-api-key)", 1, 1, 401},
 		{"Reconnecting... 3/5 (unexpected status 200 OK: {}, url: ws://h/v1/responses)", 3, 5, 0},
 		{"Reconnecting... 2/5", 2, 5, 0},
+		// An unreachable server: Codex retries every minute, for ever.
+		{"Reconnecting... waiting for network (Connection failed: error sending request)", 0, 0, 0},
 	} {
 		evs := decodeAll(t, NewDecoder(strings.NewReader(`{"type":"error","message":`+quote(tc.msg)+`}`)))
 		r := evs[0].Retry

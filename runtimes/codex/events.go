@@ -178,8 +178,9 @@ func (d *Decoder) decode(n int64, line []byte) []trace.Event {
 }
 
 // reconnect matches Codex's announcement of a retry: "Reconnecting... 2/5
-// (cause)".
-var reconnect = regexp.MustCompile(`^Reconnecting\.\.\.\s*(\d+)/(\d+)(?:\s+\((.*)\))?\s*$`)
+// (cause)", or, for a server it cannot reach at all, "Reconnecting...
+// waiting for network (cause)", repeated about every minute without end.
+var reconnect = regexp.MustCompile(`^Reconnecting\.\.\.\s*(?:(\d+)/(\d+)|waiting for network)?(?:\s*\((.*)\))?\s*$`)
 
 // errorEvent maps a top-level error line: a retry when Codex is reconnecting,
 // else an error.
