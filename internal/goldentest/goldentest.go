@@ -184,3 +184,18 @@ func Kinds(evs []trace.Event) string {
 	}
 	return b.String()
 }
+
+// CheckKinds fails the test unless evs have the kinds and lines of kinds (see
+// Kinds), and reports each event whose Text lacks its substring in texts
+// (event index → substring): the core of the decoders' fault tables.
+func CheckKinds(t testing.TB, evs []trace.Event, kinds string, texts map[int]string) {
+	t.Helper()
+	if got := Kinds(evs); got != kinds {
+		t.Fatalf("events %q, want %q", got, kinds)
+	}
+	for i, sub := range texts {
+		if !strings.Contains(evs[i].Text, sub) {
+			t.Errorf("event %d text %q, want it to contain %q", i, evs[i].Text, sub)
+		}
+	}
+}
