@@ -229,7 +229,7 @@ func judgeClaude(run *trace.Run, tally *streamjson.Tally, ex Exit) {
 
 // applyVerdict sets the run's status from a runtime's verdict, saying how a
 // crash ended.
-func applyVerdict(run *trace.Run, v streamjson.Verdict, ex Exit) {
+func applyVerdict(run *trace.Run, v trace.Verdict, ex Exit) {
 	run.Status, run.ErrorKind = v.Status, v.ErrorKind
 	run.ErrorMessage, run.ErrorHint, run.Contradiction = v.Message, v.Hint, v.Contradiction
 	if v.ErrorKind == trace.ErrorCrash {

@@ -15,7 +15,6 @@ import (
 	"lane/runtimes/gemini"
 	"lane/runtimes/opencode"
 	"lane/runtimes/qwen"
-	"lane/streamjson"
 	"lane/trace"
 )
 
@@ -72,7 +71,7 @@ type cliTally interface {
 	ToolCalls() int
 	ResultText() string
 	Cost(price func(model string, u trace.Usage) (float64, bool)) (usd float64, estimate bool)
-	Judge(exitCode int) streamjson.Verdict
+	Judge(exitCode int) trace.Verdict
 }
 
 // cliRuntime is what lane knows of one agent CLI.

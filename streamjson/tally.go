@@ -215,17 +215,6 @@ func (t *Tally) Cost(priorSessionCostUSD float64, price func(model string, u tra
 	return usd, estimate, sessionTotal
 }
 
-// A Verdict is lane's judgement of how a run ended.
-type Verdict struct {
-	Status    trace.Status
-	ErrorKind trace.ErrorKind
-	Message   string // what went wrong, for a person
-	Hint      string // what to do about it
-	// Contradiction names the runtime's fields that disagreed, e.g.
-	// "subtype=success but is_error=true, terminal_reason=api_error".
-	Contradiction string
-}
-
 // Hints, kept together so that their wording stays consistent.
 const (
 	hintAuth     = "check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN / ANTHROPIC_BASE_URL), or log in with `claude /login`"
@@ -244,10 +233,10 @@ const (
 // succeeds only when the last result says subtype success, is_error false,
 // terminal_reason completed (or none) and at least one turn, and the exit code
 // is 0. Timeouts and cancellation are not decided here.
-func (t *Tally) Judge(exitCode int) Verdict {
+func (t *Tally) Judge(exitCode int) trace.Verdict {
 	r := t.last
 	if r == nil {
-		return Verdict{
+		return trace.Verdict{
 			Status:    trace.StatusFailed,
 			ErrorKind: trace.ErrorCrash,
 			Message:   fmt.Sprintf("the runtime exited (code %d) without a result line", exitCode),
@@ -285,9 +274,9 @@ func (t *Tally) Judge(exitCode int) Verdict {
 	claim(exitCode == 0, fmt.Sprintf("exit code %d", exitCode))
 
 	if len(bad) == 0 {
-		return Verdict{Status: trace.StatusSucceeded}
+		return trace.Verdict{Status: trace.StatusSucceeded}
 	}
-	v := Verdict{Status: trace.StatusFailed}
+	v := trace.Verdict{Status: trace.StatusFailed}
 	if len(ok) > 0 && len(bad) > 0 {
 		v.Contradiction = strings.Join(ok, ", ") + " but " + strings.Join(bad, ", ")
 	}

@@ -172,6 +172,18 @@ const (
 	ErrorUsage          ErrorKind = "usage"           // lane was called wrongly
 )
 
+// A Verdict is lane's judgement of how a run ended, as a runtime's decoder
+// reads it from the runtime's own account and exit code.
+type Verdict struct {
+	Status    Status
+	ErrorKind ErrorKind
+	Message   string // what went wrong, for a person
+	Hint      string // what to do about it
+	// Contradiction names the runtime's fields that disagreed, e.g.
+	// "subtype=success but is_error=true, terminal_reason=api_error".
+	Contradiction string
+}
+
 // Capability is what a run was allowed to touch, recorded so a person can
 // check it afterwards.
 type Capability struct {

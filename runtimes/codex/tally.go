@@ -3,7 +3,6 @@ package codex
 import (
 	"fmt"
 
-	"lane/streamjson"
 	"lane/trace"
 )
 
@@ -197,10 +196,10 @@ func (t *Tally) Cost(price func(model string, u trace.Usage) (float64, bool)) (u
 // failed turn (or fatal error) fails the run with a kind read from its message:
 // auth for 401/403, api for 429, 5xx and broken streams, agent otherwise. No
 // turn ended at all: a crash. Timeouts and cancellation are not decided here.
-func (t *Tally) Judge(exitCode int) streamjson.Verdict {
+func (t *Tally) Judge(exitCode int) trace.Verdict {
 	if msg, failed := t.failure(); failed {
 		kind, _, hint := classify(msg)
-		v := streamjson.Verdict{Status: trace.StatusFailed, ErrorKind: kind, Message: msg, Hint: hint}
+		v := trace.Verdict{Status: trace.StatusFailed, ErrorKind: kind, Message: msg, Hint: hint}
 		if exitCode == 0 {
 			v.Contradiction = "exit code 0 but the turn failed"
 		}
@@ -218,10 +217,10 @@ func (t *Tally) Judge(exitCode int) streamjson.Verdict {
 		if t.lastRetry != "" {
 			msg += "; last retry: " + t.lastRetry
 		}
-		return streamjson.Verdict{Status: trace.StatusFailed, ErrorKind: trace.ErrorCrash, Message: msg, Hint: hintCrash}
+		return trace.Verdict{Status: trace.StatusFailed, ErrorKind: trace.ErrorCrash, Message: msg, Hint: hintCrash}
 	}
 	if exitCode != 0 {
-		return streamjson.Verdict{
+		return trace.Verdict{
 			Status:        trace.StatusFailed,
 			ErrorKind:     trace.ErrorCrash,
 			Message:       fmt.Sprintf("the runtime completed its turn, then exited with code %d", exitCode),
@@ -229,5 +228,5 @@ func (t *Tally) Judge(exitCode int) streamjson.Verdict {
 			Contradiction: fmt.Sprintf("turn.completed but exit code %d", exitCode),
 		}
 	}
-	return streamjson.Verdict{Status: trace.StatusSucceeded}
+	return trace.Verdict{Status: trace.StatusSucceeded}
 }

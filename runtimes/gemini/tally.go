@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"lane/streamjson"
 	"lane/trace"
 )
 
@@ -245,11 +244,11 @@ func statusMeaning(status int) (trace.ErrorKind, string) {
 // detection stopped as a success). Otherwise the exit code says why when
 // Gemini CLI encoded a reason in it, else the result's error does. Timeouts
 // and cancellation by lane are not decided here.
-func (t *Tally) Judge(exitCode int) streamjson.Verdict {
+func (t *Tally) Judge(exitCode int) trace.Verdict {
 	exitKind, exitStatus, exitHint, exitWhat := exitMeaning(exitCode)
 	r := t.last
 	if r == nil {
-		v := streamjson.Verdict{Status: trace.StatusFailed, ErrorKind: trace.ErrorCrash, Hint: hintCrash,
+		v := trace.Verdict{Status: trace.StatusFailed, ErrorKind: trace.ErrorCrash, Hint: hintCrash,
 			Message: fmt.Sprintf("the runtime exited (code %d) without a result line", exitCode)}
 		if exitKind != "" {
 			v.ErrorKind, v.Hint = exitKind, exitHint
@@ -275,10 +274,10 @@ func (t *Tally) Judge(exitCode int) streamjson.Verdict {
 		bad = append(bad, fmt.Sprintf("error line %q", t.stopError))
 	}
 	if len(bad) == 0 {
-		return streamjson.Verdict{Status: trace.StatusSucceeded}
+		return trace.Verdict{Status: trace.StatusSucceeded}
 	}
 
-	v := streamjson.Verdict{Status: trace.StatusFailed}
+	v := trace.Verdict{Status: trace.StatusFailed}
 	if len(ok) > 0 {
 		v.Contradiction = strings.Join(ok, ", ") + " but " + strings.Join(bad, ", ")
 	}

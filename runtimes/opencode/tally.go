@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"lane/streamjson"
 	"lane/trace"
 )
 
@@ -255,9 +254,9 @@ const (
 //   - no step finished, a step still open, or a last step that finished for
 //     another reason than "stop" → failed, crash or agent;
 //   - else succeeded.
-func (t *Tally) Judge(exitCode int) streamjson.Verdict {
-	fail := func(kind trace.ErrorKind, msg, hint string) streamjson.Verdict {
-		return streamjson.Verdict{Status: trace.StatusFailed, ErrorKind: kind, Message: msg, Hint: hint}
+func (t *Tally) Judge(exitCode int) trace.Verdict {
+	fail := func(kind trace.ErrorKind, msg, hint string) trace.Verdict {
+		return trace.Verdict{Status: trace.StatusFailed, ErrorKind: kind, Message: msg, Hint: hint}
 	}
 	if e := t.err; e != nil {
 		v := fail(e.ErrorKind, e.Text, "")
@@ -319,5 +318,5 @@ func (t *Tally) Judge(exitCode int) streamjson.Verdict {
 		}
 		return fail(trace.ErrorAgent, "opencode exited 0 but its last step finished with reason "+reason, "")
 	}
-	return streamjson.Verdict{Status: trace.StatusSucceeded}
+	return trace.Verdict{Status: trace.StatusSucceeded}
 }

@@ -164,10 +164,10 @@ const (
 // turn limit and 41 an authentication failure; otherwise it judges as
 // streamjson.Tally.Judge does, with Qwen Code's hints. Timeouts and
 // cancellation are not decided here.
-func (t *Tally) Judge(exitCode int) streamjson.Verdict {
+func (t *Tally) Judge(exitCode int) trace.Verdict {
 	r := t.all.LastResult()
 	if t.apiErr != "" {
-		v := streamjson.Verdict{
+		v := trace.Verdict{
 			Status:    trace.StatusFailed,
 			ErrorKind: t.apiKind,
 			Message:   apiErrorMessage(t.apiErr),
@@ -179,7 +179,7 @@ func (t *Tally) Judge(exitCode int) streamjson.Verdict {
 		return v
 	}
 	if r == nil {
-		v := streamjson.Verdict{
+		v := trace.Verdict{
 			Status:    trace.StatusFailed,
 			ErrorKind: trace.ErrorCrash,
 			Message:   fmt.Sprintf("the runtime exited (code %d) without a result line", exitCode),
