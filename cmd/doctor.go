@@ -40,10 +40,14 @@ func runDoctor(ctx context.Context, f *Factory) error {
 	row := func(cols ...string) { fmt.Fprintln(w, strings.Join(cols, "\t")) }
 
 	row("RUNTIMES", "", "")
-	for _, rt := range append([]string{"claude"}, runner.CLIRuntimes...) {
-		path, version, err := runner.FindRuntime(ctx, rt, f.Getenv(runner.BinEnv(rt)), f.Environ())
+	for _, rt := range runner.Runtimes() {
+		if rt.InProcess() {
+			row("  "+rt.Name, "ok", rt.About)
+			continue
+		}
+		bin, err := rt.Find(ctx, f.Getenv(runner.BinEnv(rt.Name)), f.Environ(), f.versionCache())
 		if err == nil {
-			row("  "+rt, "ok", version+" at "+path)
+			row("  "+rt.Name, "ok", bin.Version+" at "+bin.Path)
 			continue
 		}
 		var me *runner.MissingError
@@ -54,9 +58,8 @@ func runDoctor(ctx context.Context, f *Factory) error {
 				hint = me.Error() + "; " + hint
 			}
 		}
-		row("  "+rt, "missing", hint)
+		row("  "+rt.Name, "missing", hint)
 	}
-	row("  local", "ok", "lane's own loop (needs a model server: ollama, vLLM, llama.cpp, any OpenAI- or Anthropic-compatible API)")
 
 	row("CREDENTIALS", "", "(values are never shown)")
 	for _, v := range credentialVars {

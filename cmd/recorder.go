@@ -4,11 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"time"
 
-	"lane/internal/proc"
-	"lane/runner"
 	"lane/store"
 	"lane/trace"
 	"lane/view"
@@ -76,26 +72,4 @@ func (r *runRecorder) finish(run *trace.Run) error {
 		return fmt.Errorf("write run record: %w", err)
 	}
 	return nil
-}
-
-// recordMissing records a run that could not start because the runtime is
-// missing, so the history shows it too.
-func (r *runRecorder) recordMissing(ctx context.Context, runtime, model string, opts *RunOptions, dir string, me *runner.MissingError) (*trace.Run, error) {
-	now := time.Now().UTC()
-	run := &trace.Run{
-		ID: trace.NewRunID(), ParentRunID: opts.ParentRunID, Attempt: 1,
-		Status: trace.StatusFailed, Runtime: runtime, Model: model, Dir: dir, Prompt: opts.Task,
-		StartedAt: now, EndedAt: now,
-		ErrorKind: trace.ErrorRuntimeMissing, ErrorMessage: me.Error(), ErrorHint: me.Hint,
-		Capability: trace.Capability{Dir: dir, AllowedTools: opts.AllowedTools, PermissionMode: opts.PermissionMode, MCPIsolated: !opts.AllowMCP},
-		OwnerPID:   os.Getpid(),
-	}
-	run.OwnerStart, _ = proc.StartTime(run.OwnerPID)
-	if err := r.st.CreateRun(ctx, run); err != nil {
-		return nil, err
-	}
-	if r.format == formatText {
-		_ = r.printer.Summary(run)
-	}
-	return run, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lane/runner"
 	"lane/store"
 	"lane/trace"
 )
@@ -54,8 +55,12 @@ again if it used one).`,
 			if !c.Flags().Changed("dir") {
 				opts.Dir = prev.Dir
 			}
-			if !c.Flags().Changed("model") && (prev.Model != "" || prev.Runtime != "claude") {
-				opts.Model = prev.Model // an agent CLI's run may have had its own default
+			if !c.Flags().Changed("model") {
+				// An agent CLI's run may have had its own default model.
+				opts.Model = prev.Model
+				if rt, ok := runner.Lookup(opts.Runtime); ok && opts.Model == "" {
+					opts.Model = rt.DefaultModel
+				}
 			}
 			if runF != nil {
 				return runF(ctx, opts)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lane/runner"
 	"lane/store"
 	"lane/view"
 )
@@ -34,7 +33,20 @@ type Factory struct {
 	IO      IO
 	Getenv  func(string) string
 	Environ func() []string
-	dbPath  string
+	// Shim is the binary every runtime is started under (see runner's
+	// shim.go): lane's own, or "" to start runtimes directly.
+	Shim   string
+	dbPath string
+}
+
+// versionCache is where runtimes' verified versions are remembered: beside
+// the database.
+func (f *Factory) versionCache() string {
+	db, err := f.DBPath()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(db), "runtime-versions.json")
 }
 
 // DBPath is the database named by --db, LANE_DB or the default path.
@@ -92,10 +104,6 @@ func NewRootCmd(f *Factory) *cobra.Command {
 				level = slog.LevelDebug
 			}
 			slog.SetDefault(slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level})))
-			// Runtimes' versions are remembered beside the database.
-			if db, err := f.DBPath(); err == nil {
-				runner.CacheVersions(filepath.Join(filepath.Dir(db), "runtime-versions.json"))
-			}
 		},
 	}
 	root.PersistentFlags().StringVar(&f.dbPath, "db", "", "SQLite database file (default $LANE_DB, else $XDG_DATA_HOME/lane/lane.db)")
@@ -124,6 +132,8 @@ func Main(args []string, in *os.File, out, errOut *os.File) int {
 		IO:      IO{In: in, Out: out, ErrOut: errOut, Color: view.UseColor(out)},
 		Getenv:  os.Getenv,
 		Environ: os.Environ,
+		// The running binary itself, even if an upgrade has replaced the file.
+		Shim: "/proc/self/exe",
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

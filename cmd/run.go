@@ -14,6 +14,7 @@ import (
 
 	"lane/config"
 	"lane/runner"
+	"lane/sandbox"
 	"lane/store"
 	"lane/trace"
 )
@@ -29,14 +30,16 @@ type RunOptions struct {
 	PermissionMode     string
 	AllowMCP           bool
 	MaxTurns           int
-	ClaudeBin          string
-	RuntimeBin         string
-	FirstByteTimeout   time.Duration
-	IdleTimeout        time.Duration
-	HardTimeout        time.Duration
-	Retries            int
-	OutputFormat       string
-	Task               string
+	// ClaudeBin is --claude-bin: Claude Code's own flag for its binary,
+	// from before lane drove other runtimes; it wins over RuntimeBin.
+	ClaudeBin        string
+	RuntimeBin       string
+	FirstByteTimeout time.Duration
+	IdleTimeout      time.Duration
+	HardTimeout      time.Duration
+	Retries          int
+	OutputFormat     string
+	Task             string
 
 	// The local loop's (see README "The local-model lane").
 	Runtime     string
@@ -103,11 +106,12 @@ provider. TASK "-" reads the task from standard input; end lane's flags with
 	return c
 }
 
-// defaultModelOfRuntime leaves the model to an agent CLI chosen with
-// --runtime and no --model: lane's default model is a Claude one.
+// defaultModelOfRuntime gives a runtime chosen with --runtime and no
+// --model its own default model: lane's default model is a Claude one, and
+// an agent CLI's own configuration names its model.
 func defaultModelOfRuntime(c *cobra.Command, opts *RunOptions) {
-	if config.IsCLI(opts.Runtime) && !c.Flags().Changed("model") {
-		opts.Model = ""
+	if rt, ok := runner.Lookup(opts.Runtime); ok && !c.Flags().Changed("model") {
+		opts.Model = rt.DefaultModel
 	}
 }
 
@@ -128,7 +132,7 @@ func addRunFlags(c *cobra.Command, opts *RunOptions) {
 // lane bench shares with lane run.
 func addRuntimeFlags(c *cobra.Command, opts *RunOptions) {
 	fl := c.Flags()
-	fl.StringSliceVar(&opts.AllowedTools, "allowed-tools", runner.DefaultAllowedTools, "tools the agent may use")
+	fl.StringSliceVar(&opts.AllowedTools, "allowed-tools", runner.DefaultAllowedTools(), "tools the agent may use")
 	fl.StringVar(&opts.PermissionMode, "permission-mode", "bypassPermissions", "Claude Code permission mode (a headless run cannot answer prompts)")
 	fl.BoolVar(&opts.AllowMCP, "allow-mcp", false, "let the runtime load your MCP servers (default: isolated with --strict-mcp-config)")
 	fl.StringVar(&opts.ClaudeBin, "claude-bin", "", "Claude Code binary (default $LANE_CLAUDE_BIN, PATH, usual install places)")
@@ -137,7 +141,7 @@ func addRuntimeFlags(c *cobra.Command, opts *RunOptions) {
 	fl.DurationVar(&opts.HardTimeout, "hard-timeout", time.Hour, "fail if the whole run takes longer (0: off)")
 	fl.IntVar(&opts.Retries, "retries", 0, "re-run a timeout, API overload or crash this many times")
 	fl.StringVar(&opts.RuntimeBin, "runtime-bin", "", "the agent CLI's binary (default $LANE_<RUNTIME>_BIN, PATH, usual install places)")
-	fl.StringVar(&opts.Runtime, "runtime", "", "claude, codex, gemini, opencode, qwen or local (default: from --model)")
+	fl.StringVar(&opts.Runtime, "runtime", "", strings.Join(runner.Names(), ", ")+" (default: from --model)")
 	fl.StringVar(&opts.BaseURL, "base-url", "", "the model server's API base URL (local loop, or an agent CLI pointed at it)")
 	fl.StringVar(&opts.ToolMode, "tool-mode", "native", "native tool calls, or text: JSON action blocks in the model's prose (local loop)")
 	fl.StringVar(&opts.Sandbox, "sandbox", "auto", "confine bash: auto, landlock, bwrap or off (local loop)")
@@ -220,23 +224,11 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	return nil
 }
 
-// executeRun runs one task on the lane its model belongs to, with the
-// fallback when the Claude lane cannot run it. lane run, lane resume and
-// every attempt of lane bench go through here.
+// executeRun runs one task on the runtime its model belongs to, with the
+// fallback when that runtime cannot run it. lane run, lane resume and every
+// attempt of lane bench go through here.
 func executeRun(ctx context.Context, f *Factory, st *store.Store, rec *runRecorder, cfg *config.File, opts *RunOptions, dir string, addDirs []string) (*trace.Run, error) {
-	target, err := cfg.Resolve(opts.Model, opts.Runtime, opts.BaseURL, f.Getenv)
-	if err != nil {
-		return nil, usageErrorf(err)
-	}
-	var run *trace.Run
-	switch {
-	case target.Runtime == config.RuntimeLocal:
-		run, err = runLocal(ctx, f, st, rec, cfg, target, opts, dir, addDirs)
-	case config.IsCLI(target.Runtime):
-		run, err = runCLI(ctx, f, rec, cfg, target, opts, dir, addDirs)
-	default:
-		run, err = runClaude(ctx, f, rec, opts, target.Model, dir, addDirs)
-	}
+	job, err := newJob(ctx, f, st, cfg, opts, opts.Model, dir, addDirs)
 	if err != nil {
 		return nil, err
 	}
@@ -244,117 +236,95 @@ func executeRun(ctx context.Context, f *Factory, st *store.Store, rec *runRecord
 	if fallback == "" {
 		fallback = cfg.Fallback
 	}
-	if target.Runtime != config.RuntimeClaude || fallback == "" || run.Status != trace.StatusFailed || !fallbackWorthy(run) || ctx.Err() != nil {
-		return run, nil
+	if fallback != "" && job.Runtime.Fallback {
+		fb, err := newJob(ctx, f, st, cfg, opts, fallback, dir, addDirs)
+		if err != nil {
+			return nil, usageErrorf(fmt.Errorf("--fallback: %w", err))
+		}
+		if !fb.Runtime.Local {
+			return nil, usageErrorf(errFallbackNotLocal)
+		}
+		job.Fallback = &fb
 	}
-	ft, err := cfg.Resolve(fallback, "", "", f.Getenv)
-	if err != nil {
-		return nil, usageErrorf(fmt.Errorf("--fallback: %w", err))
+	run, err := runner.Run(ctx, job, rec)
+	var ce *runner.ConfigError
+	if errors.As(err, &ce) {
+		return nil, usageErrorf(err)
 	}
-	if ft.Runtime != config.RuntimeLocal {
-		return nil, usageErrorf(errFallbackNotLocal)
-	}
-	fmt.Fprintf(f.IO.ErrOut, "lane: the Claude lane could not run the task (%s); running it on %s instead\n", run.ErrorKind, ft.Label())
-	next := *opts
-	next.ParentRunID, next.Resume = run.ID, ""
-	return runLocal(ctx, f, st, rec, cfg, ft, &next, dir, addDirs)
+	return run, err
 }
 
-// runClaude runs opts on Claude Code. A missing binary is recorded as a
-// failed run, so that the history shows it and a fallback can follow.
-func runClaude(ctx context.Context, f *Factory, rec *runRecorder, opts *RunOptions, model, dir string, addDirs []string) (*trace.Run, error) {
-	env := f.Environ()
-	bin := opts.ClaudeBin
-	if bin == "" {
-		bin = opts.RuntimeBin
-	}
-	if bin == "" {
-		bin = f.Getenv("LANE_CLAUDE_BIN")
-	}
-	path, version, err := runner.FindClaude(ctx, bin, env)
+// newJob resolves model (with --runtime and --base-url) to its runtime and
+// describes the task for it.
+func newJob(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, opts *RunOptions, model, dir string, addDirs []string) (runner.Job, error) {
+	t, err := cfg.Resolve(model, opts.Runtime, opts.BaseURL, f.Getenv)
 	if err != nil {
-		var me *runner.MissingError
-		if errors.As(err, &me) {
-			return rec.recordMissing(ctx, "claude", model, opts, dir, me)
-		}
-		return nil, err
+		return runner.Job{}, usageErrorf(err)
 	}
-	return runner.RunClaude(ctx, runner.ClaudeOptions{
-		Bin:                 path,
-		Version:             version,
-		Dir:                 dir,
-		AddDirs:             addDirs,
-		Prompt:              opts.Task,
-		Model:               model,
+	rt, _ := runner.Lookup(t.Runtime) // Resolve accepts only the table's names
+	o := runOptions(f, cfg, t, opts, dir, addDirs)
+	o.Bin = opts.RuntimeBin
+	if rt.Name == runner.DefaultRuntime && opts.ClaudeBin != "" {
+		o.Bin = opts.ClaudeBin
+	}
+	if o.Bin == "" {
+		o.Bin = f.Getenv(runner.BinEnv(rt.Name))
+	}
+	if rt.Local && opts.ParentRunID != "" && opts.Resume != "" {
+		// lane's own loop continues from the transcript it stored.
+		ev, err := st.LastEventOfKind(ctx, opts.ParentRunID, trace.KindTranscript)
+		if err != nil {
+			return runner.Job{}, usageErrorf(fmt.Errorf("run %s left no transcript to resume: %w", opts.ParentRunID, err))
+		}
+		if o.History, err = runner.Transcript(*ev); err != nil {
+			return runner.Job{}, err
+		}
+	}
+	return runner.Job{Runtime: rt, Options: o}, nil
+}
+
+// runOptions are the runner's options for a task on target t.
+func runOptions(f *Factory, cfg *config.File, t config.Target, opts *RunOptions, dir string, addDirs []string) runner.Options {
+	return runner.Options{
+		VersionCache: f.versionCache(),
+		Shim:         f.Shim,
+		Dir:          dir,
+		AddDirs:      addDirs,
+		Prompt:       opts.Task,
+		Model:        t.Model,
+		Label:        t.Recorded(),
+		Provider:     t.Provider,
+		API:          t.API,
+		BaseURL:      t.BaseURL,
+		APIKey:       t.APIKey,
+		KeyEnv:       t.KeyEnv,
+
+		ContextWindow:       t.ContextWindow,
 		AllowedTools:        opts.AllowedTools,
-		AppendSystemPrompt:  opts.AppendSystemPrompt,
-		ResumeSession:       opts.Resume,
 		PermissionMode:      opts.PermissionMode,
 		AllowMCP:            opts.AllowMCP,
+		AppendSystemPrompt:  opts.AppendSystemPrompt,
+		ResumeSession:       opts.Resume,
 		MaxTurns:            opts.MaxTurns,
-		Env:                 env,
+		MaxCost:             opts.MaxCost,
+		Env:                 f.Environ(),
 		Retries:             opts.Retries,
 		ParentRunID:         opts.ParentRunID,
 		PriorSessionCostUSD: opts.PriorSessionCostUSD,
+		PriorSessionUsage:   opts.PriorSessionUsage,
+		Price:               priceFunc(cfg, t),
+		StateDir:            f.StateDir(),
+		ToolMode:            opts.ToolMode,
+		Sandbox:             sandbox.Mode(opts.Sandbox),
+		BashTimeout:         opts.BashTimeout,
+		SkillDirs:           []string{filepath.Join(filepath.Dir(config.Path(f.Getenv)), "skills")},
+		Notice:              func(s string) { fmt.Fprintln(f.IO.ErrOut, "lane: "+s) }, // stderr: the data formats stay clean
 		Watchdogs: runner.Watchdogs{
 			FirstByte: opts.FirstByteTimeout,
 			Idle:      opts.IdleTimeout,
 			Hard:      opts.HardTimeout,
 		},
-	}, rec)
-}
-
-// runCLI runs opts on an agent CLI other than Claude Code. A missing
-// binary is recorded as a failed run, as for Claude Code.
-func runCLI(ctx context.Context, f *Factory, rec *runRecorder, cfg *config.File, t config.Target, opts *RunOptions, dir string, addDirs []string) (*trace.Run, error) {
-	env := f.Environ()
-	bin := opts.RuntimeBin
-	if bin == "" {
-		bin = f.Getenv(runner.BinEnv(t.Runtime))
 	}
-	path, version, err := runner.FindRuntime(ctx, t.Runtime, bin, env)
-	if err != nil {
-		var me *runner.MissingError
-		if errors.As(err, &me) {
-			return rec.recordMissing(ctx, t.Runtime, recordedModel(t), opts, dir, me)
-		}
-		return nil, err
-	}
-	return runner.RunCLI(ctx, runner.CLIOptions{
-		Runtime:            t.Runtime,
-		Bin:                path,
-		Version:            version,
-		Dir:                dir,
-		AddDirs:            addDirs,
-		Prompt:             opts.Task,
-		Model:              t.Model,
-		Label:              recordedModel(t),
-		BaseURL:            t.BaseURL,
-		KeyEnv:             t.KeyEnv,
-		AppendSystemPrompt: opts.AppendSystemPrompt,
-		ResumeSession:      opts.Resume,
-		MaxTurns:           opts.MaxTurns,
-		Env:                env,
-		Retries:            opts.Retries,
-		ParentRunID:        opts.ParentRunID,
-		PriorSessionUsage:  opts.PriorSessionUsage,
-		Price:              priceFunc(cfg, t),
-		StateDir:           f.StateDir(),
-		Watchdogs: runner.Watchdogs{
-			FirstByte: opts.FirstByteTimeout,
-			Idle:      opts.IdleTimeout,
-			Hard:      opts.HardTimeout,
-		},
-	}, rec)
-}
-
-// recordedModel is how an agent CLI's run records its model: with the
-// provider it was pointed at, so that resume finds the provider again.
-func recordedModel(t config.Target) string {
-	if t.Provider != "" {
-		return t.Provider + ":" + t.Model
-	}
-	return t.Model
 }
 
 func resolveDir(d string) (string, error) {

@@ -20,6 +20,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"lane/runner"
 )
 
 // File is $XDG_CONFIG_HOME/lane/config.yaml.
@@ -92,48 +94,22 @@ func Load(path string) (*File, error) {
 	return &f, nil
 }
 
-// Runtime names.
-const (
-	RuntimeClaude   = "claude"
-	RuntimeLocal    = "local"
-	RuntimeCodex    = "codex"
-	RuntimeGemini   = "gemini"
-	RuntimeOpencode = "opencode"
-	RuntimeQwen     = "qwen"
-)
-
-// Runtimes lists every runtime name, in the order lane documents them.
-var Runtimes = []string{RuntimeClaude, RuntimeCodex, RuntimeGemini, RuntimeOpencode, RuntimeQwen, RuntimeLocal}
-
 // IsRuntime reports whether name is a runtime's name.
 func IsRuntime(name string) bool {
-	for _, r := range Runtimes {
-		if r == name {
-			return true
-		}
-	}
-	return false
-}
-
-// cliRuntimes are the agent CLIs other than Claude Code, with the API they
-// speak and the variable that holds its key when lane points them at an
-// endpoint.
-var cliRuntimes = map[string]struct{ api, keyEnv string }{
-	RuntimeCodex:    {"openai-responses", "OPENAI_API_KEY"},
-	RuntimeGemini:   {"gemini", "GEMINI_API_KEY"},
-	RuntimeOpencode: {"openai", "OPENAI_API_KEY"},
-	RuntimeQwen:     {"openai", "OPENAI_API_KEY"},
-}
-
-// IsCLI reports whether runtime is an agent CLI other than Claude Code.
-func IsCLI(runtime string) bool {
-	_, ok := cliRuntimes[runtime]
+	_, ok := runner.Lookup(name)
 	return ok
+}
+
+// pointable returns the runtime called name if lane can point it at a model
+// server of the user's choosing (RUNTIME:PROVIDER:MODEL): the agent CLIs.
+func pointable(name string) (*runner.Runtime, bool) {
+	rt, ok := runner.Lookup(name)
+	return rt, ok && rt.EndpointAPI != ""
 }
 
 // Target is what serves a --model.
 type Target struct {
-	Runtime string // one of Runtimes
+	Runtime string // the name of one of runner.Runtimes
 	// Provider is, for the local loop, ollama, openai, anthropic,
 	// openai-compatible or an endpoint's name; for an agent CLI, the
 	// provider it was pointed at ("" when it uses its own configuration).
@@ -153,14 +129,39 @@ type Target struct {
 // "ollama:qwen2.5-coder:7b", "codex:gpt-5-codex", "opencode:ollama:qwen3-coder".
 func (t Target) Label() string {
 	switch {
-	case t.Runtime == RuntimeClaude:
+	case t.Runtime == runner.DefaultRuntime:
 		return t.Model
-	case t.Runtime == RuntimeLocal:
+	case isLocal(t.Runtime):
 		return t.Provider + ":" + t.Model
 	case t.Provider != "":
 		return t.Runtime + ":" + t.Provider + ":" + t.Model
 	}
 	return t.Runtime + ":" + t.Model
+}
+
+// Recorded is how a run records its model: the label without the runtime,
+// which the run records apart, but with the provider an agent CLI was
+// pointed at, so that resume finds the provider again.
+func (t Target) Recorded() string {
+	if t.Provider != "" {
+		return t.Provider + ":" + t.Model
+	}
+	return t.Model
+}
+
+// localName is the name of lane's own loop, which serves PROVIDER:MODEL.
+func localName() string {
+	for _, rt := range runner.Runtimes() {
+		if rt.Local {
+			return rt.Name
+		}
+	}
+	return ""
+}
+
+func isLocal(runtime string) bool {
+	rt, ok := runner.Lookup(runtime)
+	return ok && rt.Local
 }
 
 // builtinProviders are the PROVIDER: prefixes lane knows without a config file.
@@ -170,9 +171,9 @@ var builtinProviders = map[string]bool{"ollama": true, "openai": true, "anthropi
 // --runtime flag ("" or one of Runtimes), baseURL the --base-url flag.
 func (f *File) Resolve(model, runtime, baseURL string, getenv func(string) string) (Target, error) {
 	if runtime != "" && !IsRuntime(runtime) {
-		return Target{}, fmt.Errorf("unknown --runtime %q (want %s)", runtime, strings.Join(Runtimes, ", "))
+		return Target{}, fmt.Errorf("unknown --runtime %q (want %s)", runtime, strings.Join(runner.Names(), ", "))
 	}
-	if prefix, rest, ok := strings.Cut(model, ":"); ok && IsRuntime(prefix) && prefix != RuntimeLocal {
+	if prefix, rest, ok := strings.Cut(model, ":"); ok && IsRuntime(prefix) && !isLocal(prefix) {
 		if runtime != "" && runtime != prefix {
 			return Target{}, fmt.Errorf("--model %s names the %s runtime but --runtime is %s", model, prefix, runtime)
 		}
@@ -181,17 +182,25 @@ func (f *File) Resolve(model, runtime, baseURL string, getenv func(string) strin
 		}
 		runtime, model = prefix, rest
 	}
-	if IsCLI(runtime) {
-		return f.resolveCLI(model, runtime, baseURL, getenv)
+	if rt, ok := pointable(runtime); ok {
+		return f.resolveCLI(model, rt, baseURL, getenv)
 	}
 	prefix, rest, hasPrefix := strings.Cut(model, ":")
 	_, isEndpoint := f.Endpoints[prefix]
 	local := hasPrefix && (builtinProviders[prefix] || isEndpoint)
-	if runtime == RuntimeClaude || (runtime == "" && !local) {
+	switch {
+	case runtime == "" && local:
+		runtime = localName()
+	case runtime == "":
+		runtime = runner.DefaultRuntime
+	}
+	if !isLocal(runtime) {
+		// A runtime with models of its own (Claude Code).
 		if local {
-			return Target{}, fmt.Errorf("--runtime claude cannot run %s: Claude Code speaks to Claude models only", model)
+			rt, _ := runner.Lookup(runtime)
+			return Target{}, fmt.Errorf("--runtime %s cannot run %s: %s speaks to its own models only (Claude models only, for Claude Code)", runtime, model, rt.Title)
 		}
-		return Target{Runtime: RuntimeClaude, Model: model}, nil
+		return Target{Runtime: runtime, Model: model}, nil
 	}
 	if !local {
 		// --runtime local with a bare model: an OpenAI-compatible server.
@@ -200,7 +209,7 @@ func (f *File) Resolve(model, runtime, baseURL string, getenv func(string) strin
 	if rest == "" {
 		return Target{}, fmt.Errorf("--model %s names no model after the provider", model)
 	}
-	t := Target{Runtime: RuntimeLocal, Provider: prefix, Model: rest}
+	t := Target{Runtime: runtime, Provider: prefix, Model: rest}
 	f.endpoint(&t, getenv)
 	if t.API == "gemini" {
 		return Target{}, fmt.Errorf("lane's own loop cannot use %s: it speaks the openai or anthropic API, and %s serves the gemini API (use gemini:%s)", prefix, prefix, model)
@@ -239,13 +248,13 @@ func (f *File) endpoint(t *Target, getenv func(string) string) {
 // CLI as it is, which then uses its own configuration and login (no model:
 // its own default);
 // PROVIDER:MODEL or --base-url makes lane point the CLI at that endpoint.
-func (f *File) resolveCLI(model, runtime, baseURL string, getenv func(string) string) (Target, error) {
-	cli := cliRuntimes[runtime]
+func (f *File) resolveCLI(model string, cli *runner.Runtime, baseURL string, getenv func(string) string) (Target, error) {
+	runtime := cli.Name
 	if model == "" {
 		// The CLI's own default model.
 		t := Target{Runtime: runtime}
 		if baseURL != "" {
-			t.BaseURL, t.API, t.KeyEnv, t.APIKey = baseURL, cli.api, cli.keyEnv, getenv(cli.keyEnv)
+			t.BaseURL, t.API, t.KeyEnv, t.APIKey = baseURL, cli.EndpointAPI, cli.KeyEnv, getenv(cli.KeyEnv)
 		}
 		return t, nil
 	}
@@ -258,8 +267,8 @@ func (f *File) resolveCLI(model, runtime, baseURL string, getenv func(string) st
 		}
 		t.Provider, t.Model = prefix, rest
 		f.endpoint(&t, getenv)
-		if t.API == "anthropic" || (t.API == "gemini") != (cli.api == "gemini") {
-			return Target{}, fmt.Errorf("%s cannot use %s: it speaks the %s API, and %s serves the %s API", runtime, prefix, cli.api, prefix, t.API)
+		if t.API == "anthropic" || (t.API == "gemini") != (cli.EndpointAPI == "gemini") {
+			return Target{}, fmt.Errorf("%s cannot use %s: it speaks the %s API, and %s serves the %s API", runtime, prefix, cli.EndpointAPI, prefix, t.API)
 		}
 		if t.BaseURL == "" && baseURL == "" {
 			return Target{}, fmt.Errorf("--model %s:%s needs an endpoint: pass --base-url or set OPENAI_BASE_URL", runtime, model)
@@ -269,9 +278,9 @@ func (f *File) resolveCLI(model, runtime, baseURL string, getenv func(string) st
 		t.BaseURL = baseURL
 	}
 	if t.BaseURL != "" {
-		t.API = cli.api
+		t.API = cli.EndpointAPI
 		if t.KeyEnv == "" {
-			t.KeyEnv = cli.keyEnv
+			t.KeyEnv = cli.KeyEnv
 		}
 		t.APIKey = getenv(t.KeyEnv)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -13,30 +12,46 @@ import (
 	"lane/trace"
 )
 
-// attempt is one invocation of an agent CLI, described for runAttempt: what
-// to start, how to read it and how to judge it. Each runtime fills one in.
+// attempt is one try at a task, described for runAttempt: how to run it
+// and how to judge it. Each runtime's entry builds its own (processAttempt
+// for the agent CLIs, localAttempt for lane's own loop).
 type attempt struct {
-	run       *trace.Run // the record so far; runAttempt sets its id, times and owner
-	inv       Invocation
-	watchdogs Watchdogs
-	newSource func(io.Reader) EventSource
+	run *trace.Run // the record so far; runAttempt sets its id, times and owner
+	// execute runs the attempt, handing each event to emit in order (emit
+	// may return a cause to stop on), and reports how it ended. Its error
+	// means the attempt could not start.
+	execute func(ctx context.Context, emit func(trace.Event) error) (Exit, error)
 	// observe sees every event before it is recorded; a non-nil result stops
 	// the run with that cause.
 	observe func(ev trace.Event) error
 	// amend, when set, corrects an event before anything sees it.
 	amend func(ev *trace.Event)
-	hooks watchHooks
-	// finish judges the ended run from how the process ended and fills in
-	// its accounting. It is not called when the process could not start.
+	// finish judges the ended run from how it ended and fills in its
+	// accounting. It is not called when the attempt could not start.
 	finish func(run *trace.Run, ex Exit)
 	// startHint is the hint for a runtime that could not be started.
 	startHint string
+	// next prepares the options of the attempt after this one failed, to
+	// continue the session it established rather than start over.
+	next func(o *Options, failed *trace.Run)
+	// cleanup, when set, removes what the attempt made for itself.
+	cleanup func()
+}
+
+// continueWith prepares o for the attempt after a, which failed.
+func (a *attempt) continueWith(o *Options, failed *trace.Run) {
+	if a.next != nil {
+		a.next(o, failed)
+	}
 }
 
 // runAttempt records, runs and judges one attempt. The error is non-nil
 // only when lane itself failed (the recorder); the run's own failure is in
 // its Status.
 func runAttempt(ctx context.Context, a *attempt, rec Recorder) (*trace.Run, error) {
+	if a.cleanup != nil {
+		defer a.cleanup()
+	}
 	run := a.run
 	run.ID = trace.NewRunID()
 	run.Status = trace.StatusRunning
@@ -62,14 +77,17 @@ func runAttempt(ctx context.Context, a *attempt, rec Recorder) (*trace.Run, erro
 		if a.amend != nil {
 			a.amend(&ev)
 		}
-		cause := a.observe(ev)
+		var cause error
+		if a.observe != nil {
+			cause = a.observe(ev)
+		}
 		record(ev)
 		if ev.Kind == trace.KindSession && ev.SessionID != "" {
 			run.SessionID = ev.SessionID
 		}
 		return cause
 	}
-	ex, err := supervise(ctx, a.inv, a.watchdogs, a.newSource, emit, a.hooks)
+	ex, err := a.execute(ctx, emit)
 	if err != nil {
 		run.Status, run.ErrorKind = trace.StatusFailed, trace.ErrorCrash
 		run.ErrorMessage = err.Error()
@@ -93,49 +111,6 @@ func runAttempt(ctx context.Context, a *attempt, rec Recorder) (*trace.Run, erro
 		return run, fmt.Errorf("record events: %w", recErr)
 	}
 	return run, nil
-}
-
-// retrying runs attempts until one is not worth retrying or retries are
-// spent, and returns the last. once runs attempt number n (from 1) linked to
-// parent; between attempts next prepares the following one from the run
-// that just failed (to continue its session rather than start over).
-func retrying(ctx context.Context, retries int, backoff time.Duration, parentID string,
-	once func(parent string, n int) (*trace.Run, error), next func(failed *trace.Run)) (*trace.Run, error) {
-	if backoff <= 0 {
-		backoff = 2 * time.Second
-	}
-	first := ""
-	for n := 1; ; n++ {
-		parent := parentID
-		if first != "" {
-			parent = first
-		}
-		run, err := once(parent, n)
-		if err != nil {
-			return run, err
-		}
-		if first == "" {
-			first = run.ID
-		}
-		if n > retries || !retryable(run) || ctx.Err() != nil {
-			return run, nil
-		}
-		next(run)
-		select {
-		case <-ctx.Done():
-			return run, nil
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, time.Minute)
-	}
-}
-
-func retryable(r *trace.Run) bool {
-	switch r.ErrorKind {
-	case trace.ErrorTimeout, trace.ErrorAPI, trace.ErrorCrash:
-		return r.Status != trace.StatusCancelled
-	}
-	return false
 }
 
 // judgeStop judges a run that lane stopped (a watchdog, a refused key, the

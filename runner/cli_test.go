@@ -18,8 +18,8 @@ import (
 func fakeCLI(t *testing.T, runtime, scenario string, wd Watchdogs, extraEnv ...string) (*trace.Run, *memRecorder) {
 	t.Helper()
 	rec := newMemRecorder()
-	o := CLIOptions{
-		Runtime: runtime, Bin: os.Args[0], Dir: t.TempDir(), Prompt: "fix it", Model: "m",
+	o := Options{
+		Found: &Binary{Path: os.Args[0]}, Shim: os.Args[0], Dir: t.TempDir(), Prompt: "fix it", Model: "m",
 		Env:       append(append(os.Environ(), "LANE_FAKE_RUNTIME="+scenario), extraEnv...),
 		Watchdogs: wd, TempDir: t.TempDir(),
 	}
@@ -28,7 +28,7 @@ func fakeCLI(t *testing.T, runtime, scenario string, wd Watchdogs, extraEnv ...s
 			o.MaxTurns = len(v)
 		}
 	}
-	run, err := RunCLI(context.Background(), o, rec)
+	run, err := runOn(context.Background(), runtime, o, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,8 +91,8 @@ func TestMaxTurnsStopsARunawayCLI(t *testing.T) {
 
 func TestCodexRunIsPricedAsAnEstimate(t *testing.T) {
 	rec := newMemRecorder()
-	o := CLIOptions{
-		Runtime: "codex", Bin: os.Args[0], Dir: t.TempDir(), Prompt: "p", Model: "gpt-5-codex", Label: "gpt-5-codex",
+	o := Options{
+		Found: &Binary{Path: os.Args[0]}, Shim: os.Args[0], Dir: t.TempDir(), Prompt: "p", Model: "gpt-5-codex", Label: "gpt-5-codex",
 		Env: append(os.Environ(), "LANE_FAKE_RUNTIME=codex-ok"),
 		Price: func(model string, u trace.Usage) (float64, bool) {
 			return float64(u.InputTokens+u.OutputTokens) / 1e6, model == "gpt-5-codex"
@@ -101,7 +101,7 @@ func TestCodexRunIsPricedAsAnEstimate(t *testing.T) {
 		// from before.
 		PriorSessionUsage: trace.Usage{InputTokens: 1000, OutputTokens: 100},
 	}
-	run, err := RunCLI(context.Background(), o, rec)
+	run, err := runOn(context.Background(), "codex", o, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestTurnCounter(t *testing.T) {
 
 func TestCLISetup(t *testing.T) {
 	env := []string{"MY_KEY=sk-1"}
-	base := CLIOptions{Dir: "/proj", Prompt: "-fix it", Model: "m1", Env: env}
+	base := Options{Dir: "/proj", Prompt: "-fix it", Model: "m1", Env: env}
 	withEndpoint := base
 	withEndpoint.BaseURL, withEndpoint.KeyEnv = "http://127.0.0.1:9/v1", "MY_KEY"
 	resumed := base
@@ -249,13 +249,13 @@ func TestFindRuntimeChecksTheVersion(t *testing.T) {
 	dir := t.TempDir()
 	fake := filepath.Join(dir, "codex")
 	os.WriteFile(fake, []byte("#!/bin/sh\necho 'codex-cli 0.171.0'\n"), 0o755)
-	path, version, err := FindRuntime(context.Background(), "codex", fake, os.Environ())
+	path, version, err := findRuntime(context.Background(), "codex", fake, os.Environ(), "")
 	if err != nil || path != fake || version != "codex-cli 0.171.0" {
 		t.Fatalf("FindRuntime = %q %q %v", path, version, err)
 	}
 	wrong := filepath.Join(dir, "gemini")
 	os.WriteFile(wrong, []byte("#!/bin/sh\necho 'something else'\n"), 0o755)
-	_, _, err = FindRuntime(context.Background(), "gemini", wrong, os.Environ())
+	_, _, err = findRuntime(context.Background(), "gemini", wrong, os.Environ(), "")
 	var me *MissingError
 	if !errors.As(err, &me) || !strings.Contains(me.Hint, "@google/gemini-cli") {
 		t.Fatalf("err %v", err)
@@ -324,7 +324,8 @@ func TestShellLogOnRealCaptures(t *testing.T) {
 			}
 			defer stream.Close()
 			name, _, _ := strings.Cut(rt, "-")
-			src := cliRuntimes[name].newSource(stream)
+			entry, _ := Lookup(name)
+			src := entry.process.newSource(stream)
 			logPath := filepath.Join("testdata", "sessionlogs", rt+".session.jsonl")
 			l := newShellLog(func(string) []string { return []string{logPath} }, "run_shell_command")
 			var failed, passed []string
@@ -365,15 +366,14 @@ func TestVersionsAreRememberedUntilTheBinaryChanges(t *testing.T) {
 	bin := filepath.Join(dir, "gemini")
 	script := "#!/bin/sh\necho x >> " + calls + "\necho 0.61.0\n"
 	os.WriteFile(bin, []byte(script), 0o755)
-	CacheVersions(filepath.Join(dir, "versions.json"))
-	defer CacheVersions("")
+	cache := filepath.Join(dir, "versions.json")
 
 	asked := func() int {
 		b, _ := os.ReadFile(calls)
 		return strings.Count(string(b), "x")
 	}
 	for i := 0; i < 3; i++ {
-		if _, v, err := FindRuntime(context.Background(), "gemini", bin, os.Environ()); err != nil || v != "0.61.0" {
+		if _, v, err := findRuntime(context.Background(), "gemini", bin, os.Environ(), cache); err != nil || v != "0.61.0" {
 			t.Fatalf("FindRuntime: %q %v", v, err)
 		}
 	}
@@ -382,14 +382,14 @@ func TestVersionsAreRememberedUntilTheBinaryChanges(t *testing.T) {
 	}
 	// A changed binary (an update) is asked again.
 	os.WriteFile(bin, []byte(script+"# updated\n"), 0o755)
-	if _, _, err := FindRuntime(context.Background(), "gemini", bin, os.Environ()); err != nil {
+	if _, _, err := findRuntime(context.Background(), "gemini", bin, os.Environ(), cache); err != nil {
 		t.Fatal(err)
 	}
 	if n := asked(); n != 2 {
 		t.Errorf("--version asked %d times after the binary changed, want 2", n)
 	}
 	// The remembered answer is still checked: it does not make a gemini a codex.
-	if _, _, err := FindRuntime(context.Background(), "codex", bin, os.Environ()); err == nil {
+	if _, _, err := findRuntime(context.Background(), "codex", bin, os.Environ(), cache); err == nil {
 		t.Error("a remembered gemini version passed as codex")
 	}
 }

@@ -73,3 +73,10 @@ func (e *MaxTurnsError) Error() string {
 // killAtOnce: a runtime past its turn limit is killed without the grace an
 // interrupt gives, in which it would go on calling tools and the model.
 func (e *MaxTurnsError) killAtOnce() bool { return true }
+
+// ConfigError says a run's configuration cannot work on this machine: an
+// explicit --sandbox mode that is not available here, for one.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }

@@ -24,7 +24,6 @@ func TestMain(m *testing.M) {
 	if IsShim() {
 		os.Exit(ShimMain())
 	}
-	UseShim(os.Args[0])
 	if sc := os.Getenv("LANE_FAKE_RUNTIME"); sc != "" {
 		os.Exit(fakeRuntime(sc))
 	}

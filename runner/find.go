@@ -11,29 +11,6 @@ import (
 	"time"
 )
 
-// ClaudeInstallHint tells a person how to get the Claude Code CLI.
-const ClaudeInstallHint = "install Claude Code with `npm install -g @anthropic-ai/claude-code`, " +
-	"or point lane at it with --claude-bin or LANE_CLAUDE_BIN"
-
-// FindClaude locates the Claude Code binary: the explicit path (flag or
-// LANE_CLAUDE_BIN) when given, else PATH, else the usual install places
-// (npm's global prefix, nvm's node versions, ~/.claude/local, ~/.local/bin).
-// Each candidate must answer `--version` with "Claude Code". It returns the
-// path and the version line.
-func FindClaude(ctx context.Context, explicit string, env []string) (path, version string, err error) {
-	return findBinary(ctx, binarySpec{
-		title: "Claude Code",
-		name:  "claude",
-		extra: []string{
-			filepath.Join(".claude", "local", "claude"),
-			filepath.Join(".claude", "local", "node_modules", ".bin", "claude"),
-		},
-		versionOK: func(out string) bool { return strings.Contains(out, "Claude Code") },
-		want:      `"Claude Code"`,
-		hint:      ClaudeInstallHint,
-	}, explicit, env)
-}
-
 // binarySpec says how to find and recognise one runtime's binary.
 type binarySpec struct {
 	title     string   // "Claude Code"
@@ -48,28 +25,32 @@ type binarySpec struct {
 // else in its own install places, ~/.local/bin, nvm's node versions and
 // npm's global prefix. Each candidate must answer `--version` as versionOK
 // expects.
-func findBinary(ctx context.Context, spec binarySpec, explicit string, env []string) (path, version string, err error) {
-	var tried []string
+func findBinary(ctx context.Context, spec binarySpec, explicit string, env []string, versionCache string) (Binary, error) {
+	var (
+		tried []string
+		found Binary
+	)
+	cache := versionCacheFile(versionCache)
 	check := func(p string) bool {
 		if p == "" {
 			return false
 		}
 		tried = append(tried, p)
-		v, ok := versionLine(ctx, p, env, spec.versionOK)
+		v, ok := cache.versionLine(ctx, p, env, spec.versionOK)
 		if ok {
-			path, version = p, v
+			found = Binary{Path: p, Version: v}
 		}
 		return ok
 	}
 	if explicit != "" {
 		if check(explicit) {
-			return path, version, nil
+			return found, nil
 		}
-		return "", "", &MissingError{Runtime: spec.title, Tried: tried,
+		return Binary{}, &MissingError{Runtime: spec.title, Tried: tried,
 			Hint: explicit + " is not a working " + spec.title + " binary (`" + explicit + " --version` must print " + spec.want + "); " + spec.hint}
 	}
 	if p, err := exec.LookPath(spec.name); err == nil && check(p) {
-		return path, version, nil
+		return found, nil
 	}
 	home, _ := os.UserHomeDir()
 	var places []string
@@ -83,23 +64,23 @@ func findBinary(ctx context.Context, spec binarySpec, explicit string, env []str
 	}
 	for _, p := range places {
 		if fileExists(p) && check(p) {
-			return path, version, nil
+			return found, nil
 		}
 	}
 	// npm's prefix costs a Node start-up, so it is asked last.
 	if prefix := npmGlobalPrefix(ctx); prefix != "" {
 		p := filepath.Join(prefix, "bin", spec.name)
 		if fileExists(p) && check(p) {
-			return path, version, nil
+			return found, nil
 		}
 	}
-	return "", "", &MissingError{Runtime: spec.title, Tried: tried, Hint: spec.hint}
+	return Binary{}, &MissingError{Runtime: spec.title, Tried: tried, Hint: spec.hint}
 }
 
 // versionLine asks path for its version (or remembers its answer, see
-// CacheVersions) and checks it with ok.
-func versionLine(ctx context.Context, path string, env []string, ok func(string) bool) (string, bool) {
-	out, cached := cachedVersion(path)
+// versionCacheFile) and checks it with ok.
+func (c versionCacheFile) versionLine(ctx context.Context, path string, env []string, ok func(string) bool) (string, bool) {
+	out, cached := c.cached(path)
 	if !cached {
 		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -115,7 +96,7 @@ func versionLine(ctx context.Context, path string, env []string, ok func(string)
 		return "", false
 	}
 	if !cached {
-		rememberVersion(path, out)
+		c.remember(path, out)
 	}
 	line := strings.TrimSpace(out)
 	if first, _, found := strings.Cut(line, "\n"); found {
@@ -124,14 +105,11 @@ func versionLine(ctx context.Context, path string, env []string, ok func(string)
 	return line, true
 }
 
-// versionCacheFile, when set, keeps each verified binary's --version
+// versionCacheFile, when not "", keeps each verified binary's --version
 // answer with the binary's size and modification time: Node-based CLIs
 // take up to two seconds to say their version (Gemini CLI 1.6 s, Qwen Code
 // 0.9 s, opencode 0.7 s), which every run would otherwise pay again.
-var versionCacheFile string
-
-// CacheVersions makes runtime discovery remember versions in file.
-func CacheVersions(file string) { versionCacheFile = file }
+type versionCacheFile string
 
 type versionEntry struct {
 	Size    int64  `json:"size"`
@@ -141,40 +119,39 @@ type versionEntry struct {
 
 // cachedVersion is path's remembered --version output, if the binary (what
 // the path leads to) has not changed since.
-func cachedVersion(path string) (string, bool) {
-	if versionCacheFile == "" {
+func (c versionCacheFile) cached(path string) (string, bool) {
+	if c == "" {
 		return "", false
 	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return "", false
 	}
-	cache := readVersionCache()
-	e, ok := cache[path]
+	e, ok := c.read()[path]
 	if !ok || e.Size != st.Size() || e.ModTime != st.ModTime().UnixNano() {
 		return "", false
 	}
 	return e.Output, true
 }
 
-func rememberVersion(path, out string) {
-	if versionCacheFile == "" {
+func (c versionCacheFile) remember(path, out string) {
+	if c == "" {
 		return
 	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return
 	}
-	cache := readVersionCache()
+	cache := c.read()
 	cache[path] = versionEntry{Size: st.Size(), ModTime: st.ModTime().UnixNano(), Output: out}
-	if err := writeJSON(versionCacheFile, cache); err != nil {
+	if err := writeJSON(string(c), cache); err != nil {
 		slog.Debug("remember runtime version", "err", err)
 	}
 }
 
-func readVersionCache() map[string]versionEntry {
+func (c versionCacheFile) read() map[string]versionEntry {
 	cache := map[string]versionEntry{}
-	if b, err := os.ReadFile(versionCacheFile); err == nil {
+	if b, err := os.ReadFile(string(c)); err == nil {
 		_ = json.Unmarshal(b, &cache) // a damaged cache is an empty one
 	}
 	return cache

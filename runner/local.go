@@ -5,91 +5,130 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
 	"lane/agent"
-	"lane/internal/proc"
 	"lane/provider"
+	"lane/sandbox"
+	"lane/tools"
 	"lane/trace"
 )
 
-// LocalOptions describe one task for lane's own agent loop.
-type LocalOptions struct {
-	Label       string // the model as recorded: "ollama:qwen2.5-coder:7b"
-	Agent       agent.Config
-	Prompt      string
-	Watchdogs   Watchdogs
-	ParentRunID string
-	Capability  trace.Capability
+// localRuntime is lane's own agent loop, for any model behind an OpenAI-
+// or Anthropic-compatible API: its "process" is the loop, in lane itself.
+func localRuntime() *Runtime {
+	return &Runtime{
+		Name: "local", Title: "lane's own loop", Local: true,
+		About:     "lane's own loop (needs a model server: ollama, vLLM, llama.cpp, any OpenAI- or Anthropic-compatible API)",
+		inProcess: localAttempt,
+	}
 }
 
-// RunLocal runs the task in lane's own agent loop and records it like any
-// other run. The error is non-nil only when lane itself failed.
-func RunLocal(ctx context.Context, o LocalOptions, rec Recorder) (*trace.Run, error) {
-	run := &trace.Run{
-		ID:          trace.NewRunID(),
-		ParentRunID: o.ParentRunID,
-		Attempt:     1,
-		Status:      trace.StatusRunning,
-		Runtime:     "local",
-		Model:       o.Label,
-		Dir:         o.Agent.Dir,
-		Prompt:      o.Prompt,
-		SessionID:   o.Agent.SessionID,
-		StartedAt:   time.Now().UTC(),
-		Capability:  o.Capability,
-		OwnerPID:    os.Getpid(),
+// localAttempt builds attempt number n of a task on lane's own loop: the
+// folder's confinement, the tools and the model API client.
+func localAttempt(o Options, n int) (*attempt, error) {
+	sb, err := sandbox.New(o.Sandbox, o.Dir)
+	if err != nil {
+		return nil, &ConfigError{Err: fmt.Errorf("--sandbox %s: %w", o.Sandbox, err)}
 	}
-	run.OwnerStart, _ = proc.StartTime(run.OwnerPID)
-	if err := rec.BeginRun(ctx, run); err != nil {
-		return run, fmt.Errorf("record run: %w", err)
+	if sb.Note != "" && o.Notice != nil && n == 1 {
+		o.Notice(sb.Note)
 	}
+	ws, err := tools.NewWorkspace(o.Dir, sb)
+	if err != nil {
+		return nil, err
+	}
+	ws.BashTimeout = o.BashTimeout
+	ac := agent.Config{
+		Provider:      newProvider(o),
+		Model:         o.Model,
+		Dir:           ws.Dir,
+		Tools:         tools.Builtin(ws),
+		SystemAppend:  o.AppendSystemPrompt,
+		MaxTurns:      o.MaxTurns,
+		MaxCostUSD:    o.MaxCost,
+		Price:         o.Price,
+		ToolMode:      o.ToolMode,
+		ContextWindow: o.ContextWindow,
+		SkillDirs:     o.SkillDirs,
+		History:       o.History,
+		SessionID:     o.ResumeSession,
+	}
+	var res agent.Result
+	return &attempt{
+		run: &trace.Run{
+			ParentRunID: o.ParentRunID,
+			Attempt:     n,
+			Runtime:     "local",
+			Model:       o.Label,
+			Dir:         o.Dir,
+			Prompt:      o.Prompt,
+			SessionID:   o.ResumeSession,
+			Capability: trace.Capability{
+				Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: localToolNames(ac.Tools),
+				PermissionMode: "sandbox:" + string(sb.Mode), MCPIsolated: true,
+			},
+		},
+		execute: func(ctx context.Context, emit func(trace.Event) error) (Exit, error) {
+			prompt := o.Prompt
+			if o.continuing {
+				prompt = "" // the task is in the history already
+			}
+			var stop error
+			res, stop = runLoop(ctx, ac, prompt, o.Watchdogs, emit)
+			return Exit{StopCause: stop}, nil
+		},
+		finish: func(run *trace.Run, ex Exit) {
+			run.SessionID = res.SessionID
+			run.Usage, run.Turns, run.ToolCalls = res.Usage, res.Turns, res.ToolCalls
+			run.CostUSD, run.CostEstimate = res.CostUSD, !res.CostKnown
+			run.ResultText = res.Text
+			judgeLocal(run, res, ex.StopCause)
+		},
+		// A retry continues the conversation of the failed attempt.
+		next: func(o *Options, failed *trace.Run) {
+			if len(res.Transcript) == 0 {
+				return
+			}
+			o.ResumeSession, o.History, o.continuing = res.SessionID, res.Transcript, true
+		},
+	}, nil
+}
 
+// runLoop runs the agent loop under the watchdogs, handing its events to
+// emit, and returns how it ended and what stopped it (a watchdog, or the
+// caller's cancellation), if anything did.
+func runLoop(ctx context.Context, ac agent.Config, prompt string, limits Watchdogs, emit func(trace.Event) error) (agent.Result, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	wd := newActivityWatch(o.Watchdogs, func(cause error) { cancel(cause) })
+	wd := newWatchTimer(newWatch(limits, time.Now(), nil), time.Now, func(cause error) { cancel(cause) })
 	defer wd.stop()
-
-	var (
-		mu     sync.Mutex // subagents and tool output may emit from other goroutines
-		seq    int64
-		recErr error
-	)
-	emit := func(ev trace.Event) {
+	var mu sync.Mutex // subagents and tool output emit from other goroutines
+	res := agent.Run(ctx, ac, prompt, func(ev trace.Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		seq++
-		ev.RunID, ev.Seq, ev.Time = run.ID, seq, time.Now().UTC()
 		ev.CapOutput(MaxEventOutput)
 		wd.observe(ev)
-		if ev.Kind == trace.KindSession && ev.SessionID != "" {
-			run.SessionID = ev.SessionID
-		}
-		if err := rec.Event(ev); err != nil && recErr == nil {
-			recErr = err
-		}
-	}
-	res := agent.Run(ctx, o.Agent, o.Prompt, emit)
+		_ = emit(ev) // the loop's events name no cause to stop on
+	})
+	return res, context.Cause(ctx)
+}
 
-	run.SessionID = res.SessionID
-	run.Usage, run.Turns, run.ToolCalls = res.Usage, res.Turns, res.ToolCalls
-	run.CostUSD, run.CostEstimate = res.CostUSD, !res.CostKnown
-	run.ResultText = res.Text
-	judgeLocal(run, res, context.Cause(ctx))
-	run.EndedAt = time.Now().UTC()
-	run.DurationMS = run.EndedAt.Sub(run.StartedAt).Milliseconds()
-	if run.Status != trace.StatusSucceeded && run.ErrorMessage != "" {
-		emit(trace.Event{Kind: trace.KindError, ErrorKind: run.ErrorKind, Text: run.ErrorMessage})
+// newProvider builds the model API client of lane's own loop.
+func newProvider(o Options) provider.Provider {
+	if o.API == "anthropic" {
+		return provider.NewAnthropic(provider.AnthropicConfig{Name: o.Provider, BaseURL: o.BaseURL, APIKey: o.APIKey, KeyEnv: o.KeyEnv, Retry: o.ProviderRetry})
 	}
-	if err := rec.EndRun(context.WithoutCancel(ctx), run); err != nil {
-		return run, fmt.Errorf("record end of run: %w", err)
+	return provider.NewOpenAI(provider.OpenAIConfig{Name: o.Provider, BaseURL: o.BaseURL, APIKey: o.APIKey, KeyEnv: o.KeyEnv, Retry: o.ProviderRetry})
+}
+
+func localToolNames(ts []tools.Tool) []string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Spec().Name
 	}
-	if recErr != nil {
-		return run, fmt.Errorf("record events: %w", recErr)
-	}
-	return run, nil
+	return names
 }
 
 // judgeLocal sets the run's status from the loop's result and from what
@@ -132,107 +171,6 @@ func judgeLocal(run *trace.Run, res agent.Result, stopCause error) {
 			run.ErrorMessage = res.Err.Error()
 		}
 	}
-}
-
-// activityWatch is the local loop's watchdog: the same first-byte, idle
-// and hard timeouts as a runtime process gets, where an event is a byte and
-// a pending tool call keeps the run alive.
-type activityWatch struct {
-	wd      Watchdogs
-	fire    func(error)
-	start   time.Time
-	mu      sync.Mutex
-	last    time.Time
-	seen    bool
-	pending map[string]bool
-	timer   *time.Timer
-	stopped bool
-}
-
-func newActivityWatch(wd Watchdogs, fire func(error)) *activityWatch {
-	w := &activityWatch{wd: wd, fire: fire, start: time.Now(), pending: map[string]bool{}}
-	w.mu.Lock()
-	w.timer = time.AfterFunc(time.Hour, w.check)
-	w.arm()
-	w.mu.Unlock()
-	return w
-}
-
-func (w *activityWatch) observe(ev trace.Event) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.last, w.seen = time.Now(), true
-	switch ev.Kind {
-	case trace.KindToolCall:
-		w.pending[ev.ToolUseID] = true
-	case trace.KindToolResult:
-		delete(w.pending, ev.ToolUseID)
-	}
-	w.arm()
-}
-
-// arm sets the timer to the nearest deadline; w.mu is held.
-func (w *activityWatch) arm() {
-	if w.stopped {
-		return
-	}
-	next, ok := w.deadline()
-	if !ok {
-		w.timer.Stop()
-		return
-	}
-	w.timer.Reset(time.Until(next))
-}
-
-// deadline is the nearest watchdog deadline and its error; w.mu is held.
-func (w *activityWatch) deadline() (time.Time, bool) {
-	var d time.Time
-	set := func(t time.Time) {
-		if d.IsZero() || t.Before(d) {
-			d = t
-		}
-	}
-	if w.wd.Hard > 0 {
-		set(w.start.Add(w.wd.Hard))
-	}
-	if !w.seen && w.wd.FirstByte > 0 {
-		set(w.start.Add(w.wd.FirstByte))
-	}
-	if w.seen && len(w.pending) == 0 && w.wd.Idle > 0 {
-		set(w.last.Add(w.wd.Idle))
-	}
-	return d, !d.IsZero()
-}
-
-func (w *activityWatch) check() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stopped {
-		return
-	}
-	now := time.Now()
-	var cause error
-	switch {
-	case w.wd.Hard > 0 && !now.Before(w.start.Add(w.wd.Hard)):
-		cause = &TimeoutError{Watchdog: WatchdogHard, After: w.wd.Hard}
-	case !w.seen && w.wd.FirstByte > 0 && !now.Before(w.start.Add(w.wd.FirstByte)):
-		cause = &TimeoutError{Watchdog: WatchdogFirstByte, After: w.wd.FirstByte}
-	case w.seen && len(w.pending) == 0 && w.wd.Idle > 0 && !now.Before(w.last.Add(w.wd.Idle)):
-		cause = &TimeoutError{Watchdog: WatchdogIdle, After: w.wd.Idle}
-	}
-	if cause == nil {
-		w.arm()
-		return
-	}
-	w.stopped = true
-	w.fire(cause)
-}
-
-func (w *activityWatch) stop() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.stopped = true
-	w.timer.Stop()
 }
 
 // Transcript decodes a transcript event's raw JSON for lane resume.

@@ -18,12 +18,13 @@ import (
 )
 
 // fakeOptions runs the test binary as a runtime playing scenario.
-func fakeOptions(t *testing.T, scenario string, extraEnv ...string) ClaudeOptions {
+func fakeOptions(t *testing.T, scenario string, extraEnv ...string) Options {
 	t.Helper()
 	env := append(os.Environ(), "LANE_FAKE_RUNTIME="+scenario)
 	env = append(env, extraEnv...)
-	return ClaudeOptions{
-		Bin:    os.Args[0],
+	return Options{
+		Found:  &Binary{Path: os.Args[0]},
+		Shim:   os.Args[0],
 		Dir:    t.TempDir(),
 		Prompt: "do it",
 		Model:  "sonnet",
@@ -98,7 +99,7 @@ func TestWatchdogsAndFaults(t *testing.T) {
 				tt.watchdogs(&o.Watchdogs)
 			}
 			rec := newMemRecorder()
-			run, err := RunClaude(context.Background(), o, rec)
+			run, err := runClaude(context.Background(), o, rec)
 			if err != nil {
 				t.Fatalf("RunClaude: %v", err)
 			}
@@ -126,7 +127,7 @@ func TestWatchdogsAndFaults(t *testing.T) {
 
 func TestEventsBeforeACrashAreKept(t *testing.T) {
 	rec := newMemRecorder()
-	run, err := RunClaude(context.Background(), fakeOptions(t, "crash-mid-stream"), rec)
+	run, err := runClaude(context.Background(), fakeOptions(t, "crash-mid-stream"), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestEventsBeforeACrashAreKept(t *testing.T) {
 
 func TestGiantLineIsRecordedWhole(t *testing.T) {
 	rec := newMemRecorder()
-	run, err := RunClaude(context.Background(), fakeOptions(t, "garbage-and-giant"), rec)
+	run, err := runClaude(context.Background(), fakeOptions(t, "garbage-and-giant"), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestCancelKillsTheWholeTree(t *testing.T) {
 	o := fakeOptions(t, "tool-with-grandchild", "LANE_FAKE_PIDFILE="+pidfile)
 	ctx, cancel := context.WithCancel(context.Background())
 	rec := &cancelOnTask{memRecorder: newMemRecorder(), cancel: cancel}
-	run, err := RunClaude(ctx, o, rec)
+	run, err := runClaude(ctx, o, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestRetriesLinkAttemptsAndResumeTheSession(t *testing.T) {
 	o.Retries = 2
 	o.RetryBackoff = time.Millisecond
 	rec := newMemRecorder()
-	run, err := RunClaude(context.Background(), o, rec)
+	run, err := runClaude(context.Background(), o, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ func TestRetriesLinkAttemptsAndResumeTheSession(t *testing.T) {
 	if run.Status != trace.StatusSucceeded || run.ParentRunID != first.ID || run.Attempt != 2 {
 		t.Errorf("second attempt %s parent %q attempt %d", run.Status, run.ParentRunID, run.Attempt)
 	}
-	args := ClaudeArgs(ClaudeOptions{ResumeSession: first.SessionID, Dir: "/x", Prompt: "p"})
+	args := ClaudeArgs(Options{ResumeSession: first.SessionID, Dir: "/x", Prompt: "p"})
 	if first.SessionID != "sess-1" || !contains(args, "--resume") {
 		t.Errorf("the retry must resume session sess-1, got %q", first.SessionID)
 	}
@@ -253,7 +254,7 @@ func TestNoRetryForAuth(t *testing.T) {
 	o := fakeOptions(t, "auth-401")
 	o.Retries = 3
 	rec := newMemRecorder()
-	if _, err := RunClaude(context.Background(), o, rec); err != nil {
+	if _, err := runClaude(context.Background(), o, rec); err != nil {
 		t.Fatal(err)
 	}
 	if len(rec.runs) != 1 {
@@ -262,7 +263,7 @@ func TestNoRetryForAuth(t *testing.T) {
 }
 
 func TestClaudeArgs(t *testing.T) {
-	args := ClaudeArgs(ClaudeOptions{
+	args := ClaudeArgs(Options{
 		Dir: "/proj", Prompt: "-starts with a dash\nand a newline", Model: "opus",
 		AllowedTools: []string{"Read", "Bash(git *)", "Bash(go test)"}, PermissionMode: "bypassPermissions",
 		AppendSystemPrompt: "be brief", ResumeSession: "s1", MaxTurns: 4,
@@ -274,7 +275,7 @@ func TestClaudeArgs(t *testing.T) {
 	if strings.Join(args, "|") != strings.Join(want, "|") {
 		t.Errorf("args\n%q\nwant\n%q", args, want)
 	}
-	if contains(ClaudeArgs(ClaudeOptions{AllowMCP: true, Dir: "/d", Prompt: "p"}), "--strict-mcp-config") {
+	if contains(ClaudeArgs(Options{AllowMCP: true, Dir: "/d", Prompt: "p"}), "--strict-mcp-config") {
 		t.Error("--allow-mcp must drop --strict-mcp-config")
 	}
 }
@@ -294,21 +295,21 @@ func TestFindClaude(t *testing.T) {
 	os.WriteFile(bad, []byte("#!/bin/sh\necho 'something else'\n"), 0o755)
 	env := []string{"PATH=" + dir, "HOME=" + t.TempDir()}
 
-	path, version, err := FindClaude(context.Background(), good, env)
+	path, version, err := findClaude(context.Background(), good, env)
 	if err != nil || path != good || version != "2.1.328 (Claude Code)" {
 		t.Errorf("explicit: %q %q %v", path, version, err)
 	}
 	var me *MissingError
-	if _, _, err := FindClaude(context.Background(), bad, env); !errors.As(err, &me) || !strings.Contains(me.Hint, "npm install") {
+	if _, _, err := findClaude(context.Background(), bad, env); !errors.As(err, &me) || !strings.Contains(me.Hint, "npm install") {
 		t.Errorf("a binary that is not Claude Code: %v", err)
 	}
 	t.Setenv("PATH", dir)
 	t.Setenv("HOME", t.TempDir())
-	if path, _, err := FindClaude(context.Background(), "", env); err != nil || path != good {
+	if path, _, err := findClaude(context.Background(), "", env); err != nil || path != good {
 		t.Errorf("from PATH: %q %v", path, err)
 	}
 	t.Setenv("PATH", t.TempDir())
-	if _, _, err := FindClaude(context.Background(), "", env); !errors.As(err, &me) {
+	if _, _, err := findClaude(context.Background(), "", env); !errors.As(err, &me) {
 		t.Errorf("nothing installed: %v", err)
 	}
 }
@@ -320,13 +321,13 @@ func fakeLane() int {
 	if scenario == "1" {
 		scenario = "init-then-hang"
 	}
-	o := ClaudeOptions{
-		Bin: os.Args[0], Dir: os.TempDir(), Prompt: "p",
+	o := Options{
+		Found: &Binary{Path: os.Args[0]}, Shim: os.Args[0], Dir: os.TempDir(), Prompt: "p",
 		Env:       append(os.Environ(), "LANE_FAKE_LANE=", "LANE_FAKE_RUNTIME="+scenario),
 		Watchdogs: Watchdogs{Idle: time.Hour},
 	}
 	rec := &printPID{memRecorder: newMemRecorder()}
-	RunClaude(context.Background(), o, rec)
+	runClaude(context.Background(), o, rec)
 	return 0
 }
 

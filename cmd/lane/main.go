@@ -18,8 +18,6 @@ func main() {
 	if runner.IsShim() {
 		os.Exit(runner.ShimMain())
 	}
-	// The running binary itself, even if an upgrade has replaced the file.
-	runner.UseShim("/proc/self/exe")
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(softMemoryLimit)
 	}

@@ -1,0 +1,310 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"lane/trace"
+)
+
+// setup is one run's command line, environment additions and input.
+type setup struct {
+	args  []string
+	env   []string
+	stdin string
+}
+
+// judge is one attempt's reading of a runtime's own account: it sees every
+// event, then decides how a run the runtime ended itself went, and fills in
+// what it cost.
+type judge interface {
+	Observe(ev trace.Event)
+	// Judge sets the status of a run that ended without lane stopping it.
+	Judge(run *trace.Run, ex Exit)
+	// Account fills in the run's session, usage, turns (laneTurns are the
+	// model turns lane counted itself), tool calls, cost and result.
+	Account(run *trace.Run, laneTurns int)
+}
+
+// processAttempt builds attempt number n of a runtime that lane runs as a
+// supervised process: its command line and per-run configuration, how its
+// events are read and what stops it, and how it is judged.
+func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
+	p := rt.process
+	conf, err := os.MkdirTemp(o.TempDir, "lane-"+rt.Name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("per-run configuration folder: %w", err)
+	}
+	su, err := p.setup(o, conf)
+	if err != nil {
+		os.RemoveAll(conf)
+		return nil, err
+	}
+	env := append([]string{}, o.Env...)
+	if p.cleanEnv != nil {
+		env = p.cleanEnv(env)
+	}
+	env = append(env, su.env...)
+	inv := Invocation{Path: o.Found.Path, Args: su.args, Dir: o.Dir, Env: env, Stdin: su.stdin}
+	tally := p.newJudge(o)
+	turns := turnCounter{limit: o.MaxTurns, steps: p.stepTurns}
+	if !rt.EnforcesTurns {
+		turns.limit = 0
+	}
+	// finished: the runtime's last word so far is its final one, so a
+	// watchdog that fires now only ends its lingering (a result printed
+	// after lane's interrupt does not count: see Exit.Settled).
+	var finished bool
+	a := &attempt{
+		run: &trace.Run{
+			ParentRunID: o.ParentRunID,
+			Attempt:     n,
+			Runtime:     rt.Name,
+			Model:       o.Label,
+			Dir:         o.Dir,
+			Prompt:      o.Prompt,
+			SessionID:   o.ResumeSession,
+			RuntimeVer:  o.Found.Version,
+			Capability:  p.capability(o),
+		},
+		execute: func(ctx context.Context, emit func(trace.Event) error) (Exit, error) {
+			return superviseNew(ctx, supervision{
+				inv: inv, watchdogs: o.Watchdogs, shim: o.Shim, newSource: p.newSource, emit: emit,
+				settled: func() bool { return finished },
+				work:    stepWork(p.stepTurns),
+			})
+		},
+		observe: func(ev trace.Event) error {
+			tally.Observe(ev)
+			if ev.Kind != trace.KindStderr {
+				finished = p.final(ev)
+			}
+			if p.stopOn != nil {
+				if err := p.stopOn(ev); err != nil {
+					return err
+				}
+			}
+			return turns.observe(ev)
+		},
+		finish: func(run *trace.Run, ex Exit) {
+			if !judgeStop(run, ex, authHintFor(p, o)) {
+				tally.Judge(run, ex)
+			}
+			tally.Account(run, turns.turns)
+		},
+		startHint: "check that " + o.Found.Path + " is executable",
+		next:      continueSession,
+		cleanup:   func() { os.RemoveAll(conf) },
+	}
+	if p.shellLog != nil {
+		a.amend = newShellLog(p.shellLog(env), "run_shell_command").amend
+	}
+	return a, nil
+}
+
+// continueSession makes the attempt after a failed one resume the session
+// it established, with the session's totals so far, rather than start the
+// task over.
+func continueSession(o *Options, failed *trace.Run) {
+	if failed.SessionID == "" {
+		return
+	}
+	o.ResumeSession = failed.SessionID
+	o.PriorSessionUsage = o.PriorSessionUsage.Add(failed.Usage)
+	o.PriorSessionCostUSD = failed.SessionCostUSD
+}
+
+// authHintFor is what to check when the model API refuses the key: the
+// runtime's own login, or the endpoint lane pointed it at.
+func authHintFor(p *process, o Options) string {
+	if o.BaseURL != "" && o.KeyEnv != "" {
+		return "the model API at " + o.BaseURL + " refused the key: check " + o.KeyEnv
+	}
+	return p.authHint
+}
+
+// unattended is the capability of an agent CLI run headless with every tool
+// approved (its own yolo or bypass mode): a headless run cannot answer
+// prompts.
+func unattended(o Options) trace.Capability {
+	return trace.Capability{Dir: o.Dir, AddDirs: o.AddDirs, PermissionMode: "bypassPermissions"}
+}
+
+// authRefusal is the cause to stop a run on: an API refusal of the
+// credentials, which no retry of the runtime's will cure, reported as a
+// retry or as an error of the main agent.
+func authRefusal(ev trace.Event) error {
+	switch {
+	case ev.Kind == trace.KindRetry && ev.Retry != nil && (ev.Retry.ErrorStatus == 401 || ev.Retry.ErrorStatus == 403):
+		return &AuthError{Status: ev.Retry.ErrorStatus, Message: ev.Retry.Error}
+	case (ev.Kind == trace.KindError || ev.Kind == trace.KindRetry) && ev.ErrorKind == trace.ErrorAuth && ev.ParentToolUseID == "":
+		status := 0
+		if ev.Result != nil {
+			status = ev.Result.APIErrorStatus
+		}
+		return &AuthError{Status: status, Message: ev.Text}
+	}
+	return nil
+}
+
+// applyVerdict sets the run's status from a runtime's verdict, saying how a
+// crash ended.
+func applyVerdict(run *trace.Run, v trace.Verdict, ex Exit) {
+	run.Status, run.ErrorKind = v.Status, v.ErrorKind
+	run.ErrorMessage, run.ErrorHint, run.Contradiction = v.Message, v.Hint, v.Contradiction
+	if v.ErrorKind == trace.ErrorCrash {
+		if ex.Signal != "" {
+			run.ErrorMessage = fmt.Sprintf("the runtime was killed by %s without a result", ex.Signal)
+		}
+		if len(ex.StderrTail) > 0 {
+			run.ErrorMessage += "; last stderr:\n" + strings.Join(ex.StderrTail, "\n")
+		}
+	}
+}
+
+// stepWork makes opencode's open steps count as work in flight: opencode
+// reports a tool only once it has finished, so a step is all lane sees of
+// a long build.
+func stepWork(steps bool) func(trace.Event) (string, bool, bool) {
+	if !steps {
+		return nil
+	}
+	return func(ev trace.Event) (string, bool, bool) {
+		switch {
+		case ev.Kind == trace.KindTask && ev.Subtype == "step_start":
+			return ev.MessageID, true, false
+		case ev.Kind == trace.KindTask && ev.Subtype == "step_finish":
+			return ev.MessageID, false, true
+		case ev.Kind == trace.KindError:
+			return "", false, true // the step ended in an error
+		}
+		return "", false, false
+	}
+}
+
+// turnCounter counts the main agent's model turns from its events and says
+// when one begins past the limit (if it has one). A turn begins with the
+// first model output (text, thinking or a tool call) after a tool result,
+// or with a step_start for runtimes that mark their steps.
+type turnCounter struct {
+	limit       int
+	steps       bool
+	turns       int
+	afterResult bool
+}
+
+func (c *turnCounter) observe(ev trace.Event) error {
+	if ev.ParentToolUseID != "" {
+		return nil
+	}
+	began := false
+	switch {
+	case c.steps:
+		began = ev.Kind == trace.KindTask && ev.Subtype == "step_start"
+	case ev.Kind == trace.KindToolResult:
+		c.afterResult = true
+	case ev.Kind == trace.KindText || ev.Kind == trace.KindThinking || ev.Kind == trace.KindToolCall:
+		began = c.turns == 0 || c.afterResult
+		c.afterResult = false
+	}
+	if !began {
+		return nil
+	}
+	c.turns++
+	if c.limit > 0 && c.turns > c.limit {
+		return &MaxTurnsError{Limit: c.limit}
+	}
+	return nil
+}
+
+// keyFrom is the environment value for the API key of a CLI pointed at an
+// endpoint: the variable o.KeyEnv names, or a placeholder for servers that
+// want none (Ollama) but a CLI that insists on one.
+func (o Options) keyFrom(env []string) string {
+	if o.KeyEnv != "" {
+		if v := lookupEnv(env, o.KeyEnv); v != "" {
+			return v
+		}
+	}
+	return "lane-no-key"
+}
+
+// promptWithAddition is the task with --append-system-prompt before it,
+// for the CLIs that have no flag of their own for it.
+func (o Options) promptWithAddition() string {
+	if o.AppendSystemPrompt == "" {
+		return o.Prompt
+	}
+	return o.AppendSystemPrompt + "\n\n" + o.Prompt
+}
+
+// pricedModel is the model a run's usage is priced as.
+func (o Options) pricedModel() string {
+	if o.Model != "" {
+		return o.Model
+	}
+	return o.Label
+}
+
+// price is o.Price, or a price list that knows no model.
+func (o Options) price() func(string, trace.Usage) (float64, bool) {
+	if o.Price != nil {
+		return o.Price
+	}
+	return func(string, trace.Usage) (float64, bool) { return 0, false }
+}
+
+func lookupEnv(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val // the last one wins, as in exec
+		}
+	}
+	return v
+}
+
+func isSemver(out string) bool {
+	line, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	parts := strings.SplitN(strings.TrimPrefix(line, "v"), ".", 3)
+	if len(parts) != 3 {
+		return false
+	}
+	for _, p := range parts[:2] {
+		if _, err := strconv.Atoi(p); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// writeJSON writes v as a configuration file of lane's. It replaces the
+// file at once (a rename), as runs in parallel may read lane's lasting
+// runtime homes while another run writes them.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".lane-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // after a successful rename, there is nothing to remove
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

@@ -1,0 +1,251 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"lane/internal/proc"
+	"lane/provider"
+	"lane/sandbox"
+	"lane/trace"
+)
+
+// Options describe one task for any runtime. Each runtime uses the fields
+// that apply to it (see its entry); the rest are ignored.
+type Options struct {
+	// Bin is the binary asked for (--runtime-bin, LANE_<NAME>_BIN); ""
+	// searches the usual places. Found, when set, is a binary already found
+	// and verified, and Bin is not looked at.
+	Bin   string
+	Found *Binary
+	// VersionCache is the file where verified binaries' versions are
+	// remembered ("" asks every time).
+	VersionCache string
+	// Shim is the binary every runtime process is started under (lane's
+	// own, see shim.go); "" starts runtimes directly.
+	Shim string
+
+	Dir     string // absolute working folder
+	AddDirs []string
+	Prompt  string
+	// Model is the model as the runtime names it; "" leaves the runtime's
+	// own default. Label is how the run records it.
+	Model string
+	Label string
+
+	// The endpoint lane points the runtime at: BaseURL "" leaves an agent
+	// CLI with its own configuration. KeyEnv names the variable holding its
+	// key, APIKey is that key (lane's own loop sends it itself).
+	Provider      string
+	API           string // "openai" or "anthropic" for lane's own loop
+	BaseURL       string
+	APIKey        string
+	KeyEnv        string
+	ContextWindow int // tokens; 0 when unknown
+
+	AllowedTools       []string
+	PermissionMode     string
+	AllowMCP           bool
+	AppendSystemPrompt string
+	ResumeSession      string
+	// History is the conversation lane's own loop continues (lane resume).
+	History  []provider.Message
+	MaxTurns int
+	MaxCost  float64 // USD; lane's own loop
+
+	Env       []string // the environment to pass through
+	Watchdogs Watchdogs
+	// Retries re-runs a retryable failure (timeout, API overload, crash)
+	// this many times, each attempt a run of its own linked to the first.
+	Retries int
+	// RetryBackoff is the wait before the first retry; it doubles after each.
+	RetryBackoff time.Duration
+	// ParentRunID links the first attempt to an earlier run (lane resume).
+	ParentRunID string
+	// PriorSessionCostUSD and PriorSessionUsage are the session's running
+	// totals before this run, so that a resumed run's own cost and tokens
+	// can be told from a runtime's session totals.
+	PriorSessionCostUSD float64
+	PriorSessionUsage   trace.Usage
+	// Price prices usage the runtime reported without a cost.
+	Price func(model string, u trace.Usage) (float64, bool)
+	// TempDir is where per-run configuration folders are made ("" is the
+	// system's temporary folder); each is removed when its run ends.
+	TempDir string
+	// StateDir is lane's own lasting folder for runtime homes that must
+	// outlive a run (Gemini CLI keeps its sessions in the home lane gives it
+	// when pointed at an endpoint); "" uses the per-run folder instead.
+	StateDir string
+
+	// Lane's own loop.
+	ToolMode    string       // "native" or "text"
+	Sandbox     sandbox.Mode // how bash is confined
+	BashTimeout time.Duration
+	SkillDirs   []string
+	// ProviderRetry bounds the model API client's own retries of 429 and
+	// 5xx answers; zero is the provider's default.
+	ProviderRetry provider.RetryPolicy
+	// Notice receives one-line notes for the person (the sandbox chosen);
+	// nil drops them.
+	Notice func(string)
+
+	// continuing: the task is already in History, as the last attempt
+	// left it (a retry of lane's own loop).
+	continuing bool
+}
+
+// Recorder receives a run's record and events as they happen. The store
+// and the terminal view implement it in cmd; the runner knows neither.
+type Recorder interface {
+	BeginRun(ctx context.Context, r *trace.Run) error
+	Event(ev trace.Event) error
+	EndRun(ctx context.Context, r *trace.Run) error
+}
+
+// Job is a task on a runtime, with the job to fall back on when the
+// runtime cannot run it at all.
+type Job struct {
+	Runtime  *Runtime
+	Options  Options
+	Fallback *Job
+}
+
+// Run runs the job: it finds the runtime, runs attempts (each judged and
+// recorded as a run of its own, retried with backoff as Options.Retries
+// allows, continuing the session when one was established), and falls back
+// when the runtime could not run the task. It returns the last run. The
+// error is non-nil only when lane itself failed (the recorder, a pipe); the
+// run's own failure is in its Status.
+func Run(ctx context.Context, job Job, rec Recorder) (*trace.Run, error) {
+	run, err := runAttempts(ctx, job.Runtime, job.Options, rec)
+	if err != nil || !job.fallsBack(ctx, run) {
+		return run, err
+	}
+	fb := *job.Fallback
+	fb.Options.ParentRunID, fb.Options.ResumeSession, fb.Options.History = run.ID, "", nil
+	fb.Fallback = nil
+	if n := job.Options.Notice; n != nil {
+		n(fmt.Sprintf("%s could not run the task (%s); running it on %s instead", job.Runtime.Title, run.ErrorKind, fb.Options.Label))
+	}
+	return runAttempts(ctx, fb.Runtime, fb.Options, rec)
+}
+
+// fallsBack says whether run, the last of job's attempts, should be rerun
+// on the fallback: the runtime could not run the task at all.
+func (job Job) fallsBack(ctx context.Context, run *trace.Run) bool {
+	if job.Fallback == nil || !job.Runtime.Fallback || run.Status != trace.StatusFailed || ctx.Err() != nil {
+		return false
+	}
+	switch run.ErrorKind {
+	case trace.ErrorRuntimeMissing, trace.ErrorAuth, trace.ErrorAPI:
+		return true
+	}
+	return false
+}
+
+// runAttempts finds rt's binary and runs the task on it, retrying as
+// o.Retries allows. A missing binary is recorded as a failed run, so that
+// the history shows it and a fallback can follow.
+func runAttempts(ctx context.Context, rt *Runtime, o Options, rec Recorder) (*trace.Run, error) {
+	if o.Label == "" {
+		o.Label = o.Model
+	}
+	if !rt.InProcess() && o.Found == nil {
+		bin, err := rt.Find(ctx, o.Bin, o.Env, o.VersionCache)
+		var me *MissingError
+		if errors.As(err, &me) {
+			return recordMissing(ctx, rt, o, me, rec)
+		}
+		if err != nil {
+			return nil, err
+		}
+		o.Found = &bin
+	}
+	return retrying(ctx, o.Retries, o.RetryBackoff, o.ParentRunID,
+		func(parent string, n int) (*attempt, error) {
+			o.ParentRunID = parent
+			return rt.newAttempt(o, n)
+		},
+		func(a *attempt, failed *trace.Run) { a.continueWith(&o, failed) },
+		rec)
+}
+
+// newAttempt builds attempt number n of the task o describes.
+func (rt *Runtime) newAttempt(o Options, n int) (*attempt, error) {
+	if rt.inProcess != nil {
+		return rt.inProcess(o, n)
+	}
+	return processAttempt(rt, o, n)
+}
+
+// retrying runs attempts until one is not worth retrying or retries are
+// spent, and returns the last. build makes attempt number n (from 1)
+// linked to parent; between attempts, next prepares the following one from
+// the attempt that just failed (to continue its session rather than start
+// over).
+func retrying(ctx context.Context, retries int, backoff time.Duration, parentID string,
+	build func(parent string, n int) (*attempt, error), next func(a *attempt, failed *trace.Run), rec Recorder) (*trace.Run, error) {
+	if backoff <= 0 {
+		backoff = 2 * time.Second
+	}
+	first := ""
+	for n := 1; ; n++ {
+		parent := parentID
+		if first != "" {
+			parent = first
+		}
+		a, err := build(parent, n)
+		if err != nil {
+			return nil, err
+		}
+		run, err := runAttempt(ctx, a, rec)
+		if err != nil {
+			return run, err
+		}
+		if first == "" {
+			first = run.ID
+		}
+		if n > retries || !retryable(run) || ctx.Err() != nil {
+			return run, nil
+		}
+		next(a, run)
+		select {
+		case <-ctx.Done():
+			return run, nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Minute)
+	}
+}
+
+func retryable(r *trace.Run) bool {
+	switch r.ErrorKind {
+	case trace.ErrorTimeout, trace.ErrorAPI, trace.ErrorCrash:
+		return r.Status != trace.StatusCancelled
+	}
+	return false
+}
+
+// recordMissing records a run that could not start because the runtime is
+// missing.
+func recordMissing(ctx context.Context, rt *Runtime, o Options, me *MissingError, rec Recorder) (*trace.Run, error) {
+	now := time.Now().UTC()
+	run := &trace.Run{
+		ID: trace.NewRunID(), ParentRunID: o.ParentRunID, Attempt: 1,
+		Status: trace.StatusRunning, Runtime: rt.Name, Model: o.Label, Dir: o.Dir, Prompt: o.Prompt,
+		StartedAt: now, Capability: rt.process.capability(o), OwnerPID: os.Getpid(),
+	}
+	run.OwnerStart, _ = proc.StartTime(run.OwnerPID)
+	if err := rec.BeginRun(ctx, run); err != nil {
+		return run, fmt.Errorf("record run: %w", err)
+	}
+	run.Status, run.EndedAt = trace.StatusFailed, now
+	run.ErrorKind, run.ErrorMessage, run.ErrorHint = trace.ErrorRuntimeMissing, me.Error(), me.Hint
+	if err := rec.EndRun(context.WithoutCancel(ctx), run); err != nil {
+		return run, fmt.Errorf("record end of run: %w", err)
+	}
+	return run, nil
+}

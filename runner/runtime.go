@@ -1,0 +1,139 @@
+package runner
+
+import (
+	"context"
+	"io"
+	"strings"
+
+	"lane/trace"
+)
+
+// A Runtime is everything lane knows about one agent runtime: what it is
+// called, where it comes from, how it is found, started, read and judged.
+// Each runtime is one entry, in a file of its own (runtime_NAME.go); the
+// commands, config validation, lane doctor and the README's table all read
+// the same entries (see Runtimes).
+//
+// Adding an agent CLI means: an entry file here, a decoder package under
+// runtimes/, a scripted model server under internal/ for its API, and its
+// pin in testdata/runtimes/package.json.
+type Runtime struct {
+	Name  string // "codex": --runtime, RUNTIME:MODEL, LANE_CODEX_BIN
+	Title string // "Codex"
+	// Package is the npm package it installs from; "" for lane's own loop.
+	Package string
+	// About says what an in-process runtime needs, for lane doctor.
+	About string
+	// DefaultModel is the model a run gets when --runtime names this one
+	// and --model is not given; "" leaves the choice to the runtime.
+	DefaultModel string
+	// EndpointAPI is the API the runtime speaks when lane points it at a
+	// model server (RUNTIME:PROVIDER:MODEL or --base-url), and KeyEnv the
+	// variable that holds that server's key unless the provider names
+	// another. "" when lane does not point it anywhere.
+	EndpointAPI string
+	KeyEnv      string
+	// Local marks lane's own loop: it runs PROVIDER:MODEL names in-process,
+	// and resumes from the transcript it stored with the run.
+	Local bool
+	// Fallback: when a run of this runtime could not run the task at all
+	// (missing, refused key, API down), --fallback reruns it.
+	Fallback bool
+	// EnforcesTurns: the runtime's own turn limit is missing or advisory, so
+	// lane counts turns from the events and stops the run itself.
+	EnforcesTurns bool
+
+	process *process // how to start and read it; nil for the in-process loop
+	// inProcess builds an attempt of lane's own loop.
+	inProcess func(o Options, n int) (*attempt, error)
+}
+
+// process is what lane needs to run a runtime as a supervised process.
+type process struct {
+	binary binarySpec
+	// setup returns one run's command line, environment additions and
+	// input; conf is a fresh per-run folder it may write configuration into.
+	setup func(o Options, conf string) (setup, error)
+	// cleanEnv, when set, removes what must not pass through to the runtime.
+	cleanEnv  func(env []string) []string
+	newSource func(r io.Reader) EventSource
+	// newJudge makes the tally of one attempt: it sees every event and
+	// decides, at the end, how the run went and what it cost.
+	newJudge func(o Options) judge
+	// final reports whether an event is the runtime's last word of a run.
+	final func(ev trace.Event) bool
+	// stopOn, when set, names the cause to stop a run on at once (a refused key).
+	stopOn func(ev trace.Event) error
+	// stepTurns: a turn is a step_start task event (opencode), not the
+	// first model output after a tool result; an open step is work in
+	// flight for the idle watchdog.
+	stepTurns bool
+	// shellLog, when set, finds the runtime's session logs in a run's
+	// environment, for the exit codes its stream leaves out.
+	shellLog func(env []string) func(session string) []string
+	// authHint is what to check when the model API refuses the key.
+	authHint string
+	// capability is what a run is allowed, as recorded with it.
+	capability func(o Options) trace.Capability
+}
+
+// DefaultRuntime runs a model named without a runtime or provider prefix.
+const DefaultRuntime = "claude"
+
+// Runtimes lists every runtime lane drives, in the order lane documents
+// them. Each call returns fresh entries: nobody can change another's.
+func Runtimes() []*Runtime {
+	return []*Runtime{claudeRuntime(), codexRuntime(), geminiRuntime(), opencodeRuntime(), qwenRuntime(), localRuntime()}
+}
+
+// Lookup returns the runtime called name.
+func Lookup(name string) (*Runtime, bool) {
+	for _, rt := range Runtimes() {
+		if rt.Name == name {
+			return rt, true
+		}
+	}
+	return nil, false
+}
+
+// Names lists the runtimes' names, in the order of Runtimes.
+func Names() []string {
+	var names []string
+	for _, rt := range Runtimes() {
+		names = append(names, rt.Name)
+	}
+	return names
+}
+
+// BinEnv is the variable naming a runtime's binary: LANE_CODEX_BIN.
+func BinEnv(runtime string) string { return "LANE_" + strings.ToUpper(runtime) + "_BIN" }
+
+// InProcess reports whether the runtime runs inside lane (no binary).
+func (rt *Runtime) InProcess() bool { return rt.process == nil }
+
+// InstallHint tells a person how to get the runtime's binary.
+func (rt *Runtime) InstallHint() string {
+	if rt.Package == "" {
+		return ""
+	}
+	return "install " + rt.Title + " with `npm install -g " + rt.Package + "`, or point lane at it with --runtime-bin or " + BinEnv(rt.Name)
+}
+
+// Find locates the runtime's binary: explicit when given, else PATH, the
+// usual install places and npm's global prefix, each candidate verified by
+// its --version answer (remembered in versionCache, when set, until the
+// binary changes). A runtime that is not found is a *MissingError.
+func (rt *Runtime) Find(ctx context.Context, explicit string, env []string, versionCache string) (Binary, error) {
+	if rt.process == nil {
+		return Binary{}, nil
+	}
+	spec := rt.process.binary
+	spec.name, spec.title, spec.hint = rt.Name, rt.Title, rt.InstallHint()
+	return findBinary(ctx, spec, explicit, env, versionCache)
+}
+
+// Binary is a runtime's executable as found and verified.
+type Binary struct {
+	Path    string
+	Version string // its --version line, recorded with each run
+}

@@ -1,0 +1,182 @@
+package runner
+
+import (
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"lane/pricing"
+	"lane/streamjson"
+	"lane/trace"
+)
+
+// claudeRuntime is Claude Code, driven headless:
+// `claude -p --output-format stream-json --verbose … -- TASK`.
+func claudeRuntime() *Runtime {
+	return &Runtime{
+		Name: "claude", Title: "Claude Code", Package: "@anthropic-ai/claude-code",
+		DefaultModel: "sonnet", Fallback: true,
+		process: &process{
+			binary: binarySpec{
+				extra: []string{
+					filepath.Join(".claude", "local", "claude"),
+					filepath.Join(".claude", "local", "node_modules", ".bin", "claude"),
+				},
+				versionOK: func(out string) bool { return strings.Contains(out, "Claude Code") },
+				want:      `"Claude Code"`,
+			},
+			setup: func(o Options, _ string) (setup, error) {
+				return setup{args: ClaudeArgs(o)}, nil
+			},
+			cleanEnv: ClaudeEnv,
+			newSource: func(r io.Reader) EventSource {
+				d := streamjson.NewDecoder(r)
+				d.MaxOutputSize = MaxEventOutput
+				return d
+			},
+			newJudge: func(o Options) judge { return &claudeJudge{o: o} },
+			final:    func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
+			// Claude Code retries a refused key for minutes; the first
+			// refusal is enough to know. (Its final word on a refusal is
+			// left to the judge, which weighs the result's fields.)
+			stopOn: func(ev trace.Event) error {
+				if ev.Kind == trace.KindRetry {
+					return authRefusal(ev)
+				}
+				return nil
+			},
+			authHint: authHint,
+			capability: func(o Options) trace.Capability {
+				return trace.Capability{
+					Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: o.AllowedTools,
+					PermissionMode: o.PermissionMode, MCPIsolated: !o.AllowMCP,
+				}
+			},
+		},
+	}
+}
+
+// DefaultAllowedTools is what a Claude run may use unless told otherwise.
+func DefaultAllowedTools() []string {
+	return []string{"Read", "Write", "Edit", "Bash", "Glob", "Grep"}
+}
+
+// ClaudeArgs builds the command line for one Claude Code invocation. The
+// task goes last, after "--", so that a task starting with "-" is not read
+// as a flag.
+func ClaudeArgs(o Options) []string {
+	args := []string{"-p", "--output-format", "stream-json", "--verbose"}
+	if o.Model != "" {
+		args = append(args, "--model", o.Model)
+	}
+	args = append(args, "--add-dir", o.Dir)
+	for _, d := range o.AddDirs {
+		args = append(args, "--add-dir", d)
+	}
+	if o.PermissionMode != "" {
+		args = append(args, "--permission-mode", o.PermissionMode)
+	}
+	if len(o.AllowedTools) > 0 {
+		// --allowedTools only spares permission prompts (and bypassPermissions
+		// spares them all); --tools is what limits the tools the model sees.
+		args = append(args, "--tools", strings.Join(toolNames(o.AllowedTools), ","),
+			"--allowedTools", strings.Join(o.AllowedTools, ","))
+	}
+	if !o.AllowMCP {
+		args = append(args, "--strict-mcp-config")
+	}
+	if o.AppendSystemPrompt != "" {
+		args = append(args, "--append-system-prompt", o.AppendSystemPrompt)
+	}
+	if o.ResumeSession != "" {
+		args = append(args, "--resume", o.ResumeSession)
+	}
+	if o.MaxTurns > 0 {
+		args = append(args, "--max-turns", strconv.Itoa(o.MaxTurns))
+	}
+	return append(args, "--", o.Prompt)
+}
+
+// toolNames reduces permission rules such as "Bash(git *)" to the tool
+// names they concern, each once.
+func toolNames(rules []string) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, r := range rules {
+		name, _, _ := strings.Cut(r, "(")
+		name = strings.TrimSpace(name)
+		if name != "" && !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// ClaudeEnv is env without the variables that make Claude Code believe it
+// runs nested inside another Claude Code session.
+func ClaudeEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "CLAUDECODE=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// rootRefusal is what Claude Code prints when run as root with
+// bypassPermissions outside a sandbox.
+const rootRefusal = "cannot be used with root/sudo privileges"
+
+// claudeJudge reads Claude Code's account of a run.
+type claudeJudge struct {
+	o     Options
+	tally streamjson.Tally
+}
+
+func (j *claudeJudge) Observe(ev trace.Event) { j.tally.Observe(ev) }
+
+// Judge weighs the runtime's account against its exit code.
+func (j *claudeJudge) Judge(run *trace.Run, ex Exit) {
+	tally := &j.tally
+	if tally.LastResult() == nil && stderrHas(ex.StderrTail, rootRefusal) {
+		run.Status, run.ErrorKind = trace.StatusFailed, trace.ErrorPermission
+		run.ErrorMessage = "Claude Code refuses --permission-mode bypassPermissions when run as root"
+		run.ErrorHint = "set IS_SANDBOX=1 if this machine is a sandbox, or pass another --permission-mode (e.g. acceptEdits)"
+		return
+	}
+	applyVerdict(run, tally.Judge(ex.Code), ex)
+}
+
+const authHint = "check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN and ANTHROPIC_BASE_URL), or log in with `claude /login`"
+
+func stderrHas(lines []string, s string) bool {
+	for _, l := range lines {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (j *claudeJudge) Account(run *trace.Run, _ int) {
+	tally := &j.tally
+	if id := tally.SessionID(); id != "" {
+		run.SessionID = id
+	}
+	run.Usage = tally.Usage()
+	run.Turns = tally.Turns()
+	run.ToolCalls = tally.ToolCalls()
+	price := j.o.Price
+	if price == nil {
+		price = pricing.Default().Cost
+	}
+	run.CostUSD, run.CostEstimate, run.SessionCostUSD = tally.Cost(j.o.PriorSessionCostUSD, price)
+	if res := tally.LastResult(); res != nil {
+		run.ResultText = res.Text
+		run.PermissionDenials = res.PermissionDenials
+	}
+}
