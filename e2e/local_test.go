@@ -384,3 +384,41 @@ func TestLocalLoopOnTheAnthropicAPI(t *testing.T) {
 		t.Errorf("%d requests", len(reqs))
 	}
 }
+
+// overloaded is an answer the provider retries at once and lane's own loop
+// gives up on after its retries: a 529 with a short Retry-After-Ms.
+func overloaded() openaitest.Turn {
+	return openaitest.Status(529, "").WithHeader("Retry-After-Ms", "10")
+}
+
+func TestLocalRetriesRunASecondLinkedAttempt(t *testing.T) {
+	// The model API client retries an overload 4 times itself; the fifth
+	// failure fails the attempt, and --retries 1 runs another.
+	turns := []openaitest.Turn{overloaded(), overloaded(), overloaded(), overloaded(), overloaded(), openaitest.Text("done at last")}
+	e := newLocalEnv(t, turns...)
+	r := e.run("--model", localModel, "--retries", "1", "-o", "json", "say something")
+	wantExit(t, r, 0)
+	second := lastRun(t, r)
+	if second.Status != trace.StatusSucceeded || second.Attempt != 2 || second.ResultText != "done at last" {
+		t.Fatalf("last attempt: status %s, attempt %d, result %q", second.Status, second.Attempt, second.ResultText)
+	}
+	first, err := e.openStore().GetRun(context.Background(), second.ParentRunID)
+	if err != nil {
+		t.Fatalf("the first attempt: %v", err)
+	}
+	if first.Attempt != 1 || first.Status != trace.StatusFailed || first.ErrorKind != trace.ErrorAPI {
+		t.Errorf("first attempt: #%d %s/%s: %s", first.Attempt, first.Status, first.ErrorKind, first.ErrorMessage)
+	}
+	// The second attempt continues the conversation: the task once.
+	reqs := e.model.MainRequests()
+	last := reqs[len(reqs)-1]
+	tasks := 0
+	for _, m := range last.Messages {
+		if m.Role == "user" && strings.Contains(m.Content, "say something") {
+			tasks++
+		}
+	}
+	if len(reqs) != 6 || tasks != 1 || strings.Count(last.Messages[len(last.Messages)-1].Content, "say something") != 1 {
+		t.Errorf("%d requests; the last holds the task %d times: %+v", len(reqs), tasks, last.Messages)
+	}
+}
