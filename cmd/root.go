@@ -57,7 +57,7 @@ func (f *Factory) DBPath() (string, error) {
 	if p := f.Getenv("LANE_DB"); p != "" {
 		return p, nil
 	}
-	return store.DefaultPath()
+	return store.DefaultPath(f.Getenv)
 }
 
 // StateDir is lane's folder for what must outlast a run besides the

@@ -223,14 +223,14 @@ func (e *endpoint) canceled(ctx context.Context) *Error {
 // withDefaults fills a policy's zero fields: all zero is DefaultRetry.
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p == (RetryPolicy{}) {
-		return DefaultRetry
+		return DefaultRetry()
 	}
 	p.MaxRetries = max(p.MaxRetries, 0)
 	if p.BaseDelay <= 0 {
-		p.BaseDelay = DefaultRetry.BaseDelay
+		p.BaseDelay = DefaultRetry().BaseDelay
 	}
 	if p.MaxDelay <= 0 {
-		p.MaxDelay = DefaultRetry.MaxDelay
+		p.MaxDelay = DefaultRetry().MaxDelay
 	}
 	p.MaxDelay = max(p.MaxDelay, p.BaseDelay)
 	return p

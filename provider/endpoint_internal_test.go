@@ -102,10 +102,10 @@ func TestRetryDelay(t *testing.T) {
 	if d := p.delay(1, time.Minute); d != time.Second {
 		t.Errorf("delay with Retry-After 1m = %v, want MaxDelay", d)
 	}
-	if got := (RetryPolicy{}).withDefaults(); got != DefaultRetry {
+	if got := (RetryPolicy{}).withDefaults(); got != DefaultRetry() {
 		t.Errorf("zero policy = %+v, want DefaultRetry", got)
 	}
-	if got := (RetryPolicy{MaxRetries: 2}).withDefaults(); got.BaseDelay != DefaultRetry.BaseDelay || got.MaxDelay != DefaultRetry.MaxDelay {
+	if got := (RetryPolicy{MaxRetries: 2}).withDefaults(); got.BaseDelay != DefaultRetry().BaseDelay || got.MaxDelay != DefaultRetry().MaxDelay {
 		t.Errorf("policy with only MaxRetries = %+v", got)
 	}
 }

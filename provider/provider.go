@@ -131,5 +131,7 @@ type RetryPolicy struct {
 	MaxDelay   time.Duration
 }
 
-// DefaultRetry is used when a provider's policy is left zero.
-var DefaultRetry = RetryPolicy{MaxRetries: 4, BaseDelay: time.Second, MaxDelay: 30 * time.Second}
+// DefaultRetry is the policy of a provider whose policy is left zero.
+func DefaultRetry() RetryPolicy {
+	return RetryPolicy{MaxRetries: 4, BaseDelay: time.Second, MaxDelay: 30 * time.Second}
+}

@@ -46,15 +46,16 @@ type Store struct {
 	search searchTuning
 }
 
-// DefaultPath returns where lane keeps its database:
-// $XDG_DATA_HOME/lane/lane.db, else ~/.local/share/lane/lane.db.
-func DefaultPath() (string, error) {
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+// DefaultPath returns where lane keeps its database in the environment
+// getenv reads: $XDG_DATA_HOME/lane/lane.db, else
+// ~/.local/share/lane/lane.db.
+func DefaultPath(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "lane", "lane.db"), nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("default database path: %w", err)
+	home := getenv("HOME")
+	if home == "" {
+		return "", errors.New("default database path: $HOME is not set (pass --db or set LANE_DB)")
 	}
 	return filepath.Join(home, ".local", "share", "lane", "lane.db"), nil
 }

@@ -211,7 +211,7 @@ func TestDefaultPath(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("XDG_DATA_HOME", tt.xdg)
 			t.Setenv("HOME", tt.home)
-			got, err := DefaultPath()
+			got, err := DefaultPath(os.Getenv)
 			if err != nil || got != tt.want {
 				t.Errorf("DefaultPath() = %q, %v; want %q", got, err, tt.want)
 			}
