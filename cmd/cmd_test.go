@@ -130,8 +130,6 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"run", "--dir", dir, "--runtime", "claude", "--model", "ollama:qwen", "task"},
 		{"run", "--dir", dir, "--max-cost", "-1", "task"},
 		{"runs", "--status", "weird"},
-		{"show", "abc"},
-		{"resume", "abc", "more"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			f, _, _ := testFactory(t, "")
@@ -140,6 +138,28 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 			err := root.Execute()
 			if code := ExitCode(err); code != ExitUsage {
 				t.Errorf("exit %d (%v), want %d", code, err, ExitUsage)
+			}
+		})
+	}
+}
+
+func TestUnknownIDsArePlainFailures(t *testing.T) {
+	for _, args := range [][]string{
+		{"show", "abc"},
+		{"resume", "abc", "more"},
+		{"bench", "report", "abc"},
+		{"bench", "--resume", "abc"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			f, _, _ := testFactory(t, "")
+			root := NewRootCmd(f)
+			root.SetArgs(args)
+			err := root.Execute()
+			if code := ExitCode(err); code != ExitRunFailed || showsUsage(err) {
+				t.Errorf("exit %d (%v), usage hint %v; want %d and no usage hint", code, err, showsUsage(err), ExitRunFailed)
+			}
+			if err == nil || !strings.Contains(err.Error(), "not found") {
+				t.Errorf("error %v, want one that says it is not found", err)
 			}
 		})
 	}

@@ -7,13 +7,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"lane/runner"
+	"lane/store"
 	"lane/trace"
 )
 
 // Exit codes, documented in README.md.
 const (
 	ExitOK             = 0
-	ExitRunFailed      = 1 // the agent's own failure, or the runtime crashed
+	ExitRunFailed      = 1 // the agent's own failure, the runtime crashed, or no such run or bench
 	ExitUsage          = 2
 	ExitTimeout        = 3
 	ExitAuth           = 4
@@ -71,6 +72,8 @@ func ExitCode(err error) int {
 	var me *runner.MissingError
 	var oe *RunOutcomeError
 	switch {
+	case isNotFound(err):
+		return ExitRunFailed
 	case errors.As(err, &ue):
 		return ExitUsage
 	case errors.As(err, &me):
@@ -99,4 +102,17 @@ func runExitCode(r *trace.Run) int {
 		return ExitRuntimeMissing
 	}
 	return ExitRunFailed
+}
+
+// isNotFound says err is about a run or bench that is not there (or an id
+// prefix that fits several): a plain failure, not a mistake in how lane was
+// called, so it gets no usage hint.
+func isNotFound(err error) bool {
+	return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAmbiguous)
+}
+
+// showsUsage says whether Main follows err with a pointer to --help.
+func showsUsage(err error) bool {
+	var ue *UsageError
+	return errors.As(err, &ue) && !isNotFound(err)
 }

@@ -143,8 +143,7 @@ func Main(args []string, in *os.File, out, errOut *os.File) int {
 	code := ExitCode(err)
 	if err != nil && !errors.Is(err, errReported) {
 		fmt.Fprintln(errOut, "lane: "+err.Error())
-		var ue *UsageError
-		if errors.As(err, &ue) {
+		if showsUsage(err) {
 			fmt.Fprintln(errOut, "Run 'lane --help' for usage.")
 		}
 	}

@@ -345,8 +345,8 @@ func resolveDir(d string) (string, error) {
 // openRun looks a run up by id or unique prefix, with errors a person can act on.
 func openRun(ctx context.Context, st *store.Store, id string) (*trace.Run, error) {
 	r, err := st.GetRun(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAmbiguous) {
-		return nil, usageErrorf(err)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("no run has an id starting with %q (see lane runs): %w", id, store.ErrNotFound)
 	}
 	return r, err
 }
