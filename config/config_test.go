@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"lane/runner"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -97,5 +99,39 @@ func TestLoad(t *testing.T) {
 	}
 	if p := Path(env(map[string]string{"XDG_CONFIG_HOME": "/x"})); p != "/x/lane/config.yaml" {
 		t.Errorf("path %s", p)
+	}
+}
+
+// Every name config accepts as a runtime is an entry of runner's table, and
+// every entry is accepted: by --runtime, as a RUNTIME: prefix, and as a
+// name no endpoint may take.
+func TestRuntimeNamesAreTheTables(t *testing.T) {
+	vars := env(map[string]string{})
+	var f File
+	table := runner.Names()
+	if len(table) != 6 {
+		t.Errorf("runner's table has %d runtimes: %v", len(table), table)
+	}
+	for _, name := range table {
+		got, err := f.Resolve("some-model", name, "http://127.0.0.1:9/v1", vars)
+		if err != nil || got.Runtime != name {
+			t.Errorf("--runtime %s: %+v, %v", name, got, err)
+		}
+		if got, err := f.Resolve(name+":some-model", "", "", vars); name != "local" && (err != nil || got.Runtime != name || got.Model != "some-model") {
+			t.Errorf("--model %s:some-model: %+v, %v", name, got, err)
+		}
+		path := filepath.Join(t.TempDir(), "config.yaml")
+		os.WriteFile(path, []byte("endpoints:\n  "+name+":\n    api: openai\n    base_url: u\n"), 0o600)
+		if _, err := Load(path); err == nil {
+			t.Errorf("an endpoint may be called %s, the name of a runtime", name)
+		}
+	}
+	for _, name := range []string{"remote", "claude-code", "Codex", "gemini-cli", "ollama", "openai"} {
+		if _, err := f.Resolve("m", name, "", vars); err == nil || !strings.Contains(err.Error(), "unknown --runtime") {
+			t.Errorf("--runtime %s accepted: %v", name, err)
+		}
+		if got, err := f.Resolve(name+":m", "", "http://127.0.0.1:9/v1", vars); err == nil && got.Runtime == name {
+			t.Errorf("--model %s:m took %s for a runtime", name, name)
+		}
 	}
 }
