@@ -7,14 +7,17 @@ build:
 
 # The end-to-end tests drive the real agent CLIs (Claude Code, Codex, Gemini
 # CLI, opencode, Qwen Code), pinned in testdata/runtimes/package-lock.json
-# and installed from npm. `npm install` rather than `npm ci`: the lock
+# and installed from npm, again whenever the pins change (a stamp file
+# newer than the lock). `npm install` rather than `npm ci`: the lock
 # cannot list the other platforms' builds of opencode and of a Qwen Code
 # dependency that the registry here does not serve, and npm ci refuses such
 # a lock; npm install follows it all the same and leaves it unchanged.
-RUNTIME_BINS = @anthropic-ai/claude-code-linux-x64/claude .bin/codex .bin/gemini .bin/opencode .bin/qwen
-test-deps:
-	@(for b in $(RUNTIME_BINS); do test -x testdata/runtimes/node_modules/$$b || exit 1; done) || \
-		npm install --prefix testdata/runtimes --no-audit --no-fund
+RUNTIMES_STAMP = testdata/runtimes/node_modules/.lane-installed
+$(RUNTIMES_STAMP): testdata/runtimes/package.json testdata/runtimes/package-lock.json
+	npm install --prefix testdata/runtimes --no-audit --no-fund
+	touch $@
+
+test-deps: $(RUNTIMES_STAMP)
 	$(GO) mod download
 
 test: test-deps
