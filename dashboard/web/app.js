@@ -3,8 +3,9 @@
 //
 // Safety rule: recorded data (prompts, tool inputs and outputs, model text)
 // reaches the DOM only as text nodes, textContent or attribute values set with
-// setAttribute; never through innerHTML, insertAdjacentHTML or document.write.
-// Links built from data are limited to http(s) URLs and our own paths.
+// setAttribute; never through an API that parses a string as markup (a test,
+// websafety_test.go, names them and fails if web/ mentions one). Links built
+// from data are limited to http(s) URLs and our own paths.
 
 const app = document.getElementById('app');
 const connEl = document.getElementById('conn');
