@@ -1,420 +1,25 @@
 // lane dashboard: a single-page app over the JSON API and websocket of
-// dashboard/API.md. No framework, no build step, no external resource.
+// dashboard/API.md. No framework, no build step, no external resource: ES
+// modules, which the server serves under checksummed addresses
+// (assets.go). lib/ holds what the views share.
 //
-// Safety rule: recorded data (prompts, tool inputs and outputs, model text)
-// reaches the DOM only as text nodes, textContent or attribute values set with
-// setAttribute; never through an API that parses a string as markup (a test,
-// websafety_test.go, names them and fails if web/ mentions one). Links built
-// from data are limited to http(s) URLs and our own paths.
+// Safety rule: recorded data reaches the DOM as text only (lib/dom.js).
 
-const app = document.getElementById('app');
-const connEl = document.getElementById('conn');
-
-// ---------------------------------------------------------------- DOM helpers
-
-// h builds an element. props: class, text, dataset, on<event> (functions),
-// href (checked by safeHref), anything else as an attribute.
-function h(tag, props, ...kids) {
-  const el = document.createElement(tag);
-  if (props) setProps(el, props);
-  add(el, kids);
-  return el;
-}
-
-function setProps(el, props) {
-  for (const [k, v] of Object.entries(props)) {
-    if (v == null || v === false) continue;
-    if (k === 'class') el.setAttribute('class', v);
-    else if (k === 'text') el.textContent = String(v);
-    else if (k === 'dataset') Object.assign(el.dataset, v);
-    else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
-    else if (k === 'href') el.setAttribute('href', safeHref(v));
-    else if (k === 'value' && 'value' in el) el.value = String(v);
-    else el.setAttribute(k, v === true ? '' : String(v));
-  }
-}
-
-function add(el, kids) {
-  for (const k of kids) {
-    if (k == null || k === false) continue;
-    if (Array.isArray(k)) add(el, k);
-    else if (k instanceof Node) el.appendChild(k);
-    else el.appendChild(document.createTextNode(String(k)));
-  }
-}
-
-const SVG = 'http://www.w3.org/2000/svg';
-function s(tag, attrs, ...kids) {
-  const el = document.createElementNS(SVG, tag);
-  if (attrs) for (const [k, v] of Object.entries(attrs)) if (v != null) el.setAttribute(k, String(v));
-  add(el, kids);
-  return el;
-}
-
-// safeHref allows our own absolute paths and http(s) URLs; anything else
-// (javascript:, data:, protocol-relative //host) becomes "#".
-function safeHref(v) {
-  const str = String(v);
-  if (str.startsWith('/') && !str.startsWith('//') && !str.startsWith('/\\')) return str;
-  if (/^https?:\/\//i.test(str)) {
-    try {
-      const u = new URL(str);
-      if (u.protocol === 'http:' || u.protocol === 'https:') return u.href;
-    } catch { /* fall through */ }
-  }
-  return '#';
-}
-
-function extLink(url, text) {
-  const href = safeHref(url);
-  if (href === '#') return document.createTextNode(text);
-  return h('a', { href, target: '_blank', rel: 'noopener noreferrer' }, text);
-}
-
-const runPath = (id) => `/runs/${encodeURIComponent(id)}`;
-const runLink = (id, text, cls) => h('a', { href: runPath(id), class: cls }, text ?? shortID(id));
-
-// ------------------------------------------------------------------ formatting
-
-function shortID(id) {
-  if (!id) return '';
-  return id.length > 14 ? id.slice(0, 12) + '…' : id;
-}
-
-function fmtDur(ms) {
-  if (ms == null || !Number.isFinite(ms) || ms < 0) return '–';
-  if (ms < 1000) return `${Math.round(ms)}ms`;
-  const sec = ms / 1000;
-  if (sec < 60) return `${sec.toFixed(sec < 10 ? 1 : 0)}s`;
-  const m = Math.floor(sec / 60), ss = Math.floor(sec % 60);
-  if (m < 60) return `${m}m ${String(ss).padStart(2, '0')}s`;
-  const hh = Math.floor(m / 60);
-  return `${hh}h ${String(m % 60).padStart(2, '0')}m`;
-}
-
-function fmtOffset(ms) {
-  if (!Number.isFinite(ms)) return '';
-  const neg = ms < 0;
-  const t = Math.floor(Math.abs(ms) / 1000);
-  const hh = Math.floor(t / 3600), m = Math.floor((t % 3600) / 60), ss = t % 60;
-  const body = hh ? `${hh}:${String(m).padStart(2, '0')}:${String(ss).padStart(2, '0')}` : `${m}:${String(ss).padStart(2, '0')}`;
-  return (neg ? '-' : '+') + body;
-}
-
-function fmtTokens(n) {
-  n = Number(n) || 0;
-  if (n < 1000) return String(n);
-  if (n < 1e6) return (n / 1e3).toFixed(n < 1e4 ? 1 : 0) + 'k';
-  if (n < 1e9) return (n / 1e6).toFixed(n < 1e7 ? 1 : 0) + 'M';
-  return (n / 1e9).toFixed(1) + 'G';
-}
-
-function fmtCost(usd, estimate) {
-  if (usd == null || !Number.isFinite(Number(usd))) return '–';
-  usd = Number(usd);
-  const body = usd === 0 ? '$0' : usd < 1 ? '$' + usd.toFixed(usd < 0.01 ? 4 : 3) : '$' + usd.toFixed(2);
-  return (estimate ? '~' : '') + body;
-}
-
-function utf8Len(str) {
-  let n = 0;
-  for (let i = 0; i < str.length; i++) {
-    const c = str.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c < 0xdc00) { n += 4; i++; } // a surrogate pair
-    else n += 3;
-  }
-  return n;
-}
-
-function fmtBytes(n) {
-  n = Number(n) || 0;
-  if (n < 1024) return `${n} B`;
-  if (n < 1 << 20) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${(n / (1 << 20)).toFixed(1)} MiB`;
-}
-
-const pad2 = (n) => String(n).padStart(2, '0');
-function fmtTime(iso) {
-  const d = new Date(iso);
-  if (!iso || Number.isNaN(d.getTime()) || d.getFullYear() < 1971) return '–';
-  const now = new Date();
-  const time = `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
-  if (d.toDateString() === now.toDateString()) return time;
-  const day = `${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ${time.slice(0, 5)}`;
-  return d.getFullYear() === now.getFullYear() ? day : `${d.getFullYear()}-${day}`;
-}
-
-function timeEl(iso) {
-  return h('time', { datetime: iso, title: iso ? new Date(iso).toString() : '' }, fmtTime(iso));
-}
-
-function shortDir(dir) {
-  if (!dir) return '–';
-  const parts = dir.split('/').filter(Boolean);
-  return parts.length <= 2 ? dir : '…/' + parts.slice(-2).join('/');
-}
-
-function oneLine(str, max = 140) {
-  const t = String(str ?? '').replace(/\s+/g, ' ').trim();
-  return t.length > max ? t.slice(0, max - 1) + '…' : t;
-}
-
-const tsMs = (iso) => { const t = Date.parse(iso); return Number.isNaN(t) ? NaN : t; };
-const isRunning = (run) => run && run.status === 'running';
-
-function runDurMs(run) {
-  if (isRunning(run)) return Date.now() - tsMs(run.started_at);
-  if (run.duration_ms) return run.duration_ms;
-  const e = tsMs(run.ended_at), b = tsMs(run.started_at);
-  return Number.isFinite(e) && Number.isFinite(b) ? e - b : NaN;
-}
-
-// A ticking element shows the time since its start, refreshed every second
-// while it keeps the "ticking" class.
-function durEl(run) {
-  if (isRunning(run)) return ticking(tsMs(run.started_at));
-  return h('span', { class: 'dur' }, fmtDur(runDurMs(run)));
-}
-
-function ticking(startMs, prefix = '') {
-  return h('span', { class: 'dur ticking', dataset: { start: String(startMs), prefix } },
-    prefix + fmtDur(Date.now() - startMs));
-}
-
-setInterval(() => {
-  const now = Date.now();
-  for (const el of document.querySelectorAll('.ticking')) {
-    el.textContent = (el.dataset.prefix || '') + fmtDur(now - Number(el.dataset.start));
-  }
-}, 1000);
-
-const STATUS_LABEL = {
-  running: 'running', succeeded: 'succeeded', failed: 'failed', cancelled: 'cancelled',
-  timed_out: 'timed out', interrupted: 'interrupted',
-};
-
-function statusEl(status) {
-  const st = String(status || 'unknown');
-  return h('span', { class: `status st-${st.replace(/[^a-z_]/g, '')}` },
-    h('span', { class: 'dot', 'aria-hidden': 'true' }), STATUS_LABEL[st] ?? st);
-}
-
-function tokensText(u) {
-  u = u || {};
-  const cache = (u.cache_read_tokens || 0) + (u.cache_creation_tokens || 0);
-  return `${fmtTokens(u.input_tokens)} / ${fmtTokens(u.output_tokens)} / ${fmtTokens(cache)}`;
-}
-
-function tokensTitle(u) {
-  u = u || {};
-  return `input ${u.input_tokens || 0} · output ${u.output_tokens || 0} · cache read ${u.cache_read_tokens || 0} · cache write ${u.cache_creation_tokens || 0}`;
-}
-
-// ------------------------------------------------------------ safe markdown
-
-// md renders a tiny markdown subset — code fences, inline code, **bold**,
-// [links](http…) and bare http(s) URLs — with DOM APIs only. Everything else
-// stays literal text (paragraphs keep their line breaks).
-function md(text) {
-  const root = h('div', { class: 'md' });
-  const lines = String(text ?? '').split('\n');
-  let para = [];
-  const flush = () => {
-    if (para.length) root.appendChild(h('p', null, inline(para.join('\n'))));
-    para = [];
-  };
-  for (let i = 0; i < lines.length; i++) {
-    const m = /^\s*(`{3,}|~{3,})\s*([\w+#.-]*)/.exec(lines[i]);
-    if (m) {
-      flush();
-      const body = [];
-      for (i++; i < lines.length && !lines[i].trimStart().startsWith(m[1]); i++) body.push(lines[i]);
-      root.appendChild(h('pre', { class: 'code' }, h('code', m[2] ? { 'data-lang': m[2] } : null, body.join('\n'))));
-      continue;
-    }
-    if (lines[i].trim() === '') flush();
-    else para.push(lines[i]);
-  }
-  flush();
-  return root;
-}
-
-function inline(str) {
-  const out = [];
-  const re = /`([^`\n]+)`|\*\*([^*\n]+?)\*\*|\[([^\]\n]+)\]\((https?:\/\/[^\s)]+)\)|(https?:\/\/[^\s<>"'`)\]]+)/gi;
-  let last = 0, m;
-  while ((m = re.exec(str))) {
-    let end = re.lastIndex;
-    if (m.index > last) out.push(str.slice(last, m.index));
-    if (m[1] != null) out.push(h('code', null, m[1]));
-    else if (m[2] != null) out.push(h('strong', null, m[2]));
-    else if (m[3] != null) out.push(extLink(m[4], m[3]));
-    else {
-      const url = m[5].replace(/[.,;:!?]+$/, '');
-      end = m.index + url.length;
-      re.lastIndex = end;
-      out.push(extLink(url, url));
-    }
-    last = end;
-  }
-  if (last < str.length) out.push(str.slice(last));
-  return out;
-}
-
-// lazyDetails is a <details> whose body is built on first opening, so a
-// trace with thousands of collapsed outputs holds no DOM for them.
-function lazyDetails(cls, summaryKids, fill, open = false) {
-  const d = h('details', { class: cls }, h('summary', null, summaryKids));
-  let filled = false;
-  const doFill = () => {
-    if (filled) return;
-    filled = true;
-    add(d, [fill()]);
-  };
-  d.addEventListener('toggle', () => { if (d.open) doFill(); });
-  if (open) { d.open = true; doFill(); }
-  return d;
-}
-
-// disclosure is a lighter collapsible for the many small ones of a trace
-// (tool inputs, thinking): a <details> costs the browser a shadow tree each,
-// which makes a 20k-event trace several times slower to show. A button with
-// aria-expanded toggles a body built on first opening.
-const disclosureFill = new WeakMap(); // button → fill()
-function disclosure(cls, summaryKids, fill) {
-  const btn = h('button', { type: 'button', class: 'disc-sum', 'aria-expanded': 'false' }, summaryKids);
-  disclosureFill.set(btn, fill);
-  return h('div', { class: `disc ${cls}` }, btn);
-}
-
-function setDisclosure(btn, open) {
-  const box = btn.parentElement;
-  let body = btn.nextElementSibling;
-  if (open && !body) {
-    body = h('div', { class: 'disc-body' }, disclosureFill.get(btn)?.());
-    box.appendChild(body);
-  }
-  if (body) body.hidden = !open;
-  btn.setAttribute('aria-expanded', String(open));
-}
-
-document.addEventListener('click', (e) => {
-  const btn = e.target.closest && e.target.closest('button.disc-sum');
-  if (btn) setDisclosure(btn, btn.getAttribute('aria-expanded') !== 'true');
-});
-
-// -------------------------------------------------------------------- API
-
-class HTTPError extends Error {
-  constructor(status, msg) { super(msg); this.status = status; }
-}
-
-async function api(path, opts = {}) {
-  const res = await fetch(path, {
-    ...opts,
-    headers: { Accept: 'application/json', ...(opts.headers || {}) },
-    credentials: 'same-origin',
-  });
-  let body = null;
-  try { body = await res.json(); } catch { /* not JSON */ }
-  if (!res.ok) throw new HTTPError(res.status, body && body.error ? body.error : `${res.status} ${res.statusText}`);
-  return body;
-}
-
-let csrfToken = document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') || '';
-
-async function post(path, data) {
-  if (!csrfToken) csrfToken = (await api('/api/csrf')).csrf || '';
-  return api(path, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrfToken },
-    body: JSON.stringify(data ?? {}),
-    // The page's Referrer-Policy is no-referrer, under which the Fetch
-    // standard sends "Origin: null" on a POST (Chromium sends the origin
-    // anyway); same-origin keeps the real Origin and Referer for the server's
-    // check.
-    referrerPolicy: 'same-origin',
-  });
-}
-
-const aborted = (err) => err && err.name === 'AbortError';
-
-function errorBox(err) {
-  return h('div', { class: 'errorbox', role: 'alert' }, String(err && err.message ? err.message : err));
-}
-
-// Models and folders seen so far feed the filters' and the form's suggestions.
-const seen = { models: new Set(['sonnet', 'opus', 'haiku']), dirs: new Set() };
-function noteRun(run) {
-  if (run.model) seen.models.add(run.model);
-  if (run.dir) seen.dirs.add(run.dir);
-}
-function datalist(id, set) {
-  return h('datalist', { id }, [...set].sort().map((v) => h('option', { value: v })));
-}
-
-// --------------------------------------------------------------- websocket
-
-// One websocket for the whole page. It remembers the last event id and, on
-// any close, reconnects with backoff and ?after= that id: no gap.
-const live = {
-  lastId: null,
-  backoff: 500,
-  ws: null,
-  listeners: new Set(),
-  on(fn) { this.listeners.add(fn); return () => this.listeners.delete(fn); },
-  emit(msg) {
-    for (const fn of [...this.listeners]) {
-      try { fn(msg); } catch (err) { console.error(err); }
-    }
-  },
-  state(text, cls) {
-    connEl.textContent = text;
-    connEl.className = `conn ${cls}`;
-  },
-  connect() {
-    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    let url = `${proto}//${location.host}/ws`;
-    if (this.lastId != null) url += `?after=${encodeURIComponent(this.lastId)}`;
-    let ws;
-    try { ws = new WebSocket(url); } catch { this.retry(); return; }
-    this.ws = ws;
-    ws.onmessage = (m) => {
-      let msg;
-      try { msg = JSON.parse(m.data); } catch { return; }
-      if (!msg || typeof msg !== 'object') return;
-      if (msg.type === 'hello') {
-        const again = this.lastId != null;
-        if (!again) this.lastId = msg.cursor;
-        this.backoff = 500;
-        this.state('live', 'on');
-        // Events missed while away are replayed; changes of runs are not:
-        // the views fetch them again.
-        if (again) this.emit({ type: 'resync' });
-      } else if (msg.type === 'event') {
-        if (msg.id != null) this.lastId = msg.id;
-        if (msg.event) this.emit(msg);
-      } else if (msg.type === 'run') {
-        if (msg.run) { noteRun(msg.run); this.emit(msg); }
-      }
-    };
-    ws.onclose = () => {
-      if (this.ws !== ws) return;
-      this.ws = null;
-      this.state('reconnecting…', 'off');
-      this.retry();
-    };
-  },
-  retry() {
-    const wait = this.backoff * (0.75 + Math.random() * 0.5);
-    this.backoff = Math.min(this.backoff * 2, 15000);
-    setTimeout(() => this.connect(), wait);
-  },
-};
-
-// ------------------------------------------------------------------ router
+import { aborted, api, post } from './lib/api.js';
+import { disclosure, lazyDetails, setDisclosure } from './lib/collapse.js';
+import { hbars, legend, niceMax, vbars } from './lib/charts.js';
+import { add, h, s } from './lib/dom.js';
+import {
+  fmtBytes, fmtCost, fmtDur, fmtOffset, fmtPct, fmtTokens, isoDay, oneLine, shortDir, shortID, tsMs, utf8Len,
+} from './lib/format.js';
+import { lifetime, refresher } from './lib/lifetime.js';
+import { live } from './lib/live.js';
+import { md } from './lib/markdown.js';
+import { navigate, startRouter } from './lib/router.js';
+import { datalist, noteRun, seen } from './lib/suggest.js';
+import {
+  STATUS_LABEL, durEl, errorBox, isRunning, runLink, runPath, statusEl, ticking, timeEl, tokensText, tokensTitle,
+} from './lib/widgets.js';
 
 const routes = [
   [/^\/$/, viewRuns, 'runs'],
@@ -424,63 +29,6 @@ const routes = [
   [/^\/bench\/?$/, viewBenches, 'bench'],
   [/^\/bench\/([^/]+)\/?$/, viewBenchDetail, 'bench'],
 ];
-
-let current = null; // the view shown: { dispose() }
-
-function navigate(url, replace = false) {
-  if (replace) history.replaceState(null, '', url);
-  else history.pushState(null, '', url);
-  render();
-}
-
-function render() {
-  if (current) {
-    try { current.dispose(); } catch (err) { console.error(err); }
-  }
-  current = null;
-  app.replaceChildren();
-  const path = location.pathname;
-  for (const [re, view, nav] of routes) {
-    const m = re.exec(path);
-    if (!m) continue;
-    for (const a of document.querySelectorAll('#nav a')) {
-      if (a.dataset.route === nav) a.setAttribute('aria-current', 'page');
-      else a.removeAttribute('aria-current');
-    }
-    const params = m.slice(1).map((p) => { try { return decodeURIComponent(p); } catch { return p; } });
-    current = view(app, params) || null;
-    return;
-  }
-  document.title = 'lane · not found';
-  app.append(h('h1', null, 'Not found'), h('p', null, h('a', { href: '/' }, 'Back to the runs')));
-}
-
-// A view's lifetime: an AbortController for its fetches and the cleanups it
-// registers (websocket listeners, timers).
-function lifetime() {
-  const ctl = new AbortController();
-  const cleanups = [];
-  return {
-    signal: ctl.signal,
-    get alive() { return !ctl.signal.aborted; },
-    defer(fn) { cleanups.push(fn); },
-    dispose() { ctl.abort(); for (const fn of cleanups) fn(); },
-  };
-}
-
-document.addEventListener('click', (e) => {
-  if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
-  const a = e.target.closest && e.target.closest('a[href]');
-  if (!a || a.target || a.hasAttribute('download')) return;
-  const url = new URL(a.href, location.href);
-  if (url.origin !== location.origin) return;
-  if (url.pathname.startsWith('/api/') || url.pathname.startsWith('/assets/') || url.pathname === '/ws') return;
-  e.preventDefault();
-  const same = url.pathname + url.search === location.pathname + location.search;
-  navigate(url.pathname + url.search + url.hash, same); // the same page again: refresh it
-});
-
-window.addEventListener('popstate', render);
 
 // ---------------------------------------------------------------- runs view
 
@@ -1140,8 +688,6 @@ function viewSessions(root) {
 
 // --------------------------------------------------------------- costs view
 
-const isoDay = (d) => `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}`;
-
 function viewCosts(root) {
   document.title = 'lane · costs';
   const life = lifetime();
@@ -1226,84 +772,10 @@ function fillDays(buckets, since, until) {
   return out.sort((a, b) => (a.key < b.key ? -1 : 1));
 }
 
-function legend(items) {
-  return h('div', { class: 'legend' }, items.map(([label, cls]) => h('span', null, s('svg', { width: 12, height: 12, class: 'chart-key', 'aria-hidden': 'true' }, s('rect', { width: 12, height: 12, class: cls })), ' ', label)));
-}
-
-function niceMax(v) {
-  if (!(v > 0)) return 1;
-  const p = 10 ** Math.floor(Math.log10(v));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
-}
-
-// vbars draws stacked vertical bars, one per bucket.
-function vbars(buckets, series, fmt) {
-  if (!buckets.length) return h('p', { class: 'muted' }, 'No data in this range.');
-  const W = 900, H = 220, L = 64, B = 28, T = 10, R = 8;
-  const totals = buckets.map((b) => series.reduce((a, se) => a + se.get(b), 0));
-  const max = niceMax(Math.max(...totals));
-  const plotW = W - L - R, plotH = H - T - B;
-  const bw = plotW / buckets.length;
-  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img' });
-  for (let i = 0; i <= 4; i++) {
-    const v = (max * i) / 4;
-    const y = T + plotH - (plotH * i) / 4;
-    svg.append(s('line', { x1: L, x2: W - R, y1: y, y2: y, class: 'grid' }),
-      s('text', { x: L - 6, y: y + 4, class: 'axis', 'text-anchor': 'end' }, fmt(v)));
-  }
-  const every = Math.max(1, Math.ceil(buckets.length / 12));
-  buckets.forEach((b, i) => {
-    const x = L + i * bw;
-    let y = T + plotH;
-    const g = s('g', null, s('title', null, `${b.key}: ${series.map((se) => `${se.name} ${fmt(se.get(b))}`).join(', ')}${b.runs != null ? `, ${b.runs} runs` : ''}`));
-    // a transparent full-height target so the tooltip is easy to hit
-    g.append(s('rect', { x: x, y: T, width: bw, height: plotH, class: 'hit' }));
-    for (const se of series) {
-      const hgt = (plotH * se.get(b)) / max;
-      if (hgt <= 0) continue;
-      y -= hgt;
-      g.append(s('rect', { x: x + bw * 0.1, y, width: Math.max(1, bw * 0.8), height: hgt, class: se.cls }));
-    }
-    svg.append(g);
-    if (i % every === 0) {
-      svg.append(s('text', { x: x + bw / 2, y: H - 8, class: 'axis', 'text-anchor': 'middle' }, String(b.key).slice(5)));
-    }
-  });
-  return h('div', { class: 'chart-wrap' }, svg);
-}
-
-// hbars draws one horizontal bar per bucket (by model, by folder).
-function hbars(buckets) {
-  if (!buckets.length) return h('p', { class: 'muted' }, 'No data in this range.');
-  const rows = buckets.slice(0, 15);
-  const W = 560, RH = 26, LW = 190, VW = 150;
-  const max = Math.max(...rows.map((b) => b.cost_usd || 0)) || 1;
-  const svg = s('svg', { viewBox: `0 0 ${W} ${rows.length * RH + 4}`, class: 'chart', role: 'img' });
-  rows.forEach((b, i) => {
-    const y = i * RH + 2;
-    const w = ((W - LW - VW) * (b.cost_usd || 0)) / max;
-    const key = String(b.key || '(none)');
-    svg.append(s('g', null,
-      s('title', null, `${key}: ${fmtCost(b.cost_usd)}, ${b.runs || 0} runs (${b.succeeded || 0} ok, ${b.failed || 0} failed), ${tokensTitle(b.usage)}`),
-      s('text', { x: LW - 6, y: y + RH / 2 + 4, class: 'axis label', 'text-anchor': 'end' }, key.length > 28 ? '…' + key.slice(-27) : key),
-      s('rect', { x: LW, y: y + 4, width: Math.max(1, w), height: RH - 8, class: 's-cost' }),
-      s('text', { x: LW + w + 6, y: y + RH / 2 + 4, class: 'axis' }, `${fmtCost(b.cost_usd)} · ${b.runs || 0} runs`)));
-  });
-  const note = buckets.length > rows.length ? h('p', { class: 'muted' }, `and ${buckets.length - rows.length} more`) : null;
-  return h('div', { class: 'chart-wrap' }, svg, note);
-}
-
 // --------------------------------------------------------------- bench views
 
 const benchPath = (id) => `/bench/${encodeURIComponent(id)}`;
 const MODEL_COLORS = 8; // classes m0…m7 in style.css
-
-function fmtPct(v, digits) {
-  if (v == null || !Number.isFinite(Number(v))) return '–';
-  const p = Number(v) * 100;
-  return p.toFixed(digits ?? (Math.abs(p - Math.round(p)) < 1e-9 ? 0 : 1)) + '%';
-}
 
 function benchDurMs(b) {
   const e = tsMs(b.ended_at), s0 = tsMs(b.started_at);
@@ -1328,20 +800,6 @@ function countAttempts(attempts) {
     else p.pending++;
   }
   return p;
-}
-
-// refresher returns schedule(ms): run fn once, ms from now, unless it is
-// already due sooner. The timer goes with the view.
-function refresher(life, fn) {
-  let timer = 0, due = Infinity;
-  life.defer(() => clearTimeout(timer));
-  return (ms) => {
-    const at = Date.now() + ms;
-    if (timer && due <= at) return;
-    clearTimeout(timer);
-    due = at;
-    timer = setTimeout(() => { timer = 0; due = Infinity; if (life.alive) fn(); }, ms);
-  };
 }
 
 function viewBenches(root) {
@@ -1674,5 +1132,9 @@ document.getElementById('new-run').addEventListener('click', openNewRun);
 
 // --------------------------------------------------------------------- go
 
-live.connect();
-render();
+// Every run announced feeds the suggestions; registered first, this
+// listener sees each run before any view does.
+live.on((msg) => { if (msg.type === 'run') noteRun(msg.run); });
+
+live.connect(document.getElementById('conn'));
+startRouter(document.getElementById('app'), routes);
