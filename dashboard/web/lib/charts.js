@@ -2,6 +2,7 @@
 
 import { h, s } from './dom.js';
 import { fmtCost } from './format.js';
+import { niceTicks } from './ticks.js';
 import { tokensTitle } from './widgets.js';
 
 // legend is a row of colour keys: items are [label, class].
@@ -11,34 +12,27 @@ export function legend(items) {
     ' ', label)));
 }
 
-// niceMax rounds v up to 1, 2, 2.5 or 5 times a power of ten.
-export function niceMax(v) {
-  if (!(v > 0)) return 1;
-  const p = 10 ** Math.floor(Math.log10(v));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
-}
-
 // vbars draws stacked vertical bars, one per bucket: series are
-// { name, cls, get(bucket) }; fmt labels the value axis and the tooltips.
+// { name, cls, get(bucket) }. fmt: { tick(v, yAxis) labels a tick of the
+// value axis (ticks.js), value(v) a value in a bar's tooltip; minStep for
+// niceTicks }.
 export function vbars(buckets, series, fmt) {
   if (!buckets.length) return h('p', { class: 'muted' }, 'No data in this range.');
   const W = 900, H = 220, L = 64, B = 28, T = 10, R = 8;
   const plotW = W - L - R, plotH = H - T - B;
   const totals = buckets.map((b) => series.reduce((a, se) => a + se.get(b), 0));
-  const max = niceMax(Math.max(...totals));
+  const yAxis = niceTicks(Math.max(...totals), { minStep: fmt.minStep });
+  const Y = (v) => T + plotH - (plotH * v) / yAxis.top;
   const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img' });
-  for (let i = 0; i <= 4; i++) {
-    const v = (max * i) / 4;
-    const y = T + plotH - (plotH * i) / 4;
-    svg.append(s('line', { x1: L, x2: W - R, y1: y, y2: y, class: 'grid' }),
-      s('text', { x: L - 6, y: y + 4, class: 'axis', 'text-anchor': 'end' }, fmt(v)));
+  for (const v of yAxis.ticks) {
+    svg.append(s('line', { x1: L, x2: W - R, y1: Y(v), y2: Y(v), class: 'grid' }),
+      s('text', { x: L - 6, y: Y(v) + 4, class: 'axis tick-y', 'text-anchor': 'end' }, fmt.tick(v, yAxis)));
   }
   const bw = plotW / buckets.length;
   const every = Math.max(1, Math.ceil(buckets.length / 12)); // at most 12 dates
   buckets.forEach((b, i) => {
     const x = L + i * bw;
-    svg.append(stackedBar(b, series, fmt, { x, bw, top: T, plotH, scale: plotH / max }));
+    svg.append(stackedBar(b, series, fmt.value, { x, bw, top: T, plotH, scale: plotH / yAxis.top }));
     if (i % every === 0) {
       svg.append(s('text', { x: x + bw / 2, y: H - 8, class: 'axis', 'text-anchor': 'middle' }, String(b.key).slice(5)));
     }

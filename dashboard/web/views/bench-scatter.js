@@ -3,7 +3,7 @@
 
 import { h, s } from '../lib/dom.js';
 import { fmtCost, fmtPct } from '../lib/format.js';
-import { niceMax } from '../lib/charts.js';
+import { costTick, niceTicks } from '../lib/ticks.js';
 
 const W = 720, H = 300, L = 56, R = 24, T = 12, B = 42;
 const plotW = W - L - R, plotH = H - T - B;
@@ -14,16 +14,18 @@ export function benchScatter(models, color) {
   const none = models.filter((m) => m.pass_rate == null).map((m) => m.model);
   const note = none.length ? h('p', { class: 'muted note' }, `No finished attempt yet: ${none.join(', ')}.`) : null;
   if (!pts.length) return h('div', null, h('p', { class: 'muted' }, 'No model has a finished attempt yet.'));
-  const maxCost = niceMax(Math.max(...pts.map((m) => m.cost_usd || 0)));
-  const X = (c) => L + (plotW * (c || 0)) / maxCost;
+  const xAxis = niceTicks(Math.max(...pts.map((m) => m.cost_usd || 0)));
+  const X = (c) => L + (plotW * (c || 0)) / xAxis.top;
   const Y = (r) => T + plotH - plotH * r;
   const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart scatter', role: 'img', 'aria-label': 'cost vs pass rate per model' });
   for (let i = 0; i <= 4; i++) {
-    const y = Y(i / 4), x = L + (plotW * i) / 4;
+    const y = Y(i / 4);
     svg.append(s('line', { x1: L, x2: W - R, y1: y, y2: y, class: 'grid' }),
-      s('text', { x: L - 6, y: y + 4, class: 'axis', 'text-anchor': 'end' }, `${i * 25}%`),
-      s('line', { x1: x, x2: x, y1: T, y2: T + plotH, class: 'grid' }),
-      s('text', { x, y: T + plotH + 16, class: 'axis', 'text-anchor': 'middle' }, fmtCost((maxCost * i) / 4)));
+      s('text', { x: L - 6, y: y + 4, class: 'axis tick-y', 'text-anchor': 'end' }, `${i * 25}%`));
+  }
+  for (const c of xAxis.ticks) {
+    svg.append(s('line', { x1: X(c), x2: X(c), y1: T, y2: T + plotH, class: 'grid' }),
+      s('text', { x: X(c), y: T + plotH + 16, class: 'axis tick-x', 'text-anchor': 'middle' }, costTick(c, xAxis)));
   }
   svg.append(
     s('text', { x: L + plotW / 2, y: H - 4, class: 'axis', 'text-anchor': 'middle' }, 'cost of the model’s attempts (USD)'),

@@ -7,6 +7,7 @@ import { fmtCost, fmtTokens, isoDay } from '../lib/format.js';
 import { hbars, legend, vbars } from '../lib/charts.js';
 import { lifetime } from '../lib/lifetime.js';
 import { navigate } from '../lib/router.js';
+import { costTick, tokenTick } from '../lib/ticks.js';
 import { errorBox } from '../lib/widgets.js';
 
 const DAY = 86400000;
@@ -67,15 +68,14 @@ function costsBody(st, since, until) {
       card('Output tokens', fmtTokens(u.output_tokens), String(u.output_tokens || 0)),
       card('Cache read / write', `${fmtTokens(u.cache_read_tokens)} / ${fmtTokens(u.cache_creation_tokens)}`)),
     h('h2', null, 'Spend per day'),
-    vbars(days, [{ name: 'cost', cls: 's-cost', get: (b) => b.cost_usd || 0 }],
-      (v) => (v === 0 ? '$0' : v < 10 ? '$' + v.toFixed(2) : '$' + v.toFixed(0))),
+    vbars(days, [{ name: 'cost', cls: 's-cost', get: (b) => b.cost_usd || 0 }], { tick: costTick, value: fmtCost }),
     h('h2', null, 'Tokens per day'),
     legend([['input', 's-in'], ['output', 's-out'], ['cache read + write', 's-cache']]),
     vbars(days, [
       { name: 'input', cls: 's-in', get: (b) => b.usage?.input_tokens || 0 },
       { name: 'output', cls: 's-out', get: (b) => b.usage?.output_tokens || 0 },
       { name: 'cache', cls: 's-cache', get: (b) => (b.usage?.cache_read_tokens || 0) + (b.usage?.cache_creation_tokens || 0) },
-    ], fmtTokens),
+    ], { tick: tokenTick, value: fmtTokens, minStep: 1 }),
     h('div', { class: 'two' },
       h('div', null, h('h2', null, 'Spend per model'), hbars(st.by_model || [])),
       h('div', null, h('h2', null, 'Spend per folder'), hbars(st.by_dir || []))),
