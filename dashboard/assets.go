@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	pathpkg "path"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -20,43 +23,62 @@ var webFiles embed.FS
 
 // asset is one file of web/ served under /assets/.
 type asset struct {
-	data []byte
-	sum  string // the first hex digits of its SHA-256
+	data []byte // as served: a module's imports carry their checksums
+	sum  string // the first hex digits of data's SHA-256
 }
 
 var (
 	csrfMeta = regexp.MustCompile(`(?i)<meta\s+name="csrf-token"[^>]*>`)
 	headTag  = regexp.MustCompile(`(?i)<head(\s[^>]*)?>`)
+
+	// moduleSpec finds the relative specifier of a static import or export
+	// (import './a.js', import x from './a.js', export { y } from '../b.js')
+	// or of a dynamic import('./a.js'). Group 2 is the opening quote, 3 the
+	// specifier, 4 the closing quote. It is a lexical match, not a parse:
+	// such text in a comment or a string counts too, which is why a
+	// specifier that names no file is an error rather than left alone.
+	moduleSpec = regexp.MustCompile(`(\bfrom\s*|\bimport\s*\(?\s*)(["'])(\.\.?/[^"'\s]*)(["'])`)
 )
 
 // loadAssets reads the page from web. index.html is returned as served: the
 // CSRF token in <meta name="csrf-token"> and every "/assets/NAME" it
 // mentions given NAME's checksum as "?v=SUM", so that an asset can be cached
 // for good under that address.
+//
+// The page is ES modules, which load one another by relative specifiers
+// ('./format.js'). Each such specifier is given the checksum of the module
+// it names, and a module's checksum is taken after that, so it covers its
+// imports, theirs, and so on: a change to any module changes the address of
+// every module that leads to it, up to index.html, which is never cached
+// without revalidation. No cached module can then be stale. An import cycle
+// has no such checksums and is an error, as is a specifier that names no
+// file of web.
 func loadAssets(web fs.FS, csrf string) ([]byte, map[string]asset, error) {
 	page, err := fs.ReadFile(web, "index.html")
 	if err != nil {
 		return nil, nil, fmt.Errorf("read page: %w", err)
 	}
-	assets := map[string]asset{}
+	files := map[string][]byte{}
 	err = fs.WalkDir(web, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || name == "index.html" {
 			return err
 		}
-		b, err := fs.ReadFile(web, name)
-		if err != nil {
-			return err
-		}
-		h := sha256.Sum256(b)
-		a := asset{data: b, sum: hex.EncodeToString(h[:6])}
-		assets[name] = a
-		for _, q := range []string{`"`, `'`} {
-			page = bytes.ReplaceAll(page, []byte("/assets/"+name+q), []byte("/assets/"+name+"?v="+a.sum+q))
-		}
-		return nil
+		files[name], err = fs.ReadFile(web, name)
+		return err
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("read assets: %w", err)
+	}
+	assets := map[string]asset{}
+	for name := range files {
+		if _, err := sumAsset(name, files, assets, nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	for name, a := range assets {
+		for _, q := range []string{`"`, `'`} {
+			page = bytes.ReplaceAll(page, []byte("/assets/"+name+q), []byte("/assets/"+name+"?v="+a.sum+q))
+		}
 	}
 
 	meta := []byte(`<meta name="csrf-token" content="` + csrf + `">`)
@@ -70,6 +92,47 @@ func loadAssets(web fs.FS, csrf string) ([]byte, map[string]asset, error) {
 		return nil, nil, errors.New("index.html has no <head>")
 	}
 	return page, assets, nil
+}
+
+// sumAsset adds files[name] to assets, as served, after the modules it
+// imports (the checksum of each goes into its specifier), and returns it.
+// path is the chain of imports that led here, to tell a cycle.
+func sumAsset(name string, files map[string][]byte, assets map[string]asset, path []string) (asset, error) {
+	if a, ok := assets[name]; ok {
+		return a, nil
+	}
+	if i := slices.Index(path, name); i >= 0 {
+		return asset{}, fmt.Errorf("web/%s: import cycle %s: modules in a cycle cannot be given checksums of their imports",
+			name, strings.Join(append(path[i:], name), " → "))
+	}
+	data := files[name]
+	if strings.HasSuffix(name, ".js") {
+		var out bytes.Buffer
+		last := 0
+		for _, m := range moduleSpec.FindAllSubmatchIndex(data, -1) {
+			if !bytes.Equal(data[m[4]:m[5]], data[m[8]:m[9]]) {
+				continue // quotes that do not pair: not a specifier
+			}
+			spec := string(data[m[6]:m[7]])
+			dep := pathpkg.Join(pathpkg.Dir(name), spec)
+			if _, ok := files[dep]; !ok {
+				return asset{}, fmt.Errorf("web/%s imports %q: no such file in web/", name, spec)
+			}
+			d, err := sumAsset(dep, files, assets, append(path, name))
+			if err != nil {
+				return asset{}, err
+			}
+			out.Write(data[last:m[7]])
+			out.WriteString("?v=" + d.sum)
+			last = m[7]
+		}
+		out.Write(data[last:])
+		data = out.Bytes()
+	}
+	h := sha256.Sum256(data)
+	a := asset{data: data, sum: hex.EncodeToString(h[:6])}
+	assets[name] = a
+	return a, nil
 }
 
 // servePage serves the page for each of its routes; the page routes

@@ -1,0 +1,104 @@
+// One bench (/bench/{id}): how the models compare, task by task, with the
+// attempts that failed; refreshed while it runs.
+
+import { api, aborted } from '../lib/api.js';
+import { add, h } from '../lib/dom.js';
+import { fmtCost } from '../lib/format.js';
+import { lifetime, refresher } from '../lib/lifetime.js';
+import { live } from '../lib/live.js';
+import { errorBox, statusEl, timeEl } from '../lib/widgets.js';
+import { benchDurEl, progressTitle } from './bench-common.js';
+import { MODEL_COLORS, failedAttempts, modelTable, taskGrid } from './bench-parts.js';
+import { benchScatter } from './bench-scatter.js';
+
+export function viewBenchDetail(root, [id]) {
+  document.title = 'lane · bench';
+  const life = lifetime();
+  const head = h('div', { class: 'run-head' }, h('h1', null, 'Bench ', h('code', null, id)));
+  const body = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
+  root.append(head, body);
+  let last = ''; // the answer shown, as JSON: an unchanged one is not drawn again
+  let running = false;
+
+  const again = refresher(life, load);
+  let seq = 0;
+  async function load() {
+    const mine = ++seq;
+    try {
+      const res = await api(`/api/benches/${encodeURIComponent(id)}`, { signal: life.signal });
+      if (mine !== seq) return; // a later load answers
+      running = res.bench.status === 'running';
+      const json = JSON.stringify(res);
+      if (json !== last) {
+        last = json;
+        renderBenchHead(head, res);
+        renderBenchBody(body, res);
+      }
+      if (running) again(3000);
+    } catch (err) {
+      if (aborted(err) || mine !== seq) return;
+      if (last && err.status !== 404) { again(5000); return; } // keep what is shown
+      head.replaceChildren(h('h1', null, 'Bench ', h('code', null, id)));
+      body.replaceChildren(errorBox(err), h('p', null, h('a', { href: '/bench' }, 'Back to the benches')));
+    }
+  }
+
+  life.defer(live.on((msg) => {
+    if (msg.type === 'resync') again(0);
+    // a run ended: its attempt is being checked; look again soon
+    else if (running && msg.type === 'run' && msg.run.status !== 'running') again(1000);
+  }));
+  load();
+  return life;
+}
+
+function renderBenchHead(head, res) {
+  const b = res.bench;
+  const attempts = res.attempts || [];
+  document.title = `lane · bench ${b.name || b.id}`;
+  const p = countAttempts(attempts);
+  const cost = attempts.reduce((a, x) => a + (x.cost_usd || 0), 0);
+  const kv = [
+    ['ID', h('code', null, b.id)],
+    ['Suite', b.suite_path ? h('code', null, b.suite_path) : '–'],
+    ['Models', (b.models || []).join(', ') || '–'],
+    ['Attempts per task', `${b.repeat || 0} per model, ${b.parallel || 0} at a time`],
+    ['Attempts', h('span', { title: progressTitle(p) }, `${p.passed} passed of ${p.total}`,
+      p.failed ? `, ${p.failed} failed` : '', p.running ? `, ${p.running} running` : '',
+      p.pending ? `, ${p.pending} pending` : '', p.skipped ? `, ${p.skipped} skipped` : '')],
+    ['Cost', [fmtCost(cost), b.max_cost_usd ? h('span', { class: 'muted' }, ` of a ${fmtCost(b.max_cost_usd)} budget`) : null]],
+    ['Started', timeEl(b.started_at)],
+    ['Duration', benchDurEl(b)],
+  ];
+  head.replaceChildren(
+    h('h1', null, statusEl(b.status), h('span', { class: 'title' }, b.name || 'Bench'),
+      h('a', { href: '/bench', class: 'button small' }, 'All benches')),
+    h('dl', { class: 'kv' }, kv.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
+}
+
+function renderBenchBody(body, res) {
+  const attempts = res.attempts || [];
+  const models = res.models || [];
+  // the <details> a person opened stay open across refreshes
+  const open = new Set([...body.querySelectorAll('details[open][data-key]')].map((d) => d.dataset.key));
+  const color = new Map(models.map((m, i) => [m.model, `m${i % MODEL_COLORS}`]));
+  body.replaceChildren();
+  add(body, [
+    h('h2', null, 'Models'),
+    modelTable(models, color),
+    h('h2', null, 'Cost vs pass rate'),
+    benchScatter(models, color),
+    h('h2', null, 'Tasks'),
+    taskGrid(res.tasks || [], models, attempts),
+    failedAttempts(attempts, open)]);
+}
+
+function countAttempts(attempts) {
+  const p = { total: 0, passed: 0, failed: 0, running: 0, pending: 0, skipped: 0 };
+  for (const a of attempts) {
+    p.total++;
+    if (a.status in p) p[a.status]++;
+    else p.pending++;
+  }
+  return p;
+}

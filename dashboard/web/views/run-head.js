@@ -1,0 +1,91 @@
+// The header of a run's page: its status and prompt, its facts, its error,
+// its prompt and result text, and its actions (export, cancel).
+
+import { api, post } from '../lib/api.js';
+import { add, h } from '../lib/dom.js';
+import { lazyDetails } from '../lib/collapse.js';
+import { fmtCost, fmtTokens, oneLine } from '../lib/format.js';
+import { md } from '../lib/markdown.js';
+import {
+  STATUS_LABEL, durEl, errorBox, isRunning, runLink, statusEl, timeEl, tokensTitle,
+} from '../lib/widgets.js';
+
+// renderRunHead fills head with run (and its children runs), keeping the
+// prompt and result open or closed as the reader left them.
+export function renderRunHead(head, run, children) {
+  document.title = `lane · ${STATUS_LABEL[run.status] || run.status} · ${oneLine(run.prompt, 40)}`;
+  const wasOpen = (sel, def) => { const d = head.querySelector(sel); return d ? d.open : def; };
+  const promptOpen = wasOpen('details.prompt', (run.prompt || '').length < 600);
+  const resultOpen = wasOpen('details.result-text', false);
+  head.replaceChildren();
+  add(head, [
+    h('div', { class: 'page-head' },
+      h('h1', null, statusEl(run.status), ' ', h('span', { class: 'title' }, oneLine(run.prompt, 90) || '(no prompt)')),
+      runActions(run)),
+    runFacts(run, children),
+    runError(run),
+    run.prompt ? lazyDetails('prompt', 'Prompt', () => h('pre', { class: 'plain' }, run.prompt), promptOpen) : null,
+    run.result_text ? lazyDetails('result-text', 'Result', () => md(run.result_text), resultOpen) : null]);
+}
+
+// runLoadError replaces head by what tells the run could not be shown.
+export function runLoadError(head, id, err) {
+  head.replaceChildren(h('h1', null, 'Run ', h('code', null, id)), errorBox(err),
+    h('p', null, h('a', { href: '/' }, 'Back to the runs')));
+}
+
+export const fetchRun = (id, signal) => api(`/api/runs/${encodeURIComponent(id)}`, { signal });
+
+// runActions: Export JSONL, and Cancel while the run runs.
+function runActions(run) {
+  const actions = h('div', { class: 'actions' },
+    h('a', { href: `/api/runs/${encodeURIComponent(run.id)}/export`, class: 'button', download: `${run.id}.jsonl` }, 'Export JSONL'));
+  if (!isRunning(run)) return actions;
+  const btn = h('button', { type: 'button', class: 'danger' }, 'Cancel run');
+  btn.addEventListener('click', async () => {
+    if (!confirm('Cancel this run?')) return;
+    btn.disabled = true;
+    btn.textContent = 'Cancelling…';
+    try {
+      await post(`/api/runs/${encodeURIComponent(run.id)}/cancel`);
+    } catch (err) {
+      btn.disabled = false;
+      btn.textContent = 'Cancel run';
+      actions.append(errorBox(err));
+    }
+  });
+  actions.prepend(btn);
+  return actions;
+}
+
+// runFacts is the run's key/value list.
+function runFacts(r, children) {
+  const kv = (k, ...v) => [h('dt', null, k), h('dd', null, ...v)];
+  const u = r.usage || {};
+  return h('dl', { class: 'kv' },
+    kv('Run', h('code', null, r.id), r.attempt > 1 ? ` (attempt ${r.attempt})` : ''),
+    kv('Runtime', `${r.runtime || '–'}${r.runtime_version ? ' ' + r.runtime_version : ''}`),
+    kv('Model', r.model || '–'),
+    kv('Folder', h('code', null, r.dir || '–')),
+    kv('Session', r.session_id ? h('a', { href: `/?session=${encodeURIComponent(r.session_id)}` }, h('code', null, r.session_id)) : '–'),
+    kv('Cost', fmtCost(r.cost_usd, r.cost_estimate), r.cost_estimate ? h('span', { class: 'muted' }, ' (estimated from tokens)') : ''),
+    kv('Tokens', h('span', { title: tokensTitle(r.usage) },
+      `in ${fmtTokens(u.input_tokens)} · out ${fmtTokens(u.output_tokens)} · cache ${fmtTokens(u.cache_read_tokens)}r/${fmtTokens(u.cache_creation_tokens)}w`)),
+    kv('Turns', String(r.turns ?? 0), ' · ', `${r.tool_calls ?? 0} tool calls`),
+    kv('Duration', durEl(r)),
+    kv('Started', timeEl(r.started_at), r.ended_at ? [' → ', timeEl(r.ended_at)] : ''),
+    r.exit_code != null ? kv('Exit code', String(r.exit_code)) : null,
+    r.capability?.permission_mode ? kv('Permissions', r.capability.permission_mode) : null,
+    r.parent_run_id ? kv('Parent', runLink(r.parent_run_id)) : null,
+    children.length ? kv('Children', children.map((c, i) => [i ? ', ' : '', runLink(c.id), ' ', statusEl(c.status)])) : null);
+}
+
+// runError is the box of what went wrong, if anything did.
+function runError(r) {
+  if (!(r.error_kind || r.error_message || r.error_hint || r.contradiction)) return null;
+  return h('div', { class: 'errorbox' },
+    h('strong', null, `Error${r.error_kind ? ` (${r.error_kind})` : ''}`),
+    r.error_message ? h('pre', { class: 'plain' }, r.error_message) : null,
+    r.error_hint ? h('p', { class: 'hint' }, 'Hint: ', r.error_hint) : null,
+    r.contradiction ? h('p', { class: 'hint' }, 'The runtime contradicted itself: ', r.contradiction) : null);
+}
