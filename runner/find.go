@@ -82,7 +82,9 @@ func findBinary(ctx context.Context, spec binarySpec, explicit string, env []str
 func (c versionCacheFile) versionLine(ctx context.Context, path string, env []string, ok func(string) bool) (string, bool) {
 	out, cached := c.cached(path)
 	if !cached {
-		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		// Node-based CLIs take 0.7–1.6 s to answer on a quiet machine and
+		// many times that on a busy one; the bound is only against a hang.
+		vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(vctx, path, "--version")
 		cmd.Env = env
