@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -334,3 +335,70 @@ func fp(p *float64) any {
 	}
 	return *p
 }
+
+// offSuiteAttempts are demoAttempts and attempts of tasks the demo suite
+// does not list: "a0", whose id sorts before every suite task, and "zz";
+// "a0" is also tried by mistral, a model the bench does not list either.
+func offSuiteAttempts() []trace.Attempt {
+	as := demoAttempts()
+	extra := []struct {
+		task, model string
+		n           int
+		status      trace.AttemptStatus
+		cost        float64
+		ms          int64
+	}{
+		{"zz", "sonnet", 1, trace.AttemptPassed, 0.3, 7_001},
+		{"zz", "sonnet", 2, trace.AttemptFailed, 0.1, 2_500},
+		{"zz", "opus", 1, trace.AttemptSkipped, 0, 0},
+		{"a0", "mistral", 1, trace.AttemptFailed, 0.07, 3_333},
+		{"a0", "mistral", 2, trace.AttemptPassed, 0.11, 4_444},
+		{"a0", "opus", 1, trace.AttemptPassed, 0.9, 61_000},
+	}
+	for _, x := range extra {
+		a := att(x.task, x.model, x.n, x.status)
+		a.CostUSD, a.DurationMS = x.cost, x.ms
+		a.Usage = trace.Usage{InputTokens: 10 * x.ms, OutputTokens: x.ms, CacheReadTokens: 7}
+		as = append(as, a)
+	}
+	return as
+}
+
+// TestBenchAPIStatsJSON pins the statistics of GET /api/benches/{id} byte
+// for byte (API.md, Benches): field names, order, values to the last digit.
+func TestBenchAPIStatsJSON(t *testing.T) {
+	e := newEnv(t, envOpt{})
+	b := demoBench("b-0001-demo", time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	recordBench(t, e.other, b, offSuiteAttempts())
+	var got struct {
+		Models []json.RawMessage `json:"models"`
+		Tasks  []json.RawMessage `json:"tasks"`
+	}
+	e.getJSON("/api/benches/"+b.ID, 200, &got)
+	var lines []string
+	for _, m := range got.Models {
+		lines = append(lines, string(m))
+	}
+	for _, ts := range got.Tasks {
+		lines = append(lines, string(ts))
+	}
+	if got, want := strings.Join(lines, "\n"), strings.TrimSpace(pinnedBenchStats); got != want {
+		t.Errorf("models and tasks, one a line:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// pinnedBenchStats is what TestBenchAPIStatsJSON's bench gave at a7bbbb2,
+// when the dashboard still computed them on its own: a change of the
+// computation must leave them as they are.
+const pinnedBenchStats = `
+{"model":"opus","attempts":4,"passed":3,"failed":1,"unfinished":2,"skipped":1,"pass_rate":0.75,"wilson_low":0.3006360524426366,"wilson_high":0.9544139373553637,"cost_usd":2.1,"cost_per_pass":0.7000000000000001,"median_duration_ms":50000,"tokens":671007,"usage":{"input_tokens":610000,"output_tokens":61000,"cache_read_tokens":7,"cache_creation_tokens":0}}
+{"model":"sonnet","attempts":12,"passed":8,"failed":4,"unfinished":1,"skipped":0,"pass_rate":0.6666666666666666,"wilson_low":0.3906175873976138,"wilson_high":0.8618821601026385,"cost_usd":1.4,"cost_per_pass":0.175,"median_duration_ms":5500,"tokens":115635,"usage":{"input_tokens":96010,"output_tokens":9601,"cache_read_tokens":10014,"cache_creation_tokens":10}}
+{"model":"haiku","attempts":0,"passed":0,"failed":0,"unfinished":0,"skipped":2,"pass_rate":null,"wilson_low":null,"wilson_high":null,"cost_usd":0,"cost_per_pass":null,"median_duration_ms":null,"tokens":0,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_tokens":0,"cache_creation_tokens":0}}
+{"model":"mistral","attempts":2,"passed":1,"failed":1,"unfinished":0,"skipped":0,"pass_rate":0.5,"wilson_low":0.09452865480086614,"wilson_high":0.9054713451991339,"cost_usd":0.18,"cost_per_pass":0.18,"median_duration_ms":3888.5,"tokens":85561,"usage":{"input_tokens":77770,"output_tokens":7777,"cache_read_tokens":14,"cache_creation_tokens":0}}
+{"model":"qwen","attempts":1,"passed":1,"failed":0,"unfinished":0,"skipped":0,"pass_rate":1,"wilson_low":0.2065432914738929,"wilson_high":1,"cost_usd":0.02,"cost_per_pass":0.02,"median_duration_ms":12000,"tokens":1200,"usage":{"input_tokens":900,"output_tokens":300,"cache_read_tokens":0,"cache_creation_tokens":0}}
+{"task_id":"t2","attempts":6,"passed":3,"models":[{"model":"opus","attempts":1,"passed":0,"run_ids":["run-opus-t2-1","run-opus-t2-2"]},{"model":"sonnet","attempts":5,"passed":3,"run_ids":["run-sonnet-t2-1","run-sonnet-t2-2","run-sonnet-t2-3","run-sonnet-t2-4","run-sonnet-t2-5"]},{"model":"haiku","attempts":0,"passed":0,"run_ids":[]},{"model":"mistral","attempts":0,"passed":0,"run_ids":[]},{"model":"qwen","attempts":0,"passed":0,"run_ids":[]}]}
+{"task_id":"t1","attempts":8,"passed":7,"models":[{"model":"opus","attempts":2,"passed":2,"run_ids":["run-opus-t1-1","run-opus-t1-2"]},{"model":"sonnet","attempts":5,"passed":4,"run_ids":["run-sonnet-t1-1","run-sonnet-t1-2","run-sonnet-t1-3","run-sonnet-t1-4","run-sonnet-t1-5"]},{"model":"haiku","attempts":0,"passed":0,"run_ids":[]},{"model":"mistral","attempts":0,"passed":0,"run_ids":[]},{"model":"qwen","attempts":1,"passed":1,"run_ids":["run-qwen-t1-1"]}]}
+{"task_id":"t3","attempts":0,"passed":0,"models":[{"model":"opus","attempts":0,"passed":0,"run_ids":[]},{"model":"sonnet","attempts":0,"passed":0,"run_ids":["run-sonnet-t3-1"]},{"model":"haiku","attempts":0,"passed":0,"run_ids":[]},{"model":"mistral","attempts":0,"passed":0,"run_ids":[]},{"model":"qwen","attempts":0,"passed":0,"run_ids":[]}]}
+{"task_id":"a0","attempts":3,"passed":2,"models":[{"model":"opus","attempts":1,"passed":1,"run_ids":["run-opus-a0-1"]},{"model":"sonnet","attempts":0,"passed":0,"run_ids":[]},{"model":"haiku","attempts":0,"passed":0,"run_ids":[]},{"model":"mistral","attempts":2,"passed":1,"run_ids":["run-mistral-a0-1","run-mistral-a0-2"]},{"model":"qwen","attempts":0,"passed":0,"run_ids":[]}]}
+{"task_id":"zz","attempts":2,"passed":1,"models":[{"model":"opus","attempts":0,"passed":0,"run_ids":[]},{"model":"sonnet","attempts":2,"passed":1,"run_ids":["run-sonnet-zz-1","run-sonnet-zz-2"]},{"model":"haiku","attempts":0,"passed":0,"run_ids":[]},{"model":"mistral","attempts":0,"passed":0,"run_ids":[]},{"model":"qwen","attempts":0,"passed":0,"run_ids":[]}]}
+`
