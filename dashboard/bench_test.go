@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"lane/bench"
+	"lane/bench/stats"
 	"lane/store"
 	"lane/trace"
 )
@@ -27,7 +29,7 @@ func TestWilson(t *testing.T) {
 		{50, 100, 0.4038, 0.5962},
 		{0, 0, 0, 1},
 	} {
-		lo, hi := wilson(tc.passed, tc.n, wilsonZ)
+		lo, hi, _ := stats.Wilson(tc.passed, tc.n, stats.Z95)
 		if math.Abs(lo-tc.lo) > 5e-5 || math.Abs(hi-tc.hi) > 5e-5 {
 			t.Errorf("wilson(%d/%d) = [%.4f, %.4f], want [%.4f, %.4f]", tc.passed, tc.n, lo, hi, tc.lo, tc.hi)
 		}
@@ -402,3 +404,100 @@ const pinnedBenchStats = `
 {"task_id":"a0","attempts":3,"passed":2,"models":[{"model":"opus","attempts":1,"passed":1,"run_ids":["run-opus-a0-1"]},{"model":"sonnet","attempts":0,"passed":0,"run_ids":[]},{"model":"haiku","attempts":0,"passed":0,"run_ids":[]},{"model":"mistral","attempts":2,"passed":1,"run_ids":["run-mistral-a0-1","run-mistral-a0-2"]},{"model":"qwen","attempts":0,"passed":0,"run_ids":[]}]}
 {"task_id":"zz","attempts":2,"passed":1,"models":[{"model":"opus","attempts":0,"passed":0,"run_ids":[]},{"model":"sonnet","attempts":2,"passed":1,"run_ids":["run-sonnet-zz-1","run-sonnet-zz-2"]},{"model":"haiku","attempts":0,"passed":0,"run_ids":[]},{"model":"mistral","attempts":0,"passed":0,"run_ids":[]},{"model":"qwen","attempts":0,"passed":0,"run_ids":[]}]}
 `
+
+// TestBenchAPIAgreesWithReport computes benches both ways over one SQLite
+// file: `lane bench report`'s comparison (bench.Compare over the store's
+// attempts, as cmd does) and GET /api/benches/{id}. They must give the same
+// figures, to the bit; the API lists besides the models without attempts.
+func TestBenchAPIAgreesWithReport(t *testing.T) {
+	e := newEnv(t, envOpt{})
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	recordBench(t, e.other, demoBench("b-0001-demo", t0), offSuiteAttempts())
+	sparse := &trace.Bench{ID: "b-0002-sparse", Name: "sparse", Models: []string{"opus", "sonnet"}, Repeat: 1, Parallel: 1,
+		Status: trace.StatusSucceeded, StartedAt: t0, EndedAt: t0.Add(time.Minute)}
+	passed := att("t1", "sonnet", 1, trace.AttemptPassed)
+	passed.RunID, passed.CostUSD, passed.DurationMS = "run-sparse", 0.25, 1_234
+	recordBench(t, e.other, sparse, []trace.Attempt{passed})
+
+	for _, id := range []string{"b-0001-demo", "b-0002-sparse"} {
+		b, err := e.other.GetBench(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attempts, err := e.other.Attempts(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		report := bench.Compare(*b, attempts)
+		var api benchDetail
+		e.getJSON("/api/benches/"+id, 200, &api)
+		checkModelsAgree(t, id, report.Models, api.Models)
+		checkCellsAgree(t, id, report.Tasks, api.Tasks)
+	}
+}
+
+// checkModelsAgree compares the report's models with the API's, in order.
+func checkModelsAgree(t *testing.T, id string, report []bench.ModelStats, api []ModelStats) {
+	t.Helper()
+	var inReport, inAPI []string
+	for _, m := range report {
+		inReport = append(inReport, m.Model)
+	}
+	byModel := map[string]ModelStats{}
+	for _, m := range api {
+		byModel[m.Model] = m
+		if m.Attempts+m.Unfinished+m.Skipped > 0 {
+			inAPI = append(inAPI, m.Model)
+		}
+	}
+	if !slices.Equal(inReport, inAPI) {
+		t.Errorf("%s: report's models %v, the API's with attempts %v", id, inReport, inAPI)
+	}
+	for _, r := range report {
+		a := byModel[r.Model]
+		counts := [5]int{r.Finished, r.Passed, r.Failed, r.Pending, r.Skipped}
+		if want := [5]int{a.Attempts, a.Passed, a.Failed, a.Unfinished, a.Skipped}; counts != want {
+			t.Errorf("%s %s: report counts %v, API %v", id, r.Model, counts, want)
+		}
+		for _, f := range []struct {
+			what        string
+			report, api *float64
+		}{
+			{"pass rate", r.PassRate, a.PassRate},
+			{"interval low", r.CILow, a.WilsonLow},
+			{"interval high", r.CIHigh, a.WilsonHigh},
+			{"median duration", r.MedianDurationMS, a.MedianDurationMS},
+			{"cost", &r.CostUSD, &a.CostUSD},
+			{"cost per pass", r.CostPerPassUSD, a.CostPerPass},
+		} {
+			if fp(f.report) != fp(f.api) {
+				t.Errorf("%s %s %s: report %v, API %v", id, r.Model, f.what, fp(f.report), fp(f.api))
+			}
+		}
+		if r.Tokens != a.Tokens || r.Usage != a.Usage {
+			t.Errorf("%s %s: report tokens %d %+v, API %d %+v", id, r.Model, r.Tokens, r.Usage, a.Tokens, a.Usage)
+		}
+	}
+}
+
+// checkCellsAgree compares the report's task × model rows with the API's
+// cells with finished attempts, in order.
+func checkCellsAgree(t *testing.T, id string, report []bench.TaskStats, api []TaskStats) {
+	t.Helper()
+	var inReport, inAPI []string
+	for _, r := range report {
+		if r.Finished > 0 {
+			inReport = append(inReport, fmt.Sprintf("%s/%s %d/%d", r.Task, r.Model, r.Passed, r.Finished))
+		}
+	}
+	for _, task := range api {
+		for _, c := range task.Models {
+			if c.Attempts > 0 {
+				inAPI = append(inAPI, fmt.Sprintf("%s/%s %d/%d", task.TaskID, c.Model, c.Passed, c.Attempts))
+			}
+		}
+	}
+	if !slices.Equal(inReport, inAPI) {
+		t.Errorf("%s: report's rows %v, the API's cells %v", id, inReport, inAPI)
+	}
+}
