@@ -429,17 +429,46 @@ func (r *runner) snapshot() counts {
 // execute fills a folder for the attempt, runs the setup, the agent and the
 // check in it, and sets a's outcome.
 func (r *runner) execute(ctx context.Context, task *Task, a *trace.Attempt) {
-	fail := func(kind, output string, exit int) {
-		a.Status, a.FailureKind, a.CheckOutput, a.CheckExitCode = trace.AttemptFailed, kind, output, exit
-	}
 	dir, err := os.MkdirTemp(r.workDir, folderName(a))
 	if err != nil {
-		fail(FailSetup, "make the attempt's folder: "+err.Error(), -1)
+		failAttempt(a, FailSetup, "make the attempt's folder: "+err.Error(), -1)
 		return
 	}
 	if !r.cfg.Keep {
 		defer removeTree(dir)
 	}
+	if exitCode, err := r.setUp(ctx, task, dir); err != nil {
+		failAttempt(a, FailSetup, err.Error(), exitCode)
+		return
+	}
+
+	run, err := r.cfg.Run(ctx, RunSpec{
+		Dir: dir, Prompt: task.Prompt, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID, N: a.N,
+		Timeout: task.Timeout, MaxTurns: task.MaxTurns, MaxCostUSD: task.MaxCostUSD,
+	})
+	if err != nil {
+		failAttempt(a, FailLane, "lane could not run the agent: "+err.Error(), -1)
+		return
+	}
+	a.RunID, a.DurationMS, a.CostUSD = run.ID, run.DurationMS, run.CostUSD
+	a.Usage, a.Turns, a.ToolCalls = run.Usage, run.Turns, run.ToolCalls
+	if run.Status != trace.StatusSucceeded {
+		failAttempt(a, runFailure(run), "", 0)
+		return
+	}
+	runCheck(ctx, task, dir, a)
+}
+
+// failAttempt marks a failed, of kind, with output and exitCode where the
+// check's would go.
+func failAttempt(a *trace.Attempt, kind, output string, exitCode int) {
+	a.Status, a.FailureKind, a.CheckOutput, a.CheckExitCode = trace.AttemptFailed, kind, output, exitCode
+}
+
+// setUp fills dir with the task's fixture or clone and runs its setup
+// commands there. On failure it returns the exit code of the setup
+// command that failed, -1 when none did.
+func (r *runner) setUp(ctx context.Context, task *Task, dir string) (exitCode int, err error) {
 	switch {
 	case task.Fixture != "":
 		src := task.Fixture
@@ -451,31 +480,19 @@ func (r *runner) execute(ctx context.Context, task *Task, a *trace.Attempt) {
 		err = cloneRepo(ctx, task.Git, dir, task.SetupTimeout)
 	}
 	if err != nil {
-		fail(FailSetup, err.Error(), -1)
-		return
+		return -1, err
 	}
 	for _, c := range task.Setup {
 		if res := shell(ctx, dir, task.SetupTimeout, c); !res.ok() {
-			fail(FailSetup, fmt.Sprintf("setup %q: %s", c, describeFailure(res)), res.exitCode)
-			return
+			return res.exitCode, fmt.Errorf("setup %q: %s", c, describeFailure(res))
 		}
 	}
+	return 0, nil
+}
 
-	run, err := r.cfg.Run(ctx, RunSpec{
-		Dir: dir, Prompt: task.Prompt, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID, N: a.N,
-		Timeout: task.Timeout, MaxTurns: task.MaxTurns, MaxCostUSD: task.MaxCostUSD,
-	})
-	if err != nil {
-		fail(FailLane, "lane could not run the agent: "+err.Error(), -1)
-		return
-	}
-	a.RunID, a.DurationMS, a.CostUSD = run.ID, run.DurationMS, run.CostUSD
-	a.Usage, a.Turns, a.ToolCalls = run.Usage, run.Turns, run.ToolCalls
-	if run.Status != trace.StatusSucceeded {
-		fail(runFailure(run), "", 0)
-		return
-	}
-
+// runCheck runs the task's check command and file checks in dir, after the
+// agent's run succeeded, and sets a passed or failed with what they said.
+func runCheck(ctx context.Context, task *Task, dir string, a *trace.Attempt) {
 	var out strings.Builder
 	a.Status = trace.AttemptPassed
 	if task.Check.Command != "" {
