@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"lane/bench/stats"
 )
 
 // WriteTable writes the report as aligned text tables for a terminal: the
@@ -100,7 +102,7 @@ var csvHeader = []string{
 func (r Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write(csvHeader)
-	row := func(scope, task, model string, s Stats) {
+	row := func(scope, task, model string, s stats.Stats) {
 		var p1, k, pk string
 		for _, p := range s.PassAtK {
 			if p.K == 1 {
@@ -181,14 +183,9 @@ func (r Report) header(perTask bool) []string {
 }
 
 // ks are the pass@k columns: those of the bench's repeat.
-func (r Report) ks() []int {
-	if r.Bench.Repeat > 1 {
-		return []int{1, r.Bench.Repeat}
-	}
-	return nil
-}
+func (r Report) ks() []int { return stats.Ks(r.Bench.Repeat) }
 
-func (r Report) cells(names []string, s Stats) []string {
+func (r Report) cells(names []string, s stats.Stats) []string {
 	c := append(names, fmt.Sprintf("%d/%d", s.Passed, s.Finished), optPct(s.PassRate), ci(s))
 	for _, k := range r.ks() {
 		v := "-"
@@ -210,7 +207,7 @@ func (r Report) cells(names []string, s Stats) []string {
 		optUSD(s.CostPerPassUSD), optTokens(s.MeanTokens), optOne(s.MeanTurns), optOne(s.MeanToolCalls), fail)
 }
 
-func ci(s Stats) string {
+func ci(s stats.Stats) string {
 	if s.CILow == nil {
 		return "-"
 	}

@@ -156,83 +156,132 @@ type runner struct {
 // prepare creates the bench, or takes up the one to resume, and returns the
 // attempts to run in the order they are to start.
 func (r *runner) prepare(ctx context.Context) ([]trace.Attempt, error) {
-	cfg := r.cfg
 	var existing []trace.Attempt
-	if cfg.Resume != nil {
-		b := *cfg.Resume
-		r.bench = &b
-		if b.Status == trace.StatusRunning && b.OwnerPID != os.Getpid() && proc.Alive(b.OwnerPID, b.OwnerStart) {
-			return nil, fmt.Errorf("bench %s is still running (lane process %d)", b.ID, b.OwnerPID)
-		}
-		var s Suite
-		if err := json.Unmarshal(b.Suite, &s); err != nil {
-			return nil, fmt.Errorf("bench %s: read its suite: %w", b.ID, err)
-		}
-		r.suite = &s
-		if cfg.Parallel > 0 {
-			b.Parallel = cfg.Parallel
-		}
-		if cfg.MaxCostUSD > 0 {
-			b.MaxCostUSD = cfg.MaxCostUSD
-		}
-		var err error
-		if existing, err = cfg.Store.Attempts(ctx, b.ID); err != nil {
-			return nil, fmt.Errorf("bench %s: %w", b.ID, err)
-		}
+	var err error
+	if r.cfg.Resume != nil {
+		existing, err = r.takeUp(ctx)
 	} else {
-		if cfg.Suite == nil {
-			return nil, errors.New("bench: no suite")
-		}
-		r.suite = cfg.Suite
-		suiteJSON, err := json.Marshal(cfg.Suite)
-		if err != nil {
-			return nil, fmt.Errorf("bench: encode suite: %w", err)
-		}
-		models := cfg.Models
-		if len(models) == 0 {
-			models = cfg.Suite.Models
-		}
-		r.bench = &trace.Bench{
-			ID: trace.NewRunID(), Name: cfg.Suite.Name, SuitePath: cfg.Suite.Path,
-			Models:   slices.Clone(models),
-			Repeat:   cmp.Or(cfg.Repeat, cfg.Suite.Repeat, 1),
-			Parallel: max(cfg.Parallel, 1), MaxCostUSD: cfg.MaxCostUSD,
-			Suite: suiteJSON,
-		}
+		err = r.create()
 	}
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkBench(); err != nil {
+		return nil, err
+	}
+	if err := r.recordRunning(ctx); err != nil {
+		return nil, err
+	}
+	todo, err := r.attemptsToRun(ctx, existing)
+	if err != nil {
+		return nil, err
+	}
+	r.orderForStart(todo)
+	r.counts.spent = r.spent
+	return todo, nil
+}
+
+// takeUp makes the bench to resume r's, with the suite it stored and the
+// config's parallel and budget, and returns its attempts so far.
+func (r *runner) takeUp(ctx context.Context) ([]trace.Attempt, error) {
+	cfg := r.cfg
+	b := *cfg.Resume
+	r.bench = &b
+	if b.Status == trace.StatusRunning && b.OwnerPID != os.Getpid() && proc.Alive(b.OwnerPID, b.OwnerStart) {
+		return nil, fmt.Errorf("bench %s is still running (lane process %d)", b.ID, b.OwnerPID)
+	}
+	var s Suite
+	if err := json.Unmarshal(b.Suite, &s); err != nil {
+		return nil, fmt.Errorf("bench %s: read its suite: %w", b.ID, err)
+	}
+	r.suite = &s
+	if cfg.Parallel > 0 {
+		b.Parallel = cfg.Parallel
+	}
+	if cfg.MaxCostUSD > 0 {
+		b.MaxCostUSD = cfg.MaxCostUSD
+	}
+	existing, err := cfg.Store.Attempts(ctx, b.ID)
+	if err != nil {
+		return nil, fmt.Errorf("bench %s: %w", b.ID, err)
+	}
+	return existing, nil
+}
+
+// create makes r's bench a new one of the config's suite, the suite's
+// models and repeat unless the config overrides them.
+func (r *runner) create() error {
+	cfg := r.cfg
+	if cfg.Suite == nil {
+		return errors.New("bench: no suite")
+	}
+	r.suite = cfg.Suite
+	suiteJSON, err := json.Marshal(cfg.Suite)
+	if err != nil {
+		return fmt.Errorf("bench: encode suite: %w", err)
+	}
+	models := cfg.Models
+	if len(models) == 0 {
+		models = cfg.Suite.Models
+	}
+	r.bench = &trace.Bench{
+		ID: trace.NewRunID(), Name: cfg.Suite.Name, SuitePath: cfg.Suite.Path,
+		Models:   slices.Clone(models),
+		Repeat:   cmp.Or(cfg.Repeat, cfg.Suite.Repeat, 1),
+		Parallel: max(cfg.Parallel, 1), MaxCostUSD: cfg.MaxCostUSD,
+		Suite: suiteJSON,
+	}
+	return nil
+}
+
+// checkBench refuses a bench without models, with a model given twice, or
+// without tasks, and indexes the tasks by id.
+func (r *runner) checkBench() error {
 	b := r.bench
 	if len(b.Models) == 0 {
-		return nil, errors.New("bench: no models: give --models or models: in the suite")
+		return errors.New("bench: no models: give --models or models: in the suite")
 	}
 	for i, m := range b.Models {
 		if m == "" || slices.Contains(b.Models[:i], m) {
-			return nil, fmt.Errorf("bench: model %q is empty or given twice", m)
+			return fmt.Errorf("bench: model %q is empty or given twice", m)
 		}
 	}
 	if len(r.suite.Tasks) == 0 {
-		return nil, errors.New("bench: the suite has no tasks")
+		return errors.New("bench: the suite has no tasks")
 	}
 	r.tasks = map[string]*Task{}
 	for i := range r.suite.Tasks {
 		r.tasks[r.suite.Tasks[i].ID] = &r.suite.Tasks[i]
 	}
+	return nil
+}
 
+// recordRunning records the bench as running in this lane process: created
+// when new, updated when resumed.
+func (r *runner) recordRunning(ctx context.Context) error {
+	b := r.bench
 	b.Status = trace.StatusRunning
 	b.EndedAt = time.Time{}
 	b.OwnerPID = os.Getpid()
 	b.OwnerStart, _ = proc.StartTime(b.OwnerPID) // 0 skips the start-time check
-	if cfg.Resume == nil {
+	if r.cfg.Resume == nil {
 		b.StartedAt = time.Now()
-		if err := cfg.Store.CreateBench(ctx, b); err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
+		if err := r.cfg.Store.CreateBench(ctx, b); err != nil {
+			return fmt.Errorf("bench: %w", err)
 		}
-	} else if err := cfg.Store.UpdateBench(ctx, b); err != nil {
-		return nil, fmt.Errorf("bench %s: %w", b.ID, err)
+	} else if err := r.cfg.Store.UpdateBench(ctx, b); err != nil {
+		return fmt.Errorf("bench %s: %w", b.ID, err)
 	}
 	r.recorded = true
+	return nil
+}
 
-	// Every attempt the bench should have; a resumed bench has them all
-	// unless it was stopped while they were being saved.
+// attemptsToRun goes through every attempt the bench should have, saving
+// pending those it has not (a resumed bench has them all unless it was
+// stopped while they were being saved) and those a dead lane process left
+// running; it counts those done and returns the others.
+func (r *runner) attemptsToRun(ctx context.Context, existing []trace.Attempt) ([]trace.Attempt, error) {
+	b := r.bench
 	type key struct {
 		task, model string
 		n           int
@@ -247,42 +296,55 @@ func (r *runner) prepare(ctx context.Context) ([]trace.Attempt, error) {
 			for n := 1; n <= b.Repeat; n++ {
 				a, ok := have[key{t.ID, m, n}]
 				if !ok || a.Status == trace.AttemptRunning {
-					if ok && !cfg.Keep {
+					if ok && !r.cfg.Keep {
 						// Cut short when its lane process died: its folder
 						// was left behind.
 						r.removeLeftovers(a)
 					}
 					a = trace.Attempt{BenchID: b.ID, TaskID: t.ID, Model: m, N: n, Status: trace.AttemptPending}
-					if err := cfg.Store.SaveAttempt(ctx, &a); err != nil {
+					if err := r.cfg.Store.SaveAttempt(ctx, &a); err != nil {
 						return nil, fmt.Errorf("bench %s: %w", b.ID, err)
 					}
 				}
-				r.spent += a.CostUSD
-				r.counts.total++
-				switch a.Status {
-				case trace.AttemptPassed:
-					r.counts.done++
-				case trace.AttemptFailed:
-					r.counts.done++
-					r.counts.failed++
-				default: // pending, and skipped when the budget now allows
+				if r.tally(a) {
 					todo = append(todo, a)
 				}
 			}
 		}
 	}
-	// First attempts of every task and model before any repeat, so that a
-	// budget that runs out leaves every model compared on every task.
+	return todo, nil
+}
+
+// tally adds an attempt of the bench as prepare finds it to r's spending
+// and counts, and says whether it is still to run.
+func (r *runner) tally(a trace.Attempt) (toRun bool) {
+	r.spent += a.CostUSD
+	r.counts.total++
+	switch a.Status {
+	case trace.AttemptPassed:
+		r.counts.done++
+	case trace.AttemptFailed:
+		r.counts.done++
+		r.counts.failed++
+	default: // pending, and skipped when the budget now allows
+		return true
+	}
+	return false
+}
+
+// orderForStart puts the first attempts of every task and model before any
+// repeat, so that a budget that runs out leaves every model compared on
+// every task; then the suite's order of tasks, and the bench's of models.
+func (r *runner) orderForStart(todo []trace.Attempt) {
 	taskIdx := map[string]int{}
 	for i, t := range r.suite.Tasks {
 		taskIdx[t.ID] = i
 	}
+	models := r.bench.Models
 	slices.SortStableFunc(todo, func(x, y trace.Attempt) int {
 		return cmp.Or(cmp.Compare(x.N, y.N), cmp.Compare(taskIdx[x.TaskID], taskIdx[y.TaskID]),
-			cmp.Compare(slices.Index(b.Models, x.Model), slices.Index(b.Models, y.Model)))
+			cmp.Compare(slices.Index(models, x.Model), slices.Index(models, y.Model)))
 	})
-	r.counts.spent = r.spent
-	return todo, nil
 }
 
 func (r *runner) stopped() bool {
@@ -367,17 +429,46 @@ func (r *runner) snapshot() counts {
 // execute fills a folder for the attempt, runs the setup, the agent and the
 // check in it, and sets a's outcome.
 func (r *runner) execute(ctx context.Context, task *Task, a *trace.Attempt) {
-	fail := func(kind, output string, exit int) {
-		a.Status, a.FailureKind, a.CheckOutput, a.CheckExitCode = trace.AttemptFailed, kind, output, exit
-	}
 	dir, err := os.MkdirTemp(r.workDir, folderName(a))
 	if err != nil {
-		fail(FailSetup, "make the attempt's folder: "+err.Error(), -1)
+		failAttempt(a, FailSetup, "make the attempt's folder: "+err.Error(), -1)
 		return
 	}
 	if !r.cfg.Keep {
 		defer removeTree(dir)
 	}
+	if exitCode, err := r.setUp(ctx, task, dir); err != nil {
+		failAttempt(a, FailSetup, err.Error(), exitCode)
+		return
+	}
+
+	run, err := r.cfg.Run(ctx, RunSpec{
+		Dir: dir, Prompt: task.Prompt, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID, N: a.N,
+		Timeout: task.Timeout, MaxTurns: task.MaxTurns, MaxCostUSD: task.MaxCostUSD,
+	})
+	if err != nil {
+		failAttempt(a, FailLane, "lane could not run the agent: "+err.Error(), -1)
+		return
+	}
+	a.RunID, a.DurationMS, a.CostUSD = run.ID, run.DurationMS, run.CostUSD
+	a.Usage, a.Turns, a.ToolCalls = run.Usage, run.Turns, run.ToolCalls
+	if run.Status != trace.StatusSucceeded {
+		failAttempt(a, runFailure(run), "", 0)
+		return
+	}
+	runCheck(ctx, task, dir, a)
+}
+
+// failAttempt marks a failed, of kind, with output and exitCode where the
+// check's would go.
+func failAttempt(a *trace.Attempt, kind, output string, exitCode int) {
+	a.Status, a.FailureKind, a.CheckOutput, a.CheckExitCode = trace.AttemptFailed, kind, output, exitCode
+}
+
+// setUp fills dir with the task's fixture or clone and runs its setup
+// commands there. On failure it returns the exit code of the setup
+// command that failed, -1 when none did.
+func (r *runner) setUp(ctx context.Context, task *Task, dir string) (exitCode int, err error) {
 	switch {
 	case task.Fixture != "":
 		src := task.Fixture
@@ -389,31 +480,19 @@ func (r *runner) execute(ctx context.Context, task *Task, a *trace.Attempt) {
 		err = cloneRepo(ctx, task.Git, dir, task.SetupTimeout)
 	}
 	if err != nil {
-		fail(FailSetup, err.Error(), -1)
-		return
+		return -1, err
 	}
 	for _, c := range task.Setup {
 		if res := shell(ctx, dir, task.SetupTimeout, c); !res.ok() {
-			fail(FailSetup, fmt.Sprintf("setup %q: %s", c, describeFailure(res)), res.exitCode)
-			return
+			return res.exitCode, fmt.Errorf("setup %q: %s", c, describeFailure(res))
 		}
 	}
+	return 0, nil
+}
 
-	run, err := r.cfg.Run(ctx, RunSpec{
-		Dir: dir, Prompt: task.Prompt, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID, N: a.N,
-		Timeout: task.Timeout, MaxTurns: task.MaxTurns, MaxCostUSD: task.MaxCostUSD,
-	})
-	if err != nil {
-		fail(FailLane, "lane could not run the agent: "+err.Error(), -1)
-		return
-	}
-	a.RunID, a.DurationMS, a.CostUSD = run.ID, run.DurationMS, run.CostUSD
-	a.Usage, a.Turns, a.ToolCalls = run.Usage, run.Turns, run.ToolCalls
-	if run.Status != trace.StatusSucceeded {
-		fail(runFailure(run), "", 0)
-		return
-	}
-
+// runCheck runs the task's check command and file checks in dir, after the
+// agent's run succeeded, and sets a passed or failed with what they said.
+func runCheck(ctx context.Context, task *Task, dir string, a *trace.Attempt) {
 	var out strings.Builder
 	a.Status = trace.AttemptPassed
 	if task.Check.Command != "" {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"lane/bench/stats"
 	"lane/internal/proc"
 	"lane/store"
 	"lane/trace"
@@ -271,9 +272,9 @@ func TestRunKnownOutcomes(t *testing.T) {
 	if len(r.Models) != 2 || r.Models[0].Model != "good" || r.Models[1].Model != "bad" {
 		t.Fatalf("models %+v", r.Models)
 	}
-	checkStats(t, "good", r.Models[0].Stats, 6, 5, 5.0/6, 0.4365, 0.9699, []PassAtK{{1, 2.5 / 3}, {2, 1}},
+	checkStats(t, "good", r.Models[0].Stats, 6, 5, 5.0/6, 0.4365, 0.9699, []stats.PassAtK{{K: 1, Value: 2.5 / 3}, {K: 2, Value: 1}},
 		1500, 1500, 0.10, 0.12, map[string]int{"max_turns": 1})
-	checkStats(t, "bad", r.Models[1].Stats, 6, 2, 2.0/6, 0.0968, 0.7000, []PassAtK{{1, 1.0 / 3}, {2, 1.0 / 3}},
+	checkStats(t, "bad", r.Models[1].Stats, 6, 2, 2.0/6, 0.0968, 0.7000, []stats.PassAtK{{K: 1, Value: 1.0 / 3}, {K: 2, Value: 1.0 / 3}},
 		150, 150, 0.01, 0.03, map[string]int{"check_failed": 3, "timeout": 1})
 	var order []string
 	for _, ts := range r.Tasks {
@@ -283,7 +284,7 @@ func TestRunKnownOutcomes(t *testing.T) {
 		t.Errorf("task rows %s", got)
 	}
 	flaky := r.Tasks[4].Stats
-	checkStats(t, "flaky/good", flaky, 2, 1, 0.5, 0.0945, 0.9055, []PassAtK{{1, 0.5}, {2, 1}},
+	checkStats(t, "flaky/good", flaky, 2, 1, 0.5, 0.0945, 0.9055, []stats.PassAtK{{K: 1, Value: 0.5}, {K: 2, Value: 1}},
 		1500, 1500, 0.10, 0.20, map[string]int{"max_turns": 1})
 
 	// The progress went to a writer that is no terminal: a line per
@@ -295,7 +296,7 @@ func TestRunKnownOutcomes(t *testing.T) {
 	}
 }
 
-func checkStats(t *testing.T, name string, s Stats, finished, passed int, rate, lo, hi float64, pak []PassAtK,
+func checkStats(t *testing.T, name string, s stats.Stats, finished, passed int, rate, lo, hi float64, pak []stats.PassAtK,
 	median, mean, costPerAttempt, costPerPass float64, failures map[string]int) {
 	t.Helper()
 	near := func(what string, got *float64, want float64) {

@@ -68,13 +68,10 @@ duration, cost, tokens, failures by kind. See README "lane bench".`,
 	return c
 }
 
+// runBench runs (or resumes) a bench and prints its comparison.
 func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
-	parallelSet := opts.ParallelSet
-	if opts.OutputFormat != formatText && opts.OutputFormat != formatJSON {
-		return usageErrorf(fmt.Errorf("unknown --output-format %q (want text or json)", opts.OutputFormat))
-	}
-	if opts.Parallel < 1 || opts.Repeat < 0 || opts.MaxCost < 0 {
-		return usageErrorf(errors.New("--parallel must be at least 1; --repeat and --max-cost must not be negative"))
+	if err := checkBenchFlags(opts); err != nil {
+		return err
 	}
 	cfg, err := config.Load(config.Path(f.Getenv))
 	if err != nil {
@@ -89,65 +86,24 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 		fmt.Fprintln(f.IO.ErrOut, "lane: warning:", err)
 	}
 
-	bc := bench.Config{
-		Models: opts.Models, Repeat: opts.Repeat, Parallel: opts.Parallel, MaxCostUSD: opts.MaxCost,
-		Keep: opts.Keep, Store: st,
+	bc, err := benchConfig(ctx, st, opts)
+	if err != nil {
+		return err
 	}
-	if opts.Resume != "" {
-		if !parallelSet {
-			bc.Parallel = 0 // the bench's own
-		}
-		b, err := st.GetBench(ctx, opts.Resume)
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAmbiguous) {
-			return usageErrorf(err)
-		}
-		if err != nil {
-			return err
-		}
-		bc.Resume = b
-	} else {
-		suite, err := bench.Load(opts.Suite)
-		if err != nil {
-			return usageErrorf(err)
-		}
-		bc.Suite = suite
-	}
-	models := opts.Models
-	if len(models) == 0 && bc.Suite != nil {
-		models = bc.Suite.Models
-	}
-	for _, m := range models {
-		if _, err := cfg.Resolve(m, opts.Run.Runtime, opts.Run.BaseURL, f.Getenv); err != nil {
-			return usageErrorf(fmt.Errorf("model %s: %w", m, err))
-		}
+	if err := resolveBenchModels(f, cfg, opts, bc.Suite); err != nil {
+		return err
 	}
 	if opts.OutputFormat == formatText {
 		bc.Progress = f.IO.ErrOut
 	}
-	quiet := IO{Out: discard{}, ErrOut: f.IO.ErrOut}
-	bc.Run = func(ctx context.Context, spec bench.RunSpec) (*trace.Run, error) {
-		ro := opts.Run
-		ro.Dir, ro.Model, ro.Task = spec.Dir, spec.Model, spec.Prompt
-		ro.MaxTurns, ro.MaxCost, ro.OutputFormat = spec.MaxTurns, spec.MaxCostUSD, formatNone
-		if spec.Timeout > 0 {
-			ro.HardTimeout = spec.Timeout
-		}
-		return executeRun(ctx, f, st, newRunRecorder(st, quiet, formatNone), cfg, &ro, spec.Dir, nil)
-	}
+	bc.Run = attemptRunner(f, st, cfg, opts)
 	b, err := bench.Run(ctx, bc)
 	if b == nil {
 		return err
 	}
-	attempts, aerr := st.Attempts(context.WithoutCancel(ctx), b.ID)
-	if aerr != nil {
-		return aerr
-	}
-	report := bench.Compare(*b, attempts)
-	if opts.OutputFormat == formatJSON {
-		if werr := report.WriteJSON(f.IO.Out); werr != nil {
-			return werr
-		}
-	} else if werr := report.WriteTable(f.IO.Out); werr != nil {
+	// The comparison is printed whatever became of the bench; lane's own
+	// fault, then its cancellation, make the exit code.
+	if werr := printBenchReport(context.WithoutCancel(ctx), f, st, b, opts.OutputFormat); werr != nil {
 		return werr
 	}
 	if err != nil {
@@ -157,6 +113,92 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 		return runner.ErrCancelled
 	}
 	return nil
+}
+
+// checkBenchFlags refuses flags that make no bench, as a usage error.
+func checkBenchFlags(opts *BenchOptions) error {
+	if opts.OutputFormat != formatText && opts.OutputFormat != formatJSON {
+		return usageErrorf(fmt.Errorf("unknown --output-format %q (want text or json)", opts.OutputFormat))
+	}
+	if opts.Parallel < 1 || opts.Repeat < 0 || opts.MaxCost < 0 {
+		return usageErrorf(errors.New("--parallel must be at least 1; --repeat and --max-cost must not be negative"))
+	}
+	return nil
+}
+
+// benchConfig is the bench the flags ask for, without its Run and
+// Progress: the stored bench to resume, or the suite file loaded.
+func benchConfig(ctx context.Context, st *store.Store, opts *BenchOptions) (bench.Config, error) {
+	bc := bench.Config{
+		Models: opts.Models, Repeat: opts.Repeat, Parallel: opts.Parallel, MaxCostUSD: opts.MaxCost,
+		Keep: opts.Keep, Store: st,
+	}
+	if opts.Resume == "" {
+		suite, err := bench.Load(opts.Suite)
+		if err != nil {
+			return bc, usageErrorf(err)
+		}
+		bc.Suite = suite
+		return bc, nil
+	}
+	if !opts.ParallelSet {
+		bc.Parallel = 0 // the bench's own
+	}
+	b, err := st.GetBench(ctx, opts.Resume)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAmbiguous) {
+		return bc, usageErrorf(err)
+	}
+	if err != nil {
+		return bc, err
+	}
+	bc.Resume = b
+	return bc, nil
+}
+
+// resolveBenchModels checks that the config resolves every model of
+// --models, or without it of the suite's (none when resuming), so that a
+// model lane cannot run is a usage error before anything runs.
+func resolveBenchModels(f *Factory, cfg *config.File, opts *BenchOptions, suite *bench.Suite) error {
+	models := opts.Models
+	if len(models) == 0 && suite != nil {
+		models = suite.Models
+	}
+	for _, m := range models {
+		if _, err := cfg.Resolve(m, opts.Run.Runtime, opts.Run.BaseURL, f.Getenv); err != nil {
+			return usageErrorf(fmt.Errorf("model %s: %w", m, err))
+		}
+	}
+	return nil
+}
+
+// attemptRunner runs one attempt's agent as `lane run` would with the
+// bench's runtime flags, recorded in st, printing nothing of it but
+// warnings.
+func attemptRunner(f *Factory, st *store.Store, cfg *config.File, opts *BenchOptions) bench.RunFunc {
+	quiet := IO{Out: discard{}, ErrOut: f.IO.ErrOut}
+	return func(ctx context.Context, spec bench.RunSpec) (*trace.Run, error) {
+		ro := opts.Run
+		ro.Dir, ro.Model, ro.Task = spec.Dir, spec.Model, spec.Prompt
+		ro.MaxTurns, ro.MaxCost, ro.OutputFormat = spec.MaxTurns, spec.MaxCostUSD, formatNone
+		if spec.Timeout > 0 {
+			ro.HardTimeout = spec.Timeout
+		}
+		return executeRun(ctx, f, st, newRunRecorder(st, quiet, formatNone), cfg, &ro, spec.Dir, nil)
+	}
+}
+
+// printBenchReport prints bench b's comparison from its stored attempts,
+// as JSON or as text tables.
+func printBenchReport(ctx context.Context, f *Factory, st *store.Store, b *trace.Bench, format string) error {
+	attempts, err := st.Attempts(ctx, b.ID)
+	if err != nil {
+		return err
+	}
+	report := bench.Compare(*b, attempts)
+	if format == formatJSON {
+		return report.WriteJSON(f.IO.Out)
+	}
+	return report.WriteTable(f.IO.Out)
 }
 
 func newCmdBenchReport(f *Factory) *cobra.Command {

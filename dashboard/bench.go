@@ -1,12 +1,9 @@
 package dashboard
 
 import (
-	"cmp"
-	"encoding/json"
-	"math"
 	"net/http"
-	"slices"
 
+	"lane/bench/stats"
 	"lane/trace"
 )
 
@@ -16,13 +13,11 @@ const (
 	maxBenchLimit     = 500
 )
 
-// wilsonZ is the normal quantile of the 95% intervals the API reports.
-const wilsonZ = 1.96
-
 // ModelStats is one model's results in a bench (API.md, Benches). The
-// figures are those of `lane bench`'s report (package bench, which the
-// dashboard does not import): only finished attempts, passed or failed,
-// count; unfinished and skipped ones are counted apart.
+// figures are those of `lane bench`'s report, computed by the same code
+// (package bench/stats, which brings none of bench's machinery): only
+// finished attempts, passed or failed, count; unfinished and skipped ones
+// are counted apart.
 type ModelStats struct {
 	Model string `json:"model"`
 	// Attempts are the finished attempts; the pass rate and its interval
@@ -84,182 +79,50 @@ type benchSummary struct {
 	CostUSD  float64       `json:"cost_usd"`
 }
 
-// wilson returns the Wilson score interval of passed successes out of n
-// trials, for the normal quantile z.
-func wilson(passed, n int, z float64) (lo, hi float64) {
-	if n <= 0 {
-		return 0, 1
-	}
-	nf := float64(n)
-	p := float64(passed) / nf
-	z2 := z * z
-	den := 1 + z2/nf
-	center := (p + z2/(2*nf)) / den
-	half := z / den * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf))
-	return max(0, center-half), min(1, center+half)
-}
-
-// benchModels returns the bench's models in its order, then those only its
-// attempts name, in the order they first appear.
-func benchModels(b *trace.Bench, attempts []trace.Attempt) []string {
-	var models []string
-	for _, m := range b.Models {
-		if !slices.Contains(models, m) {
-			models = append(models, m)
-		}
-	}
-	for i := range attempts {
-		if m := attempts[i].Model; !slices.Contains(models, m) {
-			models = append(models, m)
-		}
-	}
-	return models
-}
-
 // benchStats computes the statistics of API.md from a bench's attempts:
-// one ModelStats per model, one TaskStats per task in the order the tasks
-// first appear.
+// one ModelStats per model, one TaskStats per task that has attempts. The
+// figures and the order of models and tasks are package stats', as in
+// `lane bench report`; this only puts them under the API's names.
 func benchStats(b *trace.Bench, attempts []trace.Attempt) ([]ModelStats, []TaskStats) {
-	models := benchModels(b, attempts)
-	modelIdx := make(map[string]int, len(models))
-	for i, m := range models {
-		modelIdx[m] = i
+	t := stats.Tabulate(*b, attempts)
+	models := make([]ModelStats, len(t.Models))
+	for m, model := range t.Models {
+		models[m] = modelStats(model, t.ByModel[m])
 	}
-	// Tasks in the suite's order, then those it does not list (or all,
-	// when the suite says nothing) in the order of the attempts.
-	var ids []string
-	seen := map[string]bool{}
-	for i := range attempts {
-		if id := attempts[i].TaskID; !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
+	tasks := make([]TaskStats, len(t.Tasks))
+	for i, id := range t.Tasks {
+		task := TaskStats{TaskID: id, Models: make([]CellStats, len(t.Models))}
+		for m, c := range t.Cells[i] {
+			task.Models[m] = CellStats{Model: t.Models[m], Attempts: c.Stats.Finished, Passed: c.Stats.Passed,
+				RunIDs: runIDs(c.Attempts)}
+			task.Attempts += c.Stats.Finished
+			task.Passed += c.Stats.Passed
 		}
+		tasks[i] = task
 	}
-	suitePos := map[string]int{}
-	for i, id := range suiteTasks(b.Suite) {
-		if _, ok := suitePos[id]; !ok {
-			suitePos[id] = i
-		}
-	}
-	pos := func(id string) int {
-		if p, ok := suitePos[id]; ok {
-			return p
-		}
-		return len(suitePos)
-	}
-	slices.SortStableFunc(ids, func(x, y string) int { return cmp.Compare(pos(x), pos(y)) })
-	taskIdx := make(map[string]int, len(ids))
-	tasks := make([]TaskStats, len(ids))
-	for i, id := range ids {
-		taskIdx[id] = i
-		tasks[i].TaskID = id
-	}
-
-	// By task, model and repeat, so that run ids come in repeat order.
-	sorted := make([]*trace.Attempt, len(attempts))
-	for i := range attempts {
-		sorted[i] = &attempts[i]
-	}
-	slices.SortStableFunc(sorted, func(x, y *trace.Attempt) int {
-		return cmp.Or(cmp.Compare(taskIdx[x.TaskID], taskIdx[y.TaskID]),
-			cmp.Compare(modelIdx[x.Model], modelIdx[y.Model]), cmp.Compare(x.N, y.N))
-	})
-
-	ms := make([]ModelStats, len(models))
-	durations := make([][]int64, len(models))
-	for i, m := range models {
-		ms[i].Model = m
-	}
-	for i := range tasks {
-		tasks[i].Models = make([]CellStats, len(models))
-		for j, m := range models {
-			tasks[i].Models[j] = CellStats{Model: m, RunIDs: []string{}}
-		}
-	}
-	for _, a := range sorted {
-		mi := modelIdx[a.Model]
-		m := &ms[mi]
-		task := &tasks[taskIdx[a.TaskID]]
-		cell := &task.Models[mi]
-		if a.RunID != "" {
-			cell.RunIDs = append(cell.RunIDs, a.RunID)
-		}
-		switch a.Status {
-		case trace.AttemptPassed, trace.AttemptFailed:
-		case trace.AttemptSkipped:
-			m.Skipped++
-			continue
-		default:
-			m.Unfinished++
-			continue
-		}
-		m.Attempts++
-		cell.Attempts++
-		task.Attempts++
-		if a.Status == trace.AttemptPassed {
-			m.Passed++
-			cell.Passed++
-			task.Passed++
-		} else {
-			m.Failed++
-		}
-		m.CostUSD += a.CostUSD
-		m.Usage = m.Usage.Add(a.Usage)
-		if a.RunID != "" {
-			durations[mi] = append(durations[mi], a.DurationMS)
-		}
-	}
-	for i := range ms {
-		m := &ms[i]
-		u := m.Usage
-		m.Tokens = u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheCreationTokens
-		if m.Attempts > 0 {
-			rate := float64(m.Passed) / float64(m.Attempts)
-			lo, hi := wilson(m.Passed, m.Attempts, wilsonZ)
-			m.PassRate, m.WilsonLow, m.WilsonHigh = &rate, &lo, &hi
-		}
-		if m.Passed > 0 {
-			cpp := m.CostUSD / float64(m.Passed)
-			m.CostPerPass = &cpp
-		}
-		if d := durations[i]; len(d) > 0 {
-			med := median(d)
-			m.MedianDurationMS = &med
-		}
-	}
-	return ms, tasks
+	return models, tasks
 }
 
-// suiteTasks returns the task ids of a bench's suite in the suite's order,
-// when the suite is an object with a "tasks" list of objects with an "id";
-// nil otherwise (the page then orders tasks as the store does, by id).
-func suiteTasks(suite json.RawMessage) []string {
-	var s struct {
-		Tasks []struct {
-			ID string `json:"id"`
-		} `json:"tasks"`
+// modelStats is one model's figures under the API's names.
+func modelStats(model string, s stats.Stats) ModelStats {
+	return ModelStats{
+		Model: model, Attempts: s.Finished, Passed: s.Passed, Failed: s.Failed, Unfinished: s.Pending, Skipped: s.Skipped,
+		PassRate: s.PassRate, WilsonLow: s.CILow, WilsonHigh: s.CIHigh,
+		CostUSD: s.CostUSD, CostPerPass: s.CostPerPassUSD, MedianDurationMS: s.MedianDurationMS,
+		Tokens: s.Tokens, Usage: s.Usage,
 	}
-	if len(suite) == 0 || json.Unmarshal(suite, &s) != nil {
-		return nil
-	}
-	var ids []string
-	for _, t := range s.Tasks {
-		if t.ID != "" {
-			ids = append(ids, t.ID)
+}
+
+// runIDs are the runs of the attempts that have one, in their order; never
+// nil, so that the API says [] rather than null.
+func runIDs(attempts []trace.Attempt) []string {
+	ids := []string{}
+	for _, a := range attempts {
+		if a.RunID != "" {
+			ids = append(ids, a.RunID)
 		}
 	}
 	return ids
-}
-
-// median returns the median of d (the mean of the middle two for an even
-// count); it sorts d.
-func median(d []int64) float64 {
-	slices.Sort(d)
-	n := len(d)
-	if n%2 == 1 {
-		return float64(d[n/2])
-	}
-	return (float64(d[n/2-1]) + float64(d[n/2])) / 2
 }
 
 // progress counts attempts by status.

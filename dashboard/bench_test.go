@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"lane/bench"
+	"lane/bench/stats"
 	"lane/store"
 	"lane/trace"
 )
@@ -26,7 +29,7 @@ func TestWilson(t *testing.T) {
 		{50, 100, 0.4038, 0.5962},
 		{0, 0, 0, 1},
 	} {
-		lo, hi := wilson(tc.passed, tc.n, wilsonZ)
+		lo, hi, _ := stats.Wilson(tc.passed, tc.n, stats.Z95)
 		if math.Abs(lo-tc.lo) > 5e-5 || math.Abs(hi-tc.hi) > 5e-5 {
 			t.Errorf("wilson(%d/%d) = [%.4f, %.4f], want [%.4f, %.4f]", tc.passed, tc.n, lo, hi, tc.lo, tc.hi)
 		}
@@ -333,4 +336,168 @@ func fp(p *float64) any {
 		return nil
 	}
 	return *p
+}
+
+// offSuiteAttempts are demoAttempts and attempts of tasks the demo suite
+// does not list: "a0", whose id sorts before every suite task, and "zz";
+// "a0" is also tried by mistral, a model the bench does not list either.
+func offSuiteAttempts() []trace.Attempt {
+	as := demoAttempts()
+	extra := []struct {
+		task, model string
+		n           int
+		status      trace.AttemptStatus
+		cost        float64
+		ms          int64
+	}{
+		{"zz", "sonnet", 1, trace.AttemptPassed, 0.3, 7_001},
+		{"zz", "sonnet", 2, trace.AttemptFailed, 0.1, 2_500},
+		{"zz", "opus", 1, trace.AttemptSkipped, 0, 0},
+		{"a0", "mistral", 1, trace.AttemptFailed, 0.07, 3_333},
+		{"a0", "mistral", 2, trace.AttemptPassed, 0.11, 4_444},
+		{"a0", "opus", 1, trace.AttemptPassed, 0.9, 61_000},
+	}
+	for _, x := range extra {
+		a := att(x.task, x.model, x.n, x.status)
+		a.CostUSD, a.DurationMS = x.cost, x.ms
+		a.Usage = trace.Usage{InputTokens: 10 * x.ms, OutputTokens: x.ms, CacheReadTokens: 7}
+		as = append(as, a)
+	}
+	return as
+}
+
+// TestBenchAPIStatsJSON pins the statistics of GET /api/benches/{id} byte
+// for byte (API.md, Benches): field names, order, values to the last digit.
+func TestBenchAPIStatsJSON(t *testing.T) {
+	e := newEnv(t, envOpt{})
+	b := demoBench("b-0001-demo", time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	recordBench(t, e.other, b, offSuiteAttempts())
+	var got struct {
+		Models []json.RawMessage `json:"models"`
+		Tasks  []json.RawMessage `json:"tasks"`
+	}
+	e.getJSON("/api/benches/"+b.ID, 200, &got)
+	var lines []string
+	for _, m := range got.Models {
+		lines = append(lines, string(m))
+	}
+	for _, ts := range got.Tasks {
+		lines = append(lines, string(ts))
+	}
+	if got, want := strings.Join(lines, "\n"), strings.TrimSpace(pinnedBenchStats); got != want {
+		t.Errorf("models and tasks, one a line:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// pinnedBenchStats is what TestBenchAPIStatsJSON's bench gave at a7bbbb2,
+// when the dashboard still computed them on its own: a change of the
+// computation must leave them as they are.
+const pinnedBenchStats = `
+{"model":"opus","attempts":4,"passed":3,"failed":1,"unfinished":2,"skipped":1,"pass_rate":0.75,"wilson_low":0.3006360524426366,"wilson_high":0.9544139373553637,"cost_usd":2.1,"cost_per_pass":0.7000000000000001,"median_duration_ms":50000,"tokens":671007,"usage":{"input_tokens":610000,"output_tokens":61000,"cache_read_tokens":7,"cache_creation_tokens":0}}
+{"model":"sonnet","attempts":12,"passed":8,"failed":4,"unfinished":1,"skipped":0,"pass_rate":0.6666666666666666,"wilson_low":0.3906175873976138,"wilson_high":0.8618821601026385,"cost_usd":1.4,"cost_per_pass":0.175,"median_duration_ms":5500,"tokens":115635,"usage":{"input_tokens":96010,"output_tokens":9601,"cache_read_tokens":10014,"cache_creation_tokens":10}}
+{"model":"haiku","attempts":0,"passed":0,"failed":0,"unfinished":0,"skipped":2,"pass_rate":null,"wilson_low":null,"wilson_high":null,"cost_usd":0,"cost_per_pass":null,"median_duration_ms":null,"tokens":0,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_tokens":0,"cache_creation_tokens":0}}
+{"model":"mistral","attempts":2,"passed":1,"failed":1,"unfinished":0,"skipped":0,"pass_rate":0.5,"wilson_low":0.09452865480086614,"wilson_high":0.9054713451991339,"cost_usd":0.18,"cost_per_pass":0.18,"median_duration_ms":3888.5,"tokens":85561,"usage":{"input_tokens":77770,"output_tokens":7777,"cache_read_tokens":14,"cache_creation_tokens":0}}
+{"model":"qwen","attempts":1,"passed":1,"failed":0,"unfinished":0,"skipped":0,"pass_rate":1,"wilson_low":0.2065432914738929,"wilson_high":1,"cost_usd":0.02,"cost_per_pass":0.02,"median_duration_ms":12000,"tokens":1200,"usage":{"input_tokens":900,"output_tokens":300,"cache_read_tokens":0,"cache_creation_tokens":0}}
+{"task_id":"t2","attempts":6,"passed":3,"models":[{"model":"opus","attempts":1,"passed":0,"run_ids":["run-opus-t2-1","run-opus-t2-2"]},{"model":"sonnet","attempts":5,"passed":3,"run_ids":["run-sonnet-t2-1","run-sonnet-t2-2","run-sonnet-t2-3","run-sonnet-t2-4","run-sonnet-t2-5"]},{"model":"haiku","attempts":0,"passed":0,"run_ids":[]},{"model":"mistral","attempts":0,"passed":0,"run_ids":[]},{"model":"qwen","attempts":0,"passed":0,"run_ids":[]}]}
+{"task_id":"t1","attempts":8,"passed":7,"models":[{"model":"opus","attempts":2,"passed":2,"run_ids":["run-opus-t1-1","run-opus-t1-2"]},{"model":"sonnet","attempts":5,"passed":4,"run_ids":["run-sonnet-t1-1","run-sonnet-t1-2","run-sonnet-t1-3","run-sonnet-t1-4","run-sonnet-t1-5"]},{"model":"haiku","attempts":0,"passed":0,"run_ids":[]},{"model":"mistral","attempts":0,"passed":0,"run_ids":[]},{"model":"qwen","attempts":1,"passed":1,"run_ids":["run-qwen-t1-1"]}]}
+{"task_id":"t3","attempts":0,"passed":0,"models":[{"model":"opus","attempts":0,"passed":0,"run_ids":[]},{"model":"sonnet","attempts":0,"passed":0,"run_ids":["run-sonnet-t3-1"]},{"model":"haiku","attempts":0,"passed":0,"run_ids":[]},{"model":"mistral","attempts":0,"passed":0,"run_ids":[]},{"model":"qwen","attempts":0,"passed":0,"run_ids":[]}]}
+{"task_id":"a0","attempts":3,"passed":2,"models":[{"model":"opus","attempts":1,"passed":1,"run_ids":["run-opus-a0-1"]},{"model":"sonnet","attempts":0,"passed":0,"run_ids":[]},{"model":"haiku","attempts":0,"passed":0,"run_ids":[]},{"model":"mistral","attempts":2,"passed":1,"run_ids":["run-mistral-a0-1","run-mistral-a0-2"]},{"model":"qwen","attempts":0,"passed":0,"run_ids":[]}]}
+{"task_id":"zz","attempts":2,"passed":1,"models":[{"model":"opus","attempts":0,"passed":0,"run_ids":[]},{"model":"sonnet","attempts":2,"passed":1,"run_ids":["run-sonnet-zz-1","run-sonnet-zz-2"]},{"model":"haiku","attempts":0,"passed":0,"run_ids":[]},{"model":"mistral","attempts":0,"passed":0,"run_ids":[]},{"model":"qwen","attempts":0,"passed":0,"run_ids":[]}]}
+`
+
+// TestBenchAPIAgreesWithReport computes benches both ways over one SQLite
+// file: `lane bench report`'s comparison (bench.Compare over the store's
+// attempts, as cmd does) and GET /api/benches/{id}. They must give the same
+// figures, to the bit; the API lists besides the models without attempts.
+func TestBenchAPIAgreesWithReport(t *testing.T) {
+	e := newEnv(t, envOpt{})
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	recordBench(t, e.other, demoBench("b-0001-demo", t0), offSuiteAttempts())
+	sparse := &trace.Bench{ID: "b-0002-sparse", Name: "sparse", Models: []string{"opus", "sonnet"}, Repeat: 1, Parallel: 1,
+		Status: trace.StatusSucceeded, StartedAt: t0, EndedAt: t0.Add(time.Minute)}
+	passed := att("t1", "sonnet", 1, trace.AttemptPassed)
+	passed.RunID, passed.CostUSD, passed.DurationMS = "run-sparse", 0.25, 1_234
+	recordBench(t, e.other, sparse, []trace.Attempt{passed})
+
+	for _, id := range []string{"b-0001-demo", "b-0002-sparse"} {
+		b, err := e.other.GetBench(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attempts, err := e.other.Attempts(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		report := bench.Compare(*b, attempts)
+		var api benchDetail
+		e.getJSON("/api/benches/"+id, 200, &api)
+		checkModelsAgree(t, id, report.Models, api.Models)
+		checkCellsAgree(t, id, report.Tasks, api.Tasks)
+	}
+}
+
+// checkModelsAgree compares the report's models with the API's, in order.
+func checkModelsAgree(t *testing.T, id string, report []bench.ModelStats, api []ModelStats) {
+	t.Helper()
+	var inReport, inAPI []string
+	for _, m := range report {
+		inReport = append(inReport, m.Model)
+	}
+	byModel := map[string]ModelStats{}
+	for _, m := range api {
+		byModel[m.Model] = m
+		if m.Attempts+m.Unfinished+m.Skipped > 0 {
+			inAPI = append(inAPI, m.Model)
+		}
+	}
+	if !slices.Equal(inReport, inAPI) {
+		t.Errorf("%s: report's models %v, the API's with attempts %v", id, inReport, inAPI)
+	}
+	for _, r := range report {
+		a := byModel[r.Model]
+		counts := [5]int{r.Finished, r.Passed, r.Failed, r.Pending, r.Skipped}
+		if want := [5]int{a.Attempts, a.Passed, a.Failed, a.Unfinished, a.Skipped}; counts != want {
+			t.Errorf("%s %s: report counts %v, API %v", id, r.Model, counts, want)
+		}
+		for _, f := range []struct {
+			what        string
+			report, api *float64
+		}{
+			{"pass rate", r.PassRate, a.PassRate},
+			{"interval low", r.CILow, a.WilsonLow},
+			{"interval high", r.CIHigh, a.WilsonHigh},
+			{"median duration", r.MedianDurationMS, a.MedianDurationMS},
+			{"cost", &r.CostUSD, &a.CostUSD},
+			{"cost per pass", r.CostPerPassUSD, a.CostPerPass},
+		} {
+			if fp(f.report) != fp(f.api) {
+				t.Errorf("%s %s %s: report %v, API %v", id, r.Model, f.what, fp(f.report), fp(f.api))
+			}
+		}
+		if r.Tokens != a.Tokens || r.Usage != a.Usage {
+			t.Errorf("%s %s: report tokens %d %+v, API %d %+v", id, r.Model, r.Tokens, r.Usage, a.Tokens, a.Usage)
+		}
+	}
+}
+
+// checkCellsAgree compares the report's task × model rows with the API's
+// cells with finished attempts, in order.
+func checkCellsAgree(t *testing.T, id string, report []bench.TaskStats, api []TaskStats) {
+	t.Helper()
+	var inReport, inAPI []string
+	for _, r := range report {
+		if r.Finished > 0 {
+			inReport = append(inReport, fmt.Sprintf("%s/%s %d/%d", r.Task, r.Model, r.Passed, r.Finished))
+		}
+	}
+	for _, task := range api {
+		for _, c := range task.Models {
+			if c.Attempts > 0 {
+				inAPI = append(inAPI, fmt.Sprintf("%s/%s %d/%d", task.TaskID, c.Model, c.Passed, c.Attempts))
+			}
+		}
+	}
+	if !slices.Equal(inReport, inAPI) {
+		t.Errorf("%s: report's rows %v, the API's cells %v", id, inReport, inAPI)
+	}
 }

@@ -1,38 +1,25 @@
-package bench
+// Package stats computes the figures of a bench from its attempts: pass
+// rates and their Wilson intervals, pass@k, durations, costs and tokens,
+// per model and per task × model.
+//
+// `lane bench report` (package bench) and the dashboard's bench API both
+// show these figures; they compute them here, once, so that the two cannot
+// disagree. The package imports only trace and the standard library: the
+// dashboard uses it without taking in bench's processes, folders and checks.
+package stats
 
 import (
 	"cmp"
 	"encoding/json"
+	"maps"
 	"math"
 	"slices"
 
 	"lane/trace"
 )
 
-// z95 is the normal quantile of a two-sided 95% interval.
-const z95 = 1.96
-
-// Report compares the models of a bench: per model over all tasks, and per
-// task and model.
-type Report struct {
-	Bench   trace.Bench  `json:"bench"`
-	CostUSD float64      `json:"cost_usd"` // every attempt's cost, finished or not
-	Models  []ModelStats `json:"models"`
-	Tasks   []TaskStats  `json:"tasks"` // per task × model, in the suite's order
-}
-
-// ModelStats are one model's figures over every task.
-type ModelStats struct {
-	Model string `json:"model"`
-	Stats
-}
-
-// TaskStats are one model's figures on one task.
-type TaskStats struct {
-	Task  string `json:"task"`
-	Model string `json:"model"`
-	Stats
-}
+// Z95 is the normal quantile of a two-sided 95% interval.
+const Z95 = 1.96
 
 // PassAtK is the chance that at least one of k attempts passes, estimated
 // without bias from n attempts of which c passed: 1 - C(n-c,k)/C(n,k). Over
@@ -78,14 +65,83 @@ type Stats struct {
 	Failures map[string]int `json:"failures,omitempty"` // failed attempts by failure kind
 }
 
+// Table is a bench's attempts and their figures by task and model.
+type Table struct {
+	// Models are the bench's models in its order, then any other model
+	// the attempts name, in the order they first appear.
+	Models []string
+	// Tasks are the tasks that have attempts: in the order of the bench's
+	// suite, then those it does not list, by id.
+	Tasks []string
+	// ByModel[m] is Models[m] over every task; its pass@k is the mean over
+	// the tasks.
+	ByModel []Stats
+	// Cells[t][m] is Tasks[t] with Models[m]; every task has a cell for
+	// every model, empty when the model did not try the task.
+	Cells [][]Cell
+	// CostUSD is every attempt's cost, finished or not.
+	CostUSD float64
+}
+
+// Cell is one model on one task.
+type Cell struct {
+	Attempts []trace.Attempt // by repeat number
+	Stats    Stats
+}
+
+// Tabulate computes the figures of bench b from its attempts, which it
+// leaves as they are.
+func Tabulate(b trace.Bench, attempts []trace.Attempt) Table {
+	t := Table{Models: models(b, attempts), Tasks: tasks(b, attempts)}
+	modelIdx, taskIdx := indexes(t.Models), indexes(t.Tasks)
+	t.Cells = make([][]Cell, len(t.Tasks))
+	for i := range t.Cells {
+		t.Cells[i] = make([]Cell, len(t.Models))
+	}
+	for _, a := range attempts {
+		t.CostUSD += a.CostUSD
+		c := &t.Cells[taskIdx[a.TaskID]][modelIdx[a.Model]]
+		c.Attempts = append(c.Attempts, a)
+	}
+	ks := Ks(b.Repeat)
+	t.ByModel = make([]Stats, len(t.Models))
+	for m := range t.Models {
+		// The model's attempts task by task, so that its sums add up in
+		// the same order whoever asks.
+		var all []trace.Attempt
+		perTask := make([]Stats, len(t.Tasks))
+		for i := range t.Tasks {
+			c := &t.Cells[i][m]
+			slices.SortStableFunc(c.Attempts, func(x, y trace.Attempt) int { return cmp.Compare(x.N, y.N) })
+			c.Stats = summarize(c.Attempts)
+			c.Stats.PassAtK = passAtKs(ks, []Stats{c.Stats})
+			perTask[i] = c.Stats
+			all = append(all, c.Attempts...)
+		}
+		t.ByModel[m] = summarize(all)
+		t.ByModel[m].PassAtK = passAtKs(ks, perTask)
+	}
+	return t
+}
+
+// Ks are the k of the pass@k figures of a bench that tries every task
+// repeat times with every model: 1 and repeat, none when repeat is 1.
+func Ks(repeat int) []int {
+	if repeat > 1 {
+		return []int{1, repeat}
+	}
+	return nil
+}
+
 // Wilson returns the Wilson score interval of passed successes in n trials
-// at normal quantile z; ok is false when n is 0.
+// at normal quantile z; ok is false when n is 0, and the interval then the
+// whole of [0, 1]: nothing is known of the rate.
 //
 //	center = (p + z²/2n) / (1 + z²/n)
 //	half   = z / (1 + z²/n) · √(p(1−p)/n + z²/4n²)
 func Wilson(passed, n int, z float64) (low, high float64, ok bool) {
 	if n <= 0 {
-		return 0, 0, false
+		return 0, 1, false
 	}
 	nf := float64(n)
 	p := float64(passed) / nf
@@ -116,71 +172,71 @@ func PassAt(n, c, k int) (float64, bool) {
 	return 1 - prod, true
 }
 
-// Compare computes the report of bench b from its attempts.
-func Compare(b trace.Bench, attempts []trace.Attempt) Report {
-	r := Report{Bench: b}
-	var suite struct {
+// models returns the bench's models in its order, then those only its
+// attempts name, in the order they first appear.
+func models(b trace.Bench, attempts []trace.Attempt) []string {
+	var ms []string
+	seen := map[string]bool{}
+	add := func(m string) {
+		if !seen[m] {
+			seen[m] = true
+			ms = append(ms, m)
+		}
+	}
+	for _, m := range b.Models {
+		add(m)
+	}
+	for _, a := range attempts {
+		add(a.Model)
+	}
+	return ms
+}
+
+// tasks returns the ids of the tasks that have attempts: those the bench's
+// suite lists, in its order, then the others by id.
+func tasks(b trace.Bench, attempts []trace.Attempt) []string {
+	others := map[string]bool{}
+	for _, a := range attempts {
+		others[a.TaskID] = true
+	}
+	var ids []string
+	for _, id := range suiteTasks(b.Suite) {
+		if others[id] {
+			delete(others, id)
+			ids = append(ids, id)
+		}
+	}
+	return append(ids, slices.Sorted(maps.Keys(others))...)
+}
+
+// suiteTasks returns the task ids of a bench's suite in the suite's order,
+// when the suite is an object with a "tasks" list of objects with an "id";
+// nil otherwise.
+func suiteTasks(suite json.RawMessage) []string {
+	var s struct {
 		Tasks []struct {
 			ID string `json:"id"`
 		} `json:"tasks"`
 	}
-	_ = json.Unmarshal(b.Suite, &suite) // without it, tasks are in id order
+	if len(suite) == 0 || json.Unmarshal(suite, &s) != nil {
+		return nil
+	}
+	var ids []string
+	for _, t := range s.Tasks {
+		if t.ID != "" {
+			ids = append(ids, t.ID)
+		}
+	}
+	return ids
+}
 
-	models := slices.Clone(b.Models)
-	var tasks []string
-	for _, t := range suite.Tasks {
-		tasks = append(tasks, t.ID)
+// indexes maps each of names to its index.
+func indexes(names []string) map[string]int {
+	idx := make(map[string]int, len(names))
+	for i, n := range names {
+		idx[n] = i
 	}
-	var extraTasks []string
-	for _, a := range attempts {
-		r.CostUSD += a.CostUSD
-		if !slices.Contains(models, a.Model) {
-			models = append(models, a.Model)
-		}
-		if !slices.Contains(tasks, a.TaskID) && !slices.Contains(extraTasks, a.TaskID) {
-			extraTasks = append(extraTasks, a.TaskID)
-		}
-	}
-	slices.Sort(extraTasks)
-	tasks = append(tasks, extraTasks...)
-
-	var ks []int
-	if b.Repeat > 1 {
-		ks = []int{1, b.Repeat}
-	}
-	for _, m := range models {
-		var all []trace.Attempt
-		var perTask []Stats
-		for _, t := range tasks {
-			var these []trace.Attempt
-			for _, a := range attempts {
-				if a.Model == m && a.TaskID == t {
-					these = append(these, a)
-				}
-			}
-			if len(these) == 0 {
-				continue
-			}
-			all = append(all, these...)
-			s := stats(these)
-			s.PassAtK = passAtKs(ks, []Stats{s})
-			perTask = append(perTask, s)
-			r.Tasks = append(r.Tasks, TaskStats{Task: t, Model: m, Stats: s})
-		}
-		if len(all) == 0 {
-			continue
-		}
-		s := stats(all)
-		s.PassAtK = passAtKs(ks, perTask)
-		r.Models = append(r.Models, ModelStats{Model: m, Stats: s})
-	}
-	// Per task, then model, as the suite and the bench list them.
-	taskIdx := func(id string) int { return slices.Index(tasks, id) }
-	slices.SortStableFunc(r.Tasks, func(x, y TaskStats) int {
-		return cmp.Or(cmp.Compare(taskIdx(x.Task), taskIdx(y.Task)),
-			cmp.Compare(slices.Index(models, x.Model), slices.Index(models, y.Model)))
-	})
-	return r
+	return idx
 }
 
 // passAtKs is pass@k for each k, the mean over the tasks with at least k
@@ -202,7 +258,9 @@ func passAtKs(ks []int, tasks []Stats) []PassAtK {
 	return out
 }
 
-func stats(attempts []trace.Attempt) Stats {
+// summarize computes the figures of a set of attempts, all but pass@k,
+// which needs to know the tasks.
+func summarize(attempts []trace.Attempt) Stats {
 	var s Stats
 	var durations []float64
 	for _, a := range attempts {
@@ -233,11 +291,18 @@ func stats(attempts []trace.Attempt) Stats {
 			durations = append(durations, float64(a.DurationMS))
 		}
 	}
+	s.derive(durations)
+	return s
+}
+
+// derive sets the rates, means and medians of s from its counts and sums
+// and from the durations of its runs.
+func (s *Stats) derive(durations []float64) {
 	u := s.Usage
 	s.Tokens = u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheCreationTokens
 	if s.Finished > 0 {
 		s.PassRate = ptr(float64(s.Passed) / float64(s.Finished))
-		lo, hi, _ := Wilson(s.Passed, s.Finished, z95)
+		lo, hi, _ := Wilson(s.Passed, s.Finished, Z95)
 		s.CILow, s.CIHigh = ptr(lo), ptr(hi)
 	}
 	if s.Runs > 0 {
@@ -251,9 +316,10 @@ func stats(attempts []trace.Attempt) Stats {
 	if s.Passed > 0 {
 		s.CostPerPassUSD = ptr(s.CostUSD / float64(s.Passed))
 	}
-	return s
 }
 
+// median returns the median of xs (the mean of the middle two for an even
+// count), which it leaves as they are.
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)

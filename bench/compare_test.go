@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"flag"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,68 +13,6 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-func TestWilson(t *testing.T) {
-	tests := []struct {
-		passed, n int
-		lo, hi    float64
-	}{
-		{7, 10, 0.3968, 0.8922},
-		{0, 10, 0, 0.2775},
-		{10, 10, 0.7225, 1},
-		{5, 6, 0.4365, 0.9699},
-		{2, 6, 0.0968, 0.7000},
-		{1, 2, 0.0945, 0.9055},
-		{1, 1, 0.2065, 1},
-		{0, 1, 0, 0.7935},
-		{50, 100, 0.4038, 0.5962},
-	}
-	for _, tt := range tests {
-		lo, hi, ok := Wilson(tt.passed, tt.n, z95)
-		if !ok || math.Abs(lo-tt.lo) > 5e-5 || math.Abs(hi-tt.hi) > 5e-5 {
-			t.Errorf("Wilson(%d/%d) = [%.4f, %.4f] %v, want [%.4f, %.4f]", tt.passed, tt.n, lo, hi, ok, tt.lo, tt.hi)
-		}
-	}
-	if _, _, ok := Wilson(0, 0, z95); ok {
-		t.Error("Wilson(0/0) is defined")
-	}
-}
-
-func TestPassAt(t *testing.T) {
-	tests := []struct {
-		n, c, k int
-		want    float64
-		ok      bool
-	}{
-		{10, 3, 1, 0.3, true},
-		{10, 3, 5, 0.9166666666666666, true}, // 1 - C(7,5)/C(10,5) = 1 - 21/252
-		{4, 2, 2, 0.8333333333333334, true},  // 1 - C(2,2)/C(4,2) = 1 - 1/6
-		{3, 1, 2, 0.6666666666666667, true},  // 1 - C(2,2)/C(3,2)
-		{20, 7, 10, 0.9984520123839009, true},
-		{5, 0, 3, 0, true},
-		{5, 5, 3, 1, true},
-		{3, 2, 2, 1, true}, // fewer failures than k: every k-subset has a pass
-		{1, 1, 2, 0, false},
-		{3, 1, 0, 0, false},
-	}
-	for _, tt := range tests {
-		got, ok := PassAt(tt.n, tt.c, tt.k)
-		if ok != tt.ok || math.Abs(got-tt.want) > 1e-12 {
-			t.Errorf("PassAt(n=%d, c=%d, k=%d) = %v, %v; want %v, %v", tt.n, tt.c, tt.k, got, ok, tt.want, tt.ok)
-		}
-	}
-}
-
-func TestMedian(t *testing.T) {
-	for _, tt := range []struct {
-		xs   []float64
-		want float64
-	}{{[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
-		if got := median(tt.xs); got != tt.want {
-			t.Errorf("median(%v) = %v, want %v", tt.xs, got, tt.want)
-		}
-	}
-}
 
 // reportBench is a finished bench with attempts of every kind: 2 tasks × 3
 // models × 3 repeats, one model cut short by the budget, a setup failure,
