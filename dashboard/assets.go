@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
 	pathpkg "path"
 	"regexp"
@@ -70,7 +71,8 @@ func loadAssets(web fs.FS, csrf string) ([]byte, map[string]asset, error) {
 		return nil, nil, fmt.Errorf("read assets: %w", err)
 	}
 	assets := map[string]asset{}
-	for name := range files {
+	// In name order, so that an error names the same module every time.
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		if _, err := sumAsset(name, files, assets, nil); err != nil {
 			return nil, nil, err
 		}
