@@ -119,6 +119,15 @@ func TestKillReapsWhatASubreaperAdopted(t *testing.T) {
 	noneLeft(t, tok)
 }
 
+func TestReapOrphans(t *testing.T) {
+	cmd := exec.Command(os.Args[0], token())
+	cmd.Env = append(os.Environ(), "LANE_PROC_HELPER=orphans")
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "2 0" {
+		t.Errorf("zombies before and after: %q (%v), want \"2 0\"", out, err)
+	}
+}
+
 func TestStopInterruptsThenKills(t *testing.T) {
 	tests := []struct {
 		name   string

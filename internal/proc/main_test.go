@@ -117,6 +117,28 @@ func helper(name string, args []string) int {
 		child.Wait()
 		fmt.Println(len(left), len(zombieChildren()))
 		return 0
+	case "orphans":
+		// A child subreaper adopts an orphan that exits: ReapOrphans
+		// collects it, and leaves the child os/exec waits for.
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			return 9
+		}
+		// Started, not waited for, so that it is a zombie too.
+		c := exec.Command("sh", "-c", "(true &); exit 3")
+		if err := c.Start(); err != nil {
+			return 9
+		}
+		for deadline := time.Now().Add(5 * time.Second); len(zombieChildren()) < 2 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		before := len(zombieChildren())
+		ReapOrphans(c.Process.Pid)
+		var ee *exec.ExitError
+		if err := c.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			fmt.Println("the kept child:", err)
+		}
+		fmt.Println(before, len(zombieChildren()))
+		return 0
 	default:
 		return 99
 	}
