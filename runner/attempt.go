@@ -69,7 +69,7 @@ func runAttempt(ctx context.Context, a *attempt, rec Recorder) (*trace.Run, erro
 		}
 		return cause
 	}
-	ex, err := supervise(ctx, a.inv, a.watchdogs, a.newSource, emit, a.hooks)
+	ex, err := supervise(ctx, supervision{inv: a.inv, watchdogs: a.watchdogs, shim: shimExe, newSource: a.newSource, emit: emit, settled: a.hooks.settled, work: a.hooks.work})
 	if err != nil {
 		run.Status, run.ErrorKind = trace.StatusFailed, trace.ErrorCrash
 		run.ErrorMessage = err.Error()

@@ -39,13 +39,14 @@ func UseShim(exe string) { shimExe = exe }
 // IsShim reports whether this process was started as a runtime's shim.
 func IsShim() bool { return os.Getenv(shimEnv) != "" }
 
-// shimmed wraps inv to run under the shim, or returns it as it is.
-func shimmed(inv Invocation, grace time.Duration) Invocation {
-	if shimExe == "" {
+// shimmed wraps inv to run under the shim binary shim, or returns it as it
+// is when shim is "".
+func shimmed(inv Invocation, shim string, grace time.Duration) Invocation {
+	if shim == "" {
 		return inv
 	}
 	out := inv
-	out.Path = shimExe
+	out.Path = shim
 	out.Args = append([]string{"--", inv.Path}, inv.Args...)
 	out.Env = append(append([]string{}, inv.Env...), shimEnv+"=1", shimGraceEnv+"="+grace.String())
 	return out
