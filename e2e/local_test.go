@@ -422,3 +422,21 @@ func TestLocalRetriesRunASecondLinkedAttempt(t *testing.T) {
 		t.Errorf("%d requests; the last holds the task %d times: %+v", len(reqs), tasks, last.Messages)
 	}
 }
+
+func TestLocalEndpointThatOnlyRetriesMeetsTheIdleTimeout(t *testing.T) {
+	// Each retry notice comes well within the idle timeout, but a model
+	// API that only ever says "overloaded, retry" makes no progress.
+	e := newLocalEnv(t)
+	e.model.SetResponder(func(openaitest.Request) (openaitest.Turn, bool) {
+		return openaitest.Status(529, "").WithHeader("Retry-After-Ms", "500"), true
+	})
+	r := e.run("--model", localModel, "--idle-timeout", "1200ms", "-o", "json", "say something")
+	wantExit(t, r, 3)
+	run := lastRun(t, r)
+	if run.Status != trace.StatusTimedOut || !strings.Contains(run.ErrorMessage, "idle") {
+		t.Errorf("status %s: %s, want an idle timeout", run.Status, run.ErrorMessage)
+	}
+	if n := countKind(e.events(run.ID), trace.KindRetry); n == 0 {
+		t.Error("no retry notice recorded")
+	}
+}

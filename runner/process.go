@@ -73,7 +73,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 			Capability:  p.capability(o),
 		},
 		execute: func(ctx context.Context, emit func(trace.Event) error) (Exit, error) {
-			return superviseNew(ctx, supervision{
+			return supervise(ctx, supervision{
 				inv: inv, watchdogs: o.Watchdogs, shim: o.Shim, newSource: p.newSource, emit: emit,
 				settled: func() bool { return finished },
 				work:    stepWork(p.stepTurns),

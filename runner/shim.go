@@ -3,13 +3,11 @@ package runner
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"lane/internal/proc"
 )
@@ -21,32 +19,26 @@ import (
 // child subreaper, so every process the runtime starts stays its
 // descendant even when orphaned; when lane dies, the kernel tells the shim
 // (a parent-death signal), and the shim interrupts the runtime, gives it a
-// grace period, then kills everything left below it. While lane lives the
-// shim only passes lane's interrupt on and exits as the runtime did.
+// grace period, then kills everything left below it (proc's Stop). While
+// lane lives the shim only passes lane's interrupt on and exits as the
+// runtime did.
 
 const (
 	shimEnv      = "LANE_RUNTIME_SHIM"       // set: this process is the shim
 	shimGraceEnv = "LANE_RUNTIME_SHIM_GRACE" // the grace after lane's death
 )
 
-// shimExe is the binary that serves as the shim; "" starts runtimes
-// directly (see UseShim).
-var shimExe string
-
-// UseShim makes supervise start every runtime under a shim run from exe,
-// a binary whose main calls ShimMain when IsShim says so (lane's own).
-func UseShim(exe string) { shimExe = exe }
-
 // IsShim reports whether this process was started as a runtime's shim.
 func IsShim() bool { return os.Getenv(shimEnv) != "" }
 
-// shimmed wraps inv to run under the shim, or returns it as it is.
-func shimmed(inv Invocation, grace time.Duration) Invocation {
-	if shimExe == "" {
+// shimmed wraps inv to run under the shim binary shim, or returns it as it
+// is when shim is "".
+func shimmed(inv Invocation, shim string, grace time.Duration) Invocation {
+	if shim == "" {
 		return inv
 	}
 	out := inv
-	out.Path = shimExe
+	out.Path = shim
 	out.Args = append([]string{"--", inv.Path}, inv.Args...)
 	out.Env = append(append([]string{}, inv.Env...), shimEnv+"=1", shimGraceEnv+"="+grace.String())
 	return out
@@ -56,8 +48,6 @@ func shimmed(inv Invocation, grace time.Duration) Invocation {
 // returns the exit code to exit with, or kills itself with the signal the
 // runtime died of, so that lane sees the runtime's own end.
 func ShimMain() int {
-	// The runtime's parent-death signal follows the thread that started it.
-	runtime.LockOSThread()
 	if len(os.Args) < 3 || os.Args[1] != "--" {
 		fmt.Fprintln(os.Stderr, "lane shim: usage: -- RUNTIME [ARGS...]")
 		return 2
@@ -72,73 +62,64 @@ func ShimMain() int {
 			env = append(env, kv)
 		}
 	}
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		fmt.Fprintln(os.Stderr, "lane shim: warning: set child subreaper:", err)
+	if err := BecomeSubreaper(); err != nil {
+		fmt.Fprintln(os.Stderr, "lane shim: warning:", err)
 	}
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGCHLD)
 
-	rt, err := os.StartProcess(os.Args[2], os.Args[2:], &os.ProcAttr{
-		Env:   env,
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
-		// Should the shim itself be killed, its runtime goes too.
-		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
-	})
+	cmd := &exec.Cmd{Path: os.Args[2], Args: os.Args[2:], Env: env, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	// In the shim's group, which lane made; should the shim itself be
+	// killed, the kernel kills its runtime (a death signal that must be
+	// SIGKILL: nothing is left to interrupt it kindly).
+	rt, err := proc.Start(cmd, proc.Options{Group: proc.SameGroup, DeathSignal: syscall.SIGKILL})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lane shim: start runtime:", err)
 		return 127
 	}
+	shimWait(rt, sigs, grace)
+	proc.ReapOrphans(rt.PID)
+	if cmd.ProcessState == nil {
+		return 1
+	}
+	return exitAs(cmd.ProcessState.Sys().(syscall.WaitStatus))
+}
 
-	// Reap every child: the runtime, and the orphans the shim adopts.
-	ended := make(chan syscall.WaitStatus, 1)
-	go func() {
-		for {
-			var ws syscall.WaitStatus
-			pid, err := syscall.Wait4(-1, &ws, 0, nil)
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil {
-				return // no children left
-			}
-			if pid == rt.Pid {
-				ended <- ws
-			}
-		}
-	}()
-
-	var (
-		orphaned bool // lane is gone
-		killAt   <-chan time.Time
-	)
+// shimWait passes lane's signals on to the runtime until it ends, and
+// reaps the orphans the shim adopts meanwhile. When lane dies (the shim's
+// parent-death signal, SIGTERM) or hangs up, it stops the runtime and
+// everything below the shim, and returns once that is done.
+func shimWait(rt *proc.Child, sigs <-chan os.Signal, grace time.Duration) {
+	var stopped chan struct{} // closed once the stop after lane's death is done
 	for {
 		select {
-		case ws := <-ended:
-			if orphaned {
-				killDescendants(os.Getpid())
+		case <-rt.Done():
+			if stopped != nil {
+				<-stopped
 			}
-			return exitAs(ws)
+			return
 		case s := <-sigs:
-			switch {
-			case s == syscall.SIGTERM || s == syscall.SIGHUP:
-				// lane's death (the parent-death signal) or a hang-up: lane
-				// itself only ever interrupts or kills.
-				if !orphaned {
-					orphaned = true
-					_ = rt.Signal(syscall.SIGINT)
-					killAt = time.After(grace)
+			switch s {
+			case syscall.SIGCHLD:
+				proc.ReapOrphans(rt.PID)
+			case syscall.SIGTERM, syscall.SIGHUP:
+				// lane itself only ever interrupts or kills.
+				if stopped == nil {
+					stopped = make(chan struct{})
+					go func() {
+						defer close(stopped)
+						rt.Stop(grace, proc.Targets{Root: rt.Process, Below: os.Getpid()})
+					}()
 				}
 			default:
 				_ = rt.Signal(s)
 			}
-		case <-killAt:
-			killAt = nil
-			killDescendants(os.Getpid())
 		}
 	}
 }
 
-// exitAs ends the shim as the runtime ended.
+// exitAs ends the shim as the runtime ended: with its exit status, or
+// killed by the signal it died of (SIGKILL too: lane must see that).
 func exitAs(ws syscall.WaitStatus) int {
 	if ws.Signaled() {
 		sig := ws.Signal()
@@ -148,27 +129,4 @@ func exitAs(ws syscall.WaitStatus) int {
 		return 128 + int(sig)
 	}
 	return ws.ExitStatus()
-}
-
-// killDescendants kills every process below root, and the process groups
-// they lead, but not root's own group.
-func killDescendants(root int) {
-	own := syscall.Getpgrp()
-	for round := 0; round < 20; round++ {
-		procs, err := proc.Snapshot()
-		if err != nil {
-			return
-		}
-		left := proc.Descendants(procs, root)
-		if len(left) == 0 {
-			return
-		}
-		for _, p := range left {
-			if p.PGID > 1 && p.PGID != own {
-				_ = syscall.Kill(-p.PGID, syscall.SIGKILL)
-			}
-			_ = syscall.Kill(p.PID, syscall.SIGKILL)
-		}
-		time.Sleep(10 * time.Millisecond) // SIGKILL delivery is asynchronous
-	}
 }

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -75,50 +74,78 @@ const (
 	pipeDrainAfterEnd = 2 * time.Second
 )
 
-// watchHooks tell supervise what it cannot know from the events alone.
-type watchHooks struct {
+// supervision is one runtime process for supervise to run and watch.
+type supervision struct {
+	inv       Invocation
+	watchdogs Watchdogs
+	shim      string // the binary to start the runtime under (lane's own; see shim.go); "" starts it directly
+	newSource func(io.Reader) EventSource
+	emit      func(trace.Event) error // a non-nil result stops the run with that cause
 	// settled, when not nil, tells whether the runtime has given its final
-	// word so far; it is asked at the moment lane decides to stop the runtime.
+	// word so far; it is asked at the moment lane decides to stop the
+	// runtime.
 	settled func() bool
 	// work, when not nil, says whether an event opens or closes work in
-	// flight other than a tool call (opencode's steps, which hide the tools
-	// running inside them): while any is open the idle watchdog waits. A
-	// close with an empty key closes them all.
+	// flight other than a tool call (see newWatch).
 	work func(ev trace.Event) (key string, opens, closes bool)
 }
 
-// supervise runs inv, turns its stdout into events with newSource, and
-// hands each event to emit in order. emit may ask for the run to stop by
-// returning a non-nil cause. supervise returns once the process has exited
+// supervise runs s.inv, turns its stdout into events with s.newSource, and
+// hands each event to s.emit in order, stopping the runtime when a
+// watchdog fires, emit asks for it or ctx ends. It returns once the
+// process has exited, everything it started is gone when lane stopped it,
 // and its output is drained; it never leaves a goroutine behind.
-func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func(io.Reader) EventSource, emit func(trace.Event) error, hooks watchHooks) (Exit, error) {
-	if wd.Grace <= 0 {
-		wd.Grace = defaultGrace
+func supervise(ctx context.Context, s supervision) (Exit, error) {
+	if s.watchdogs.Grace <= 0 {
+		s.watchdogs.Grace = defaultGrace
+	}
+	rt, err := startRuntime(s.inv, s.shim, s.watchdogs.Grace)
+	if err != nil {
+		return Exit{}, err
+	}
+	sv := &supervisor{
+		s:      s,
+		rt:     rt,
+		out:    readOutput(rt, s.newSource),
+		watch:  newWatch(s.watchdogs, time.Now(), s.work),
+		timer:  time.NewTimer(time.Hour),
+		exited: rt.child.Done(),
+	}
+	return sv.run(ctx), nil
+}
+
+// running is a started runtime: its process and its output pipes.
+type running struct {
+	child          *proc.Child
+	cmd            *exec.Cmd
+	stdout, stderr *os.File // the read ends
+}
+
+// startRuntime starts inv (under shim unless it is "") in a process group
+// of its own, its output on pipes.
+func startRuntime(inv Invocation, shim string, grace time.Duration) (*running, error) {
+	// A runtime that cannot start is lane's to report, not the shim's.
+	if _, err := exec.LookPath(inv.Path); err != nil {
+		return nil, fmt.Errorf("start %s: %w", inv.Path, err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return Exit{}, fmt.Errorf("stdout pipe: %w", err)
+		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		return Exit{}, fmt.Errorf("stderr pipe: %w", err)
+		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-
-	// A runtime that cannot start is lane's to report, not the shim's.
-	if _, err := exec.LookPath(inv.Path); err != nil {
-		outR.Close()
-		outW.Close()
-		errR.Close()
-		errW.Close()
-		return Exit{}, fmt.Errorf("start %s: %w", inv.Path, err)
-	}
+	// If lane dies, the runtime (or its shim) is told rather than left
+	// running unsupervised.
 	deathSignal := syscall.SIGINT // lets Claude Code stop its own tools first
-	if shimExe != "" {
+	if shim != "" {
 		deathSignal = syscall.SIGTERM // the shim's cue that lane is gone
 	}
-	inv = shimmed(inv, wd.Grace)
+	path := inv.Path
+	inv = shimmed(inv, shim, grace)
 	cmd := exec.Command(inv.Path, inv.Args...)
 	cmd.Dir = inv.Dir
 	cmd.Env = inv.Env
@@ -127,43 +154,31 @@ func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func
 	} // else os/exec connects /dev/null
 	cmd.Stdout = outW
 	cmd.Stderr = errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid: true,
-		// If lane dies, the runtime (or its shim) is told rather than left
-		// running unsupervised.
-		Pdeathsig: deathSignal,
-	}
-
-	started := make(chan error, 1)
-	waited := make(chan error, 1)
-	go func() {
-		// Pdeathsig fires when the thread that started the child exits, so
-		// that thread must live as long as the child: lock it until Wait.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		waited <- cmd.Wait()
-	}()
-	startErr := <-started
+	child, err := proc.Start(cmd, proc.Options{DeathSignal: deathSignal})
 	outW.Close()
 	errW.Close()
-	if startErr != nil {
+	if err != nil {
 		outR.Close()
 		errR.Close()
-		return Exit{}, fmt.Errorf("start %s: %w", inv.Path, startErr)
+		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	pid := cmd.Process.Pid
-	startedAt := time.Now()
+	return &running{child: child, cmd: cmd, stdout: outR, stderr: errR}, nil
+}
 
+// output is what the runtime prints, read by two goroutines: its stdout
+// as events, its stderr as lines. Each channel is closed at its end.
+type output struct {
+	events  <-chan []trace.Event
+	stderr  <-chan string
+	readErr <-chan error // a failure to read stdout
+}
+
+func readOutput(rt *running, newSource func(io.Reader) EventSource) output {
 	events := make(chan []trace.Event, 64)
-	readErrs := make(chan error, 1)
+	readErr := make(chan error, 1)
 	go func() {
 		defer close(events)
-		src := newSource(outR)
+		src := newSource(rt.stdout)
 		for {
 			evs, err := src.Next()
 			if len(evs) > 0 {
@@ -171,197 +186,166 @@ func supervise(ctx context.Context, inv Invocation, wd Watchdogs, newSource func
 			}
 			if err != nil {
 				if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
-					readErrs <- err
+					readErr <- err
 				}
 				return
 			}
 		}
 	}()
-	stderrLines := make(chan string, 64)
+	stderr := make(chan string, 64)
 	go func() {
-		defer close(stderrLines)
-		readLines(errR, stderrLines)
+		defer close(stderr)
+		readLines(rt.stderr, stderr)
 	}()
+	return output{events: events, stderr: stderr, readErr: readErr}
+}
 
-	var (
-		ex           Exit
-		exited       bool
-		lastOutput   time.Time
-		sawOutput    bool
-		pending      = map[string]bool{}
-		stopping     bool
-		victims      []proc.Process
-		watchdog     = time.NewTimer(time.Hour)
-		grace        *time.Timer
-		graceC       <-chan time.Time
-		drainC       <-chan time.Time
-		ctxDone      = ctx.Done()
-		stdoutClosed bool
-		stderrClosed bool
-	)
-	defer watchdog.Stop()
+// supervisor is the state of supervise's select loop.
+type supervisor struct {
+	s     supervision
+	rt    *running
+	out   output // a channel is set to nil once closed
+	watch *watch
+	timer *time.Timer // set to the watch's next deadline
+	ex    Exit
 
-	beginStop := func(cause error) {
-		if stopping {
-			return
-		}
-		stopping = true
-		ex.StopCause = cause
-		ex.Settled = hooks.settled != nil && hooks.settled()
-		watchdog.Stop()
-		victims = treeOf(pid)
-		slog.Debug("stopping runtime", "pid", pid, "cause", cause, "descendants", len(victims))
-		var now interface{ killAtOnce() bool }
-		if exited || (errors.As(cause, &now) && now.killAtOnce()) {
-			ex.Leftover = killTree(pid, victims)
-			return
-		}
-		_ = syscall.Kill(pid, syscall.SIGINT)
-		grace = time.NewTimer(wd.Grace)
-		graceC = grace.C
-	}
-	armWatchdog := func() {
-		if stopping || exited {
-			return
-		}
-		now := time.Now()
-		var (
-			next  time.Duration
-			which string
-			armed bool
-		)
-		consider := func(name string, deadline time.Time) {
-			if d := deadline.Sub(now); !armed || d < next {
-				next, which, armed = d, name, true
-			}
-		}
-		if wd.Hard > 0 {
-			consider(WatchdogHard, startedAt.Add(wd.Hard))
-		}
-		if !sawOutput && wd.FirstByte > 0 {
-			consider(WatchdogFirstByte, startedAt.Add(wd.FirstByte))
-		}
-		if sawOutput && len(pending) == 0 && wd.Idle > 0 {
-			consider(WatchdogIdle, lastOutput.Add(wd.Idle))
-		}
-		watchdog.Stop()
-		if !armed {
-			return
-		}
-		if next <= 0 {
-			switch which {
-			case WatchdogHard:
-				beginStop(&TimeoutError{Watchdog: which, After: wd.Hard})
-			case WatchdogFirstByte:
-				beginStop(&TimeoutError{Watchdog: which, After: wd.FirstByte})
-			default:
-				beginStop(&TimeoutError{Watchdog: which, After: wd.Idle})
-			}
-			return
-		}
-		watchdog.Reset(next)
-	}
-	armWatchdog()
+	exited <-chan struct{} // the child's Done; nil once it has exited
+	drain  <-chan time.Time
+	// stopping: lane stops the runtime; stopped then receives what its
+	// kill left, and stopDone says it has.
+	stopping bool
+	stopped  chan []int
+	stopDone bool
+}
 
-	for !(exited && stdoutClosed && stderrClosed) {
+// run is the select loop: it hands out the runtime's output, drives the
+// watchdogs, and ends once the runtime has exited, its output ended and
+// any stop is over.
+func (sv *supervisor) run(ctx context.Context) Exit {
+	defer sv.timer.Stop()
+	sv.arm()
+	ctxDone := ctx.Done()
+	for sv.exited != nil || sv.out.events != nil || sv.out.stderr != nil || (sv.stopping && !sv.stopDone) {
 		select {
-		case evs, ok := <-events:
-			if !ok {
-				stdoutClosed = true
-				events = nil
-				continue
+		case evs, ok := <-sv.out.events:
+			sv.onEvents(evs, ok)
+		case line, ok := <-sv.out.stderr:
+			sv.onStderr(line, ok)
+		case <-sv.exited:
+			sv.onExit()
+		case <-sv.drain:
+			sv.drain = nil
+			sv.rt.stdout.Close()
+			sv.rt.stderr.Close()
+		case left := <-sv.stopped:
+			sv.stopped, sv.stopDone, sv.ex.Leftover = nil, true, left
+			if len(left) > 0 {
+				slog.Warn("processes survived the kill", "pids", left)
 			}
-			if !sawOutput {
-				lastOutput, sawOutput = time.Now(), true
+		case <-sv.timer.C:
+			if err := sv.watch.expired(time.Now()); err != nil {
+				sv.beginStop(err)
+			} else {
+				sv.arm()
 			}
-			for _, ev := range evs {
-				// A retry notice is output but not progress: a runtime that
-				// only retries (Codex retries an unreachable server every
-				// minute, for ever) is as stuck as a silent one.
-				if ev.Kind != trace.KindRetry {
-					lastOutput = time.Now()
-				}
-				switch ev.Kind {
-				case trace.KindToolCall:
-					if ev.ToolUseID != "" {
-						pending[ev.ToolUseID] = true
-					}
-				case trace.KindToolResult:
-					delete(pending, ev.ToolUseID)
-				}
-				if hooks.work != nil {
-					key, opens, closes := hooks.work(ev)
-					switch {
-					case opens:
-						pending["work:"+key] = true
-					case closes && key == "":
-						for k := range pending {
-							if strings.HasPrefix(k, "work:") {
-								delete(pending, k)
-							}
-						}
-					case closes:
-						delete(pending, "work:"+key)
-					}
-				}
-				ev.CapOutput(MaxEventOutput)
-				if cause := emit(ev); cause != nil {
-					beginStop(cause)
-				}
-			}
-			armWatchdog()
-		case line, ok := <-stderrLines:
-			if !ok {
-				stderrClosed = true
-				stderrLines = nil
-				continue
-			}
-			ex.StderrTail = append(ex.StderrTail, line)
-			if len(ex.StderrTail) > stderrTailLines {
-				ex.StderrTail = ex.StderrTail[len(ex.StderrTail)-stderrTailLines:]
-			}
-			if cause := emit(trace.Event{Kind: trace.KindStderr, Text: line}); cause != nil {
-				beginStop(cause)
-			}
-		case werr := <-waited:
-			exited = true
-			ex.Code, ex.Signal = exitStatus(cmd.ProcessState, werr)
-			if grace != nil {
-				grace.Stop()
-				graceC = nil
-			}
-			if stopping {
-				ex.Leftover = killTree(pid, victims)
-			}
-			// Output normally ends with the process; a grandchild that
-			// kept the pipes open must not keep the run alive.
-			drainC = time.After(pipeDrainAfterEnd)
-		case <-drainC:
-			drainC = nil
-			outR.Close()
-			errR.Close()
-		case <-graceC:
-			graceC = nil
-			ex.Leftover = killTree(pid, victims)
-		case <-watchdog.C:
-			armWatchdog()
 		case <-ctxDone:
 			ctxDone = nil
-			cause := context.Cause(ctx)
-			if errors.Is(cause, context.Canceled) {
-				cause = ErrCancelled
-			}
-			beginStop(cause)
+			sv.beginStop(stopCause(ctx))
 		}
 	}
-	outR.Close()
-	errR.Close()
+	sv.rt.stdout.Close()
+	sv.rt.stderr.Close()
 	select {
-	case err := <-readErrs:
+	case err := <-sv.out.readErr:
 		slog.Warn("reading runtime output", "err", err)
 	default:
 	}
-	return ex, nil
+	return sv.ex
+}
+
+func (sv *supervisor) onEvents(evs []trace.Event, ok bool) {
+	if !ok {
+		sv.out.events = nil
+		return
+	}
+	for _, ev := range evs {
+		sv.watch.observe(ev, time.Now())
+		ev.CapOutput(MaxEventOutput)
+		if cause := sv.s.emit(ev); cause != nil {
+			sv.beginStop(cause)
+		}
+	}
+	sv.arm()
+}
+
+// onStderr keeps a stderr line in the tail and emits it; stderr lines are
+// not output for the watchdogs.
+func (sv *supervisor) onStderr(line string, ok bool) {
+	if !ok {
+		sv.out.stderr = nil
+		return
+	}
+	sv.ex.StderrTail = append(sv.ex.StderrTail, line)
+	if len(sv.ex.StderrTail) > stderrTailLines {
+		sv.ex.StderrTail = sv.ex.StderrTail[len(sv.ex.StderrTail)-stderrTailLines:]
+	}
+	if cause := sv.s.emit(trace.Event{Kind: trace.KindStderr, Text: line}); cause != nil {
+		sv.beginStop(cause)
+	}
+}
+
+func (sv *supervisor) onExit() {
+	sv.exited = nil
+	sv.ex.Code, sv.ex.Signal = exitStatus(sv.rt.cmd.ProcessState, sv.rt.child.Wait())
+	// Output normally ends with the process; a grandchild that kept the
+	// pipes open must not keep the run alive.
+	sv.drain = time.After(pipeDrainAfterEnd)
+	sv.arm()
+}
+
+// arm sets the timer to the watch's next deadline, or stops it when no
+// watchdog applies any more.
+func (sv *supervisor) arm() {
+	at, ok := sv.watch.deadline()
+	if !ok || sv.stopping || sv.exited == nil {
+		sv.timer.Stop()
+		return
+	}
+	sv.timer.Reset(time.Until(at))
+}
+
+// beginStop stops the runtime for cause, once: an interrupt, the grace,
+// then the kill of its whole tree (proc's Stop, in a goroutine so that
+// the loop still hands out what the runtime prints meanwhile). A cause
+// that says so, or a runtime that has already exited, is killed at once.
+func (sv *supervisor) beginStop(cause error) {
+	if sv.stopping {
+		return
+	}
+	sv.stopping = true
+	sv.ex.StopCause = cause
+	sv.ex.Settled = sv.s.settled != nil && sv.s.settled()
+	sv.arm()
+	// Taken now: what the interrupt orphans leaves the runtime's tree.
+	tree := sv.rt.child.Tree()
+	slog.Debug("stopping runtime", "pid", sv.rt.child.PID, "cause", cause, "descendants", len(tree.Known))
+	grace := sv.s.watchdogs.Grace
+	var now interface{ killAtOnce() bool }
+	if errors.As(cause, &now) && now.killAtOnce() {
+		grace = 0
+	}
+	stopped := make(chan []int, 1)
+	sv.stopped = stopped
+	go func() { stopped <- sv.rt.child.Stop(grace, tree) }()
+}
+
+// stopCause is why ctx ended, as a run's stop cause.
+func stopCause(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, context.Canceled) {
+		cause = ErrCancelled
+	}
+	return cause
 }
 
 // readLines sends each line of r (without its newline) to out; an overlong
@@ -396,72 +380,4 @@ func exitStatus(ps *os.ProcessState, werr error) (code int, signal string) {
 		return -1, ws.Signal().String()
 	}
 	return ps.ExitCode(), ""
-}
-
-// treeOf snapshots every process that descends from pid.
-func treeOf(pid int) []proc.Process {
-	procs, err := proc.Snapshot()
-	if err != nil {
-		slog.Warn("snapshot processes", "err", err)
-		return nil
-	}
-	return proc.Descendants(procs, pid)
-}
-
-// killTree kills the runtime's process group and every process recorded in
-// victims or still descending from pid, their process groups included:
-// Claude Code starts each tool in a process group of its own, so killing
-// the runtime's group alone leaves the tools running. It returns the pids
-// that survived.
-func killTree(pid int, victims []proc.Process) []int {
-	seen := map[int]proc.Process{}
-	for _, p := range victims {
-		seen[p.PID] = p
-	}
-	for round := 0; round < 20; round++ {
-		for _, p := range treeOf(pid) {
-			seen[p.PID] = p
-		}
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		for _, p := range seen {
-			if !proc.Alive(p.PID, p.Start) {
-				continue
-			}
-			if p.PGID > 1 && p.PGID != os.Getpid() {
-				_ = syscall.Kill(-p.PGID, syscall.SIGKILL)
-			}
-			_ = syscall.Kill(p.PID, syscall.SIGKILL)
-		}
-		var left []int
-		for _, p := range seen {
-			if proc.Alive(p.PID, p.Start) {
-				left = append(left, p.PID)
-			}
-		}
-		reapAdopted(seen)
-		if len(left) == 0 {
-			return nil
-		}
-		if round == 19 {
-			slog.Warn("processes survived SIGKILL", "pids", left)
-			return left
-		}
-		time.Sleep(10 * time.Millisecond) // SIGKILL delivery is asynchronous
-	}
-	return nil
-}
-
-// reapAdopted collects the exit status of killed processes that were
-// re-parented to lane (lane is a child subreaper), so they do not linger as
-// zombies. Only pids of this run's tree are waited for.
-func reapAdopted(procs map[int]proc.Process) {
-	self := os.Getpid()
-	for _, p := range procs {
-		if p.PPID == self {
-			continue // a direct child: os/exec waits for it
-		}
-		var ws syscall.WaitStatus
-		_, _ = syscall.Wait4(p.PID, &ws, syscall.WNOHANG, nil)
-	}
 }

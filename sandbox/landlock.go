@@ -7,12 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"lane/internal/proc"
 )
 
 // LauncherMain does nothing and returns at once. Commands were once
@@ -23,62 +24,19 @@ import (
 // Deprecated: Landlock needs no launcher; remove the call.
 func LauncherMain() {}
 
-// startLandlocked starts cmd from an OS thread that confines itself first,
-// so that the child inherits the confinement, and waits for cmd there; the
-// channel receives Wait's result. If the rules cannot be enforced, cmd is
-// not started.
+// confineThread confines the calling thread, which proc.Start has locked
+// and never gives back, to the file policy of dir and writable.
 //
 // Landlock without TSYNC confines only the calling thread, which is what
-// is wanted here: lane's other threads stay free. The confined thread is
-// locked to its goroutine and never unlocked, so the runtime ends it when
-// the goroutine returns and runs nothing else on it.
-func startLandlocked(cmd *exec.Cmd, dir string, writable []string) (<-chan error, error) {
+// is wanted here: lane's other threads stay free, and the command started
+// from this thread inherits the confinement.
+func confineThread(dir string, writable []string) error {
 	fd, flags, err := ruleset(dir, writable)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	started := make(chan error, 1)
-	waited := make(chan error, 1)
-	goLocked(func() {
-		err := restrict(fd, flags)
-		unix.Close(fd)
-		if err == nil {
-			err = cmd.Start()
-		}
-		started <- err
-		if err == nil {
-			waited <- cmd.Wait()
-		}
-	})
-	if err := <-started; err != nil {
-		return nil, err
-	}
-	return waited, nil
-}
-
-// goLocked runs f in a new goroutine with runLocked.
-func goLocked(f func()) {
-	go runLocked(f)
-}
-
-// runLocked runs f locked, for good, to an OS thread other than the main
-// one: the runtime ends a thread whose goroutine returns locked, but it
-// cannot end the main thread and would park it forever, confinement and
-// all. On the main thread, f runs in another goroutine, and the main
-// thread is let go (runLocked returns) once that one is locked.
-func runLocked(f func()) {
-	runtime.LockOSThread()
-	if unix.Gettid() != unix.Getpid() {
-		f()
-		return
-	}
-	locked := make(chan struct{})
-	goLocked(func() {
-		close(locked)
-		f()
-	})
-	<-locked
-	runtime.UnlockOSThread()
+	defer unix.Close(fd)
+	return restrict(fd, flags)
 }
 
 // restrict confines the calling thread, which the caller has locked and
@@ -191,11 +149,11 @@ func probeLandlock(ctx context.Context, dir string, writable []string) error {
 	}
 	cmd := exec.CommandContext(ctx, "sh", "-c", `echo x > "$1"; echo x > "$2"`, "sh", filepath.Join(inside, "ok"), beside)
 	cmd.WaitDelay = time.Second
-	waited, err := startLandlocked(cmd, inside, nil)
+	child, err := proc.Start(cmd, proc.Options{OnThread: func() error { return confineThread(inside, nil) }})
 	if err != nil {
 		return err
 	}
-	<-waited // its status tells nothing: the second write should fail
+	_ = child.Wait() // its status tells nothing: the second write should fail
 	if _, err := os.Stat(filepath.Join(inside, "ok")); err != nil {
 		return fmt.Errorf("a confined command could not write in its folder: %w", err)
 	}

@@ -13,12 +13,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"lane/internal/proc"
 )
 
 // Mode names a way of confining bash.
@@ -152,36 +153,42 @@ func (s *Sandbox) Wrap(cmd []string) []string {
 	return cmd
 }
 
-// Start starts cmd (made from Wrap's argv) confined and waits for it; the
-// channel receives cmd.Wait's result. Both happen on an OS thread locked
-// for the child's whole life, so that the thread that started the child
-// outlives it (bubblewrap's --die-with-parent watches that thread, not
-// lane). With Landlock that thread confines itself first and the child
-// inherits it: lane's other threads stay free, and if the rules cannot be
-// enforced cmd is not started. A nil Sandbox starts cmd unconfined.
-func (s *Sandbox) Start(cmd *exec.Cmd) (<-chan error, error) {
-	if s != nil && s.Mode == Landlock {
-		waited, err := startLandlocked(cmd, s.Dir, s.Writable)
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: %w", err)
-		}
-		return waited, nil
+// Confine returns o with what makes proc.Start start a command (made from
+// Wrap's argv) confined. With Landlock, the OS thread that starts the
+// command confines itself first and the command inherits it: lane's other
+// threads stay free, and if the rules cannot be enforced nothing is
+// started. With bubblewrap, the command is started from a thread locked
+// for its whole life, as --die-with-parent watches that thread, not lane.
+// A nil Sandbox returns o.
+func (s *Sandbox) Confine(o proc.Options) proc.Options {
+	if s == nil {
+		return o
 	}
-	started := make(chan error, 1)
-	waited := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
+	switch s.Mode {
+	case Landlock:
+		dir, writable := s.Dir, s.Writable
+		o.OnThread = func() error {
+			if err := confineThread(dir, writable); err != nil {
+				return fmt.Errorf("sandbox: %w", err)
+			}
+			return nil
 		}
-		started <- nil
-		waited <- cmd.Wait()
-	}()
-	if err := <-started; err != nil {
+	case Bwrap:
+		o.LockThread = true
+	}
+	return o
+}
+
+// Start starts cmd (made from Wrap's argv) confined, in a process group
+// of its own, and waits for it; the channel receives cmd.Wait's result. A
+// nil Sandbox starts cmd unconfined.
+func (s *Sandbox) Start(cmd *exec.Cmd) (<-chan error, error) {
+	child, err := proc.Start(cmd, s.Confine(proc.Options{}))
+	if err != nil {
 		return nil, err
 	}
+	waited := make(chan error, 1)
+	go func() { waited <- child.Wait() }()
 	return waited, nil
 }
 

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"lane/internal/proc"
 )
 
 func init() {
@@ -33,7 +35,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// confineFromMainThread confines a thread with runLocked called on the
+// confineFromMainThread confines a thread with proc.Start called on the
 // main thread, and checks that the main thread was not the one confined.
 func confineFromMainThread() error {
 	if unix.Gettid() != unix.Getpid() {
@@ -49,7 +51,14 @@ func confineFromMainThread() error {
 		err error
 	}
 	done := make(chan result, 1)
-	runLocked(func() { done <- result{unix.Gettid(), restrict(fd, flags)} })
+	child, err := proc.Start(exec.Command("true"), proc.Options{OnThread: func() error {
+		err := restrict(fd, flags)
+		done <- result{unix.Gettid(), err}
+		return err
+	}})
+	if err == nil {
+		child.Wait()
+	}
 	r := <-done
 	switch nnp, err := noNewPrivs(unix.Gettid()); {
 	case r.err != nil:
@@ -451,7 +460,7 @@ func TestLandlockManyAtOnce(t *testing.T) {
 	checkFree(t, outside)
 }
 
-// TestLandlockSparesTheMainThread: runLocked on the main thread (in
+// TestLandlockSparesTheMainThread: proc.Start on the main thread (in
 // TestMain) confines another thread.
 func TestLandlockSparesTheMainThread(t *testing.T) {
 	if fromMainThread != nil {

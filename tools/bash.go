@@ -16,6 +16,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"lane/internal/proc"
 	"lane/provider"
 	"lane/sandbox"
 )
@@ -201,21 +202,71 @@ func runCommand(ctx context.Context, c command) commandResult {
 		tty.Close()
 		return commandResult{err: err}
 	}
-	cmd := exec.Command(c.argv[0], c.argv[1:]...)
-	cmd.Dir = c.dir
-	cmd.Env = c.env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	waited, err := c.sandbox.Start(cmd)
+	child, err := c.start(tty)
 	tty.Close()
 	if err != nil {
 		return commandResult{err: fmt.Errorf("start %s: %w", c.argv[0], err)}
 	}
-	pid := cmd.Process.Pid
 	// Each ^D at the start of an empty line ends one read of stdin.
 	_, _ = ptmx.Write([]byte(strings.Repeat("\x04", stdinEOFs)))
-
 	buf := newCapBuffer(2 * MaxOutput)
+	readDone := readTerminal(ptmx, buf, c.output)
+
+	var r commandResult
+	r.timedOut, r.cancelled = c.await(ctx, child)
+	select {
+	case <-readDone:
+	case <-time.After(drainWait):
+		// Something that left the group and the tree still holds the terminal.
+		proc.Kill(proc.Targets{Holding: ttyName})
+		select {
+		case <-readDone:
+		case <-time.After(closeWait):
+			ptmx.Close() // ends the read
+			<-readDone
+		}
+	}
+	r.exitCode, r.signal, r.err = exitOf(child.Wait())
+	r.output = buf.String(MaxOutput - 100)
+	return r
+}
+
+// start starts c with tty as its terminal, confined by c.sandbox.
+func (c command) start(tty *os.File) (*proc.Child, error) {
+	cmd := exec.Command(c.argv[0], c.argv[1:]...)
+	cmd.Dir = c.dir
+	cmd.Env = c.env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	return proc.Start(cmd, c.sandbox.Confine(proc.Options{Group: proc.NewSession, Ctty: true}))
+}
+
+// await waits for the command to end or to be stopped by the timeout or
+// ctx, which kill its tree; and once it has ended, kills what it left in
+// its group: nothing it started outlives it.
+func (c command) await(ctx context.Context, child *proc.Child) (timedOut, cancelled bool) {
+	tree := proc.Targets{Root: child.Process, Env: c.mark}
+	timer := time.NewTimer(c.timeout)
+	defer timer.Stop()
+	select {
+	case <-child.Done():
+	case <-timer.C:
+		timedOut = true
+		proc.Kill(tree)
+	case <-ctx.Done():
+		cancelled = true
+		proc.Kill(tree)
+	}
+	<-child.Done()
+	if unix.Kill(-child.PGID, 0) == nil { // its group still has members
+		proc.Kill(tree)
+	}
+	return timedOut, cancelled
+}
+
+// readTerminal copies what the terminal prints, colors and terminal codes
+// removed, to buf and to output (which may be nil), until no process holds
+// the terminal; the channel is closed then.
+func readTerminal(ptmx *os.File, buf *capBuffer, output func(string)) <-chan struct{} {
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
@@ -225,8 +276,8 @@ func runCommand(ctx context.Context, c command) commandResult {
 				return
 			}
 			buf.WriteString(s)
-			if c.output != nil {
-				c.output(s)
+			if output != nil {
+				output(s)
 			}
 		}
 		b := make([]byte, 32<<10)
@@ -239,54 +290,23 @@ func runCommand(ctx context.Context, c command) commandResult {
 		}
 		emit(strip.Flush())
 	}()
+	return readDone
+}
 
-	timer := time.NewTimer(c.timeout)
-	defer timer.Stop()
-	var r commandResult
-	var waitErr error
-	select {
-	case waitErr = <-waited:
-	case <-timer.C:
-		r.timedOut = true
-		killTree(pid, c.mark)
-		waitErr = <-waited
-	case <-ctx.Done():
-		r.cancelled = true
-		killTree(pid, c.mark)
-		waitErr = <-waited
-	}
-	// Nothing the command started outlives it.
-	if unix.Kill(-pid, 0) == nil {
-		killTree(pid, c.mark)
-	}
-	select {
-	case <-readDone:
-	case <-time.After(drainWait):
-		// Something that left the group and the tree still holds the terminal.
-		killHolders(ttyName)
-		select {
-		case <-readDone:
-		case <-time.After(closeWait):
-			ptmx.Close() // ends the read
-			<-readDone
-		}
-	}
-
+// exitOf reads the command's end from Wait's error.
+func exitOf(waitErr error) (code int, signal string, err error) {
 	var exitErr *exec.ExitError
 	switch {
 	case waitErr == nil:
 	case errors.As(waitErr, &exitErr):
 		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			r.signal = unix.SignalName(ws.Signal())
-			r.exitCode = 128 + int(ws.Signal())
-		} else {
-			r.exitCode = exitErr.ExitCode()
+			return 128 + int(ws.Signal()), unix.SignalName(ws.Signal()), nil
 		}
+		return exitErr.ExitCode(), "", nil
 	default:
-		r.err = waitErr
+		return 0, "", waitErr
 	}
-	r.output = buf.String(MaxOutput - 100)
-	return r
+	return 0, "", nil
 }
 
 // setupTerminal makes the pty plain: a wide window, no echo of input, and

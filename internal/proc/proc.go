@@ -1,5 +1,14 @@
-// Package proc reads Linux's /proc: process start times (to tell a live owner
-// from a reused pid) and process trees (to find everything a runtime started).
+// Package proc is lane's one process lifecycle, and what it reads of Linux's
+// /proc. Start starts a command in a process group or session of its own,
+// on a locked OS thread when a parent-death signal or a confinement of the
+// thread needs one; Stop interrupts it, gives it a grace period, then
+// kills it and everything it started; Kill freezes and kills a whole tree,
+// however its members moved away. Every process lane starts and must be
+// able to end goes through here: the supervisor of agent CLIs, the shim
+// between lane and a runtime, and the bash tool.
+//
+// The rest reads /proc: process start times (to tell a live owner from a
+// reused pid) and process trees (to find everything a runtime started).
 package proc
 
 import (

@@ -1,0 +1,186 @@
+package runner
+
+import (
+	"sync"
+	"time"
+
+	"lane/trace"
+)
+
+// watch holds the watchdog rules of a run, once for the runtimes'
+// supervisor and lane's own loop. It has no clock: told each event and
+// when it happened, it answers the next deadline and which watchdog has
+// fired by a given time.
+//
+// The rules: any event is the first byte (retry notices too). The idle
+// clock starts at the first event and restarts at each event that is
+// progress: a retry notice is output but not progress, as a runtime that
+// only retries (Codex retries an unreachable server every minute, for
+// ever) is as stuck as a silent one. While a tool call is pending (a tool
+// call with an id, until its result) or work is in flight (see newWatch),
+// the idle watchdog waits: a tool that runs for ten minutes is silent but
+// alive. The hard watchdog counts from the start, whatever happens.
+type watch struct {
+	limits Watchdogs
+	start  time.Time
+	work   func(ev trace.Event) (key string, opens, closes bool)
+	seen   bool            // an event came: the first byte
+	last   time.Time       // the last progress
+	calls  map[string]bool // pending tool calls, by ToolUseID
+	steps  map[string]bool // work in flight, by work's key
+}
+
+// newWatch watches a run that started at start. work, when not nil, says
+// whether an event opens or closes work in flight other than a tool call
+// (opencode's steps, which hide the tools running inside them); a close
+// with an empty key closes all of it.
+func newWatch(limits Watchdogs, start time.Time, work func(ev trace.Event) (key string, opens, closes bool)) *watch {
+	return &watch{limits: limits, start: start, work: work, calls: map[string]bool{}, steps: map[string]bool{}}
+}
+
+// observe tells w that ev happened at now.
+func (w *watch) observe(ev trace.Event, now time.Time) {
+	if !w.seen {
+		w.seen, w.last = true, now
+	}
+	if ev.Kind != trace.KindRetry {
+		w.last = now
+	}
+	switch ev.Kind {
+	case trace.KindToolCall:
+		if ev.ToolUseID != "" {
+			w.calls[ev.ToolUseID] = true
+		}
+	case trace.KindToolResult:
+		delete(w.calls, ev.ToolUseID)
+	}
+	if w.work == nil {
+		return
+	}
+	switch key, opens, closes := w.work(ev); {
+	case opens:
+		w.steps[key] = true
+	case closes && key == "":
+		clear(w.steps)
+	case closes:
+		delete(w.steps, key)
+	}
+}
+
+// armed is a watchdog that applies now, and when it fires.
+type armed struct {
+	err *TimeoutError
+	at  time.Time
+}
+
+// armed lists the watchdogs that apply, hard first, then first-byte, then
+// idle; a zero limit disables its watchdog.
+func (w *watch) armed() []armed {
+	out := make([]armed, 0, 3)
+	add := func(name string, after time.Duration, from time.Time) {
+		out = append(out, armed{&TimeoutError{Watchdog: name, After: after}, from.Add(after)})
+	}
+	if w.limits.Hard > 0 {
+		add(WatchdogHard, w.limits.Hard, w.start)
+	}
+	if !w.seen && w.limits.FirstByte > 0 {
+		add(WatchdogFirstByte, w.limits.FirstByte, w.start)
+	}
+	if w.seen && w.limits.Idle > 0 && len(w.calls) == 0 && len(w.steps) == 0 {
+		add(WatchdogIdle, w.limits.Idle, w.last)
+	}
+	return out
+}
+
+// deadline is the nearest time a watchdog fires; ok is false when none
+// applies.
+func (w *watch) deadline() (at time.Time, ok bool) {
+	for _, a := range w.armed() {
+		if !ok || a.at.Before(at) {
+			at, ok = a.at, true
+		}
+	}
+	return at, ok
+}
+
+// expired is the watchdog that has fired by now, hard first, then
+// first-byte, then idle; nil if none has.
+func (w *watch) expired(now time.Time) *TimeoutError {
+	for _, a := range w.armed() {
+		if !now.Before(a.at) {
+			return a.err
+		}
+	}
+	return nil
+}
+
+// watchTimer drives a watch on a real timer, for callers that are not a
+// select loop (the local loop emits from several goroutines). It is safe
+// for concurrent use; fire is called at most once, outside the timer's
+// lock (it may call observe or stop).
+type watchTimer struct {
+	mu    sync.Mutex
+	w     *watch
+	now   func() time.Time
+	fire  func(error)
+	timer *time.Timer
+	done  bool // fired or stopped
+}
+
+func newWatchTimer(w *watch, now func() time.Time, fire func(error)) *watchTimer {
+	t := &watchTimer{w: w, now: now, fire: fire}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.timer = time.AfterFunc(time.Hour, t.check)
+	t.arm()
+	return t
+}
+
+// observe tells the watch that ev happened now.
+func (t *watchTimer) observe(ev trace.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		return
+	}
+	t.w.observe(ev, t.now())
+	t.arm()
+}
+
+// arm sets the timer to the next deadline; t.mu is held.
+func (t *watchTimer) arm() {
+	at, ok := t.w.deadline()
+	if !ok {
+		t.timer.Stop()
+		return
+	}
+	t.timer.Reset(at.Sub(t.now()))
+}
+
+// check runs when the timer fires: it fires the watchdog that expired, or
+// sets the timer again (an event moved the deadline meanwhile).
+func (t *watchTimer) check() {
+	t.mu.Lock()
+	if t.done {
+		t.mu.Unlock()
+		return
+	}
+	err := t.w.expired(t.now())
+	if err == nil {
+		t.arm()
+		t.mu.Unlock()
+		return
+	}
+	t.done = true
+	t.mu.Unlock()
+	t.fire(err)
+}
+
+// stop ends the watch: fire is not called after it, unless it was already
+// on its way.
+func (t *watchTimer) stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.done = true
+	t.timer.Stop()
+}
