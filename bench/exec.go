@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"lane/internal/proc"
 )
 
 // OutputLimit is the most of a check's (or setup command's) output kept
@@ -33,6 +35,13 @@ type cmdResult struct {
 	err      error
 }
 
+// groupTree names for proc.Kill a command lane started as the leader of
+// its own process group: it, its group and its descendants.
+func groupTree(pid int) proc.Targets {
+	start, _ := proc.StartTime(pid)
+	return proc.Targets{Root: proc.Process{PID: pid, PPID: os.Getpid(), PGID: pid, Start: start}}
+}
+
 func (r cmdResult) ok() bool { return r.err == nil && r.exitCode == 0 && !r.timedOut }
 
 // runCmd runs argv in dir in a process group of its own, with stdin from
@@ -50,16 +59,21 @@ func runCmd(ctx context.Context, dir string, timeout time.Duration, env []string
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel = func() error {
+		proc.Kill(groupTree(cmd.Process.Pid))
+		return nil
+	}
 	cmd.WaitDelay = waitDelay
 	out := &capBuffer{limit: OutputLimit}
 	cmd.Stdout, cmd.Stderr = out, out
 
-	err := cmd.Run()
-	if cmd.Process != nil {
+	err := cmd.Start()
+	if err == nil {
+		tree := groupTree(cmd.Process.Pid) // before Wait reaps it
+		err = cmd.Wait()
 		// The group outlives its leader when a command leaves a background
 		// job; nothing a check starts may outlive it.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		proc.Kill(tree)
 	}
 	r := cmdResult{output: out.String(), exitCode: -1}
 	if cmd.ProcessState != nil {

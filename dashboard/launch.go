@@ -180,8 +180,24 @@ func (s *Server) stopChildren() {
 		return
 	case <-t.C:
 	}
-	s.signalChildren(syscall.SIGKILL)
+	s.killChildren()
 	<-done
+}
+
+// killChildren kills what is left of the runs the dashboard started: each
+// lane run, its group and everything below it.
+func (s *Server) killChildren() {
+	s.mu.Lock()
+	var roots []proc.Process
+	for cmd := range s.children {
+		pid := cmd.Process.Pid
+		start, _ := proc.StartTime(pid)
+		roots = append(roots, proc.Process{PID: pid, PPID: os.Getpid(), PGID: pid, Start: start})
+	}
+	s.mu.Unlock()
+	for _, r := range roots {
+		proc.Kill(proc.Targets{Root: r})
+	}
 }
 
 func (s *Server) signalChildren(sig syscall.Signal) {
