@@ -491,11 +491,22 @@ func TestUsageErrors(t *testing.T) {
 		{"run", "--dir", filepath.Join(e.proj, "missing"), "task"},
 		{"run", "--bogus-flag", "task"},
 		{"run", "--dir", e.proj, "-o", "yaml", "task"},
-		{"show", "ffffffffffff"},
 	} {
 		r := e.lane(context.Background(), args...)
 		if r.code != 2 || r.stderr == "" {
 			t.Errorf("lane %v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+}
+
+// An id that matches no run is not a mistake in how lane was called: it
+// fails plainly, saying so, without a pointer to --help.
+func TestUnknownRunIsAPlainFailure(t *testing.T) {
+	e := newEnv(t)
+	for _, args := range [][]string{{"show", "ffffffffffff"}, {"resume", "ffffffffffff", "more"}, {"bench", "report", "ffffffffffff"}} {
+		r := e.lane(context.Background(), args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "not found") || strings.Contains(r.stderr, "--help") {
+			t.Errorf("lane %v: exit %d, stderr %q; want exit 1, not found, no usage hint", args, r.code, r.stderr)
 		}
 	}
 }
