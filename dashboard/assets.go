@@ -84,6 +84,13 @@ func loadAssets(web fs.FS, csrf string) ([]byte, map[string]asset, error) {
 	}
 
 	meta := []byte(`<meta name="csrf-token" content="` + csrf + `">`)
+	// Every module is named up front, so that a first visit fetches them at
+	// once rather than one level of imports at a time.
+	for _, name := range slices.Sorted(maps.Keys(assets)) {
+		if strings.HasSuffix(name, ".js") && name != "app.js" {
+			meta = append(meta, "\n<link rel=\"modulepreload\" href=\"/assets/"+name+"?v="+assets[name].sum+"\">"...)
+		}
+	}
 	switch {
 	case csrfMeta.Match(page):
 		page = csrfMeta.ReplaceAllLiteral(page, meta)

@@ -132,3 +132,30 @@ func TestPageModules(t *testing.T) {
 	}
 	t.Logf("%d modules, %d imports", len(assets), imports)
 }
+
+// The page names every module with its current checksum up front, so that
+// a first visit need not discover them one level of imports at a time.
+func TestPagePreloadsEveryModule(t *testing.T) {
+	web, err := fs.Sub(webFiles, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, assets, err := loadAssets(web, "TOKEN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for name, a := range assets {
+		if !strings.HasSuffix(name, ".js") || name == "app.js" {
+			continue
+		}
+		n++
+		link := `<link rel="modulepreload" href="/assets/` + name + `?v=` + a.sum + `">`
+		if !strings.Contains(string(page), link) {
+			t.Errorf("the page lacks %s", link)
+		}
+	}
+	if n == 0 || strings.Count(string(page), "modulepreload") != n {
+		t.Errorf("%d modules, %d preload links", n, strings.Count(string(page), "modulepreload"))
+	}
+}
