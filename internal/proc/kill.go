@@ -50,7 +50,14 @@ type Targets struct {
 // pids still alive after that, which should be none.
 func Kill(t Targets) []int {
 	k := newKiller(t)
-	k.freeze()
+	if k.onlyAGoneRoot() {
+		return nil
+	}
+	if k.freeze() && len(k.found) == 0 {
+		// A whole walk found none of the targets, so none is left to fork
+		// another: the usual end of a command that left nothing behind.
+		return nil
+	}
 	left := k.kill()
 	k.reap()
 	return left
@@ -80,8 +87,8 @@ func newKiller(t Targets) *killer {
 }
 
 // freeze stops the targets, round after round, until a walk of /proc
-// finds nothing new.
-func (k *killer) freeze() {
+// finds nothing new. It reports whether it walked /proc to that end.
+func (k *killer) freeze() bool {
 	// The root's group first, before the first walk: usually the bulk.
 	if s, err := readStat(k.t.Root.PID); k.rootGroupIsOurs(s.start, err == nil) {
 		_ = unix.Kill(-k.t.Root.PGID, unix.SIGSTOP)
@@ -89,14 +96,15 @@ func (k *killer) freeze() {
 	for range freezeRounds {
 		procs, err := Snapshot()
 		if err != nil {
-			return
+			return false
 		}
 		fresh := k.walk(procs)
 		if len(fresh) == 0 {
-			return
+			return true
 		}
 		k.signal(fresh, unix.SIGSTOP)
 	}
+	return false
 }
 
 // kill kills what was found, and whatever a new walk finds, until nothing
@@ -154,6 +162,26 @@ func (k *killer) rootGroupIsOurs(start uint64, running bool) bool {
 		return false
 	}
 	return r.PGID != r.PID || r.Start == 0 || !running || start == r.Start
+}
+
+// onlyAGoneRoot says the targets are the root alone and nothing of it is
+// left: it has exited and its group has no members. A walk of /proc would
+// then find nothing either (what it orphaned is reached only through its
+// group), so Kill spares itself the walk: the usual end of a command that
+// left nothing behind.
+func (k *killer) onlyAGoneRoot() bool {
+	t := k.t
+	if t.Root.PID <= 0 || len(t.Known) > 0 || t.Below > 0 || t.Env != "" || t.Holding != "" {
+		return false
+	}
+	s, err := readStat(t.Root.PID)
+	if err == nil && (t.Root.Start == 0 || s.start == t.Root.Start) {
+		return false // still there (perhaps a zombie not yet reaped)
+	}
+	if k.rootGroupIsOurs(s.start, err == nil) && unix.Kill(-t.Root.PGID, 0) != unix.ESRCH {
+		return false
+	}
+	return true
 }
 
 // stillThere is the processes found that still run, for when /proc cannot

@@ -192,3 +192,29 @@ func TestOnThread(t *testing.T) {
 		t.Errorf("a failing hook: %v, process %v", err, cmd.Process)
 	}
 }
+
+// A command that has exited may leave a background job in its group: Kill
+// of the gone root still reaches it (the fast path for a root with nothing
+// left must not skip it).
+func TestKillReachesTheGroupOfAnExitedRoot(t *testing.T) {
+	tok := token()
+	c, err := Start(exec.Command("sh", "-c", "sleep "+tok+" >/dev/null 2>&1 & exit 0"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	t.Cleanup(func() {
+		for _, pid := range sleepers(tok) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	waitFor(t, "the background job", func() bool { return len(sleepers(tok)) == 1 })
+	if left := Kill(Targets{Root: c.Process}); len(left) > 0 {
+		t.Errorf("Kill left %v", left)
+	}
+	noneLeft(t, tok)
+	// Nothing is left now: a second Kill finds nothing and says so.
+	if left := Kill(Targets{Root: c.Process}); len(left) > 0 {
+		t.Errorf("second Kill left %v", left)
+	}
+}
