@@ -228,7 +228,7 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 // fallback when that runtime cannot run it. lane run, lane resume and every
 // attempt of lane bench go through here.
 func executeRun(ctx context.Context, f *Factory, st *store.Store, rec *runRecorder, cfg *config.File, opts *RunOptions, dir string, addDirs []string) (*trace.Run, error) {
-	job, err := newJob(ctx, f, st, cfg, opts, opts.Model, dir, addDirs)
+	job, err := newJob(ctx, f, st, cfg, opts, dir, addDirs)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +237,12 @@ func executeRun(ctx context.Context, f *Factory, st *store.Store, rec *runRecord
 		fallback = cfg.Fallback
 	}
 	if fallback != "" && job.Runtime.Fallback {
-		fb, err := newJob(ctx, f, st, cfg, opts, fallback, dir, addDirs)
+		// The same task afresh on the fallback model: not the runtime,
+		// endpoint or session of the first.
+		fo := *opts
+		fo.Model, fo.Runtime, fo.BaseURL, fo.Resume, fo.ParentRunID = fallback, "", "", "", ""
+		fo.PriorSessionCostUSD, fo.PriorSessionUsage = 0, trace.Usage{}
+		fb, err := newJob(ctx, f, st, cfg, &fo, dir, addDirs)
 		if err != nil {
 			return nil, usageErrorf(fmt.Errorf("--fallback: %w", err))
 		}
@@ -254,10 +259,10 @@ func executeRun(ctx context.Context, f *Factory, st *store.Store, rec *runRecord
 	return run, err
 }
 
-// newJob resolves model (with --runtime and --base-url) to its runtime and
-// describes the task for it.
-func newJob(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, opts *RunOptions, model, dir string, addDirs []string) (runner.Job, error) {
-	t, err := cfg.Resolve(model, opts.Runtime, opts.BaseURL, f.Getenv)
+// newJob resolves --model (with --runtime and --base-url) to its runtime
+// and describes the task for it.
+func newJob(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, opts *RunOptions, dir string, addDirs []string) (runner.Job, error) {
+	t, err := cfg.Resolve(opts.Model, opts.Runtime, opts.BaseURL, f.Getenv)
 	if err != nil {
 		return runner.Job{}, usageErrorf(err)
 	}

@@ -263,6 +263,29 @@ func TestFallbackToTheLocalLoop(t *testing.T) {
 	}
 }
 
+// The fallback is the task afresh: neither --runtime claude nor the Claude
+// session that lane resume continues carries over to it.
+func TestFallbackTakesNeitherTheRuntimeNorTheSessionOfTheFirst(t *testing.T) {
+	e := newLocalEnv(t, openaitest.Text("done by the fallback"), openaitest.Text("again by the fallback"))
+	noClaude := filepath.Join(t.TempDir(), "no-claude")
+	r := e.run("--runtime", "claude", "--model", "sonnet", "--claude-bin", noClaude, "--fallback", localModel, "-o", "json", "hi")
+	wantExit(t, r, 0)
+	if run := lastRun(t, r); run.Runtime != "local" || run.ResultText != "done by the fallback" {
+		t.Errorf("with --runtime claude: run %+v", run)
+	}
+	st := e.openStore()
+	prev := &trace.Run{ID: trace.NewRunID(), Attempt: 1, Status: trace.StatusSucceeded, Runtime: "claude", Model: "sonnet",
+		Dir: e.proj, Prompt: "earlier", SessionID: "claude-session-1", StartedAt: time.Now().UTC()}
+	if err := st.CreateRun(context.Background(), prev); err != nil {
+		t.Fatal(err)
+	}
+	r = e.lane(context.Background(), "resume", prev.ID, "--claude-bin", noClaude, "--fallback", localModel, "-o", "json", "more")
+	wantExit(t, r, 0)
+	if run := lastRun(t, r); run.Runtime != "local" || run.ResultText != "again by the fallback" {
+		t.Errorf("resuming a Claude run: run %+v", run)
+	}
+}
+
 func TestLocalStreamJSONEventsAreLaneEvents(t *testing.T) {
 	e := newLocalEnv(t, openaitest.Text("hello"))
 	r := e.run("--model", localModel, "-o", "stream-json", "hi")
