@@ -38,13 +38,6 @@ type attempt struct {
 	cleanup func()
 }
 
-// continueWith prepares o for the attempt after a, which failed.
-func (a *attempt) continueWith(o *Options, failed *trace.Run) {
-	if a.next != nil {
-		a.next(o, failed)
-	}
-}
-
 // runAttempt records, runs and judges one attempt. The error is non-nil
 // only when lane itself failed (the recorder); the run's own failure is in
 // its Status.

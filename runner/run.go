@@ -146,9 +146,10 @@ func (job Job) fallsBack(ctx context.Context, run *trace.Run) bool {
 	return false
 }
 
-// runAttempts finds rt's binary and runs the task on it, retrying as
-// o.Retries allows. A missing binary is recorded as a failed run, so that
-// the history shows it and a fallback can follow.
+// runAttempts finds rt's binary and runs the task on it, retrying a
+// retryable failure with backoff as o.Retries allows, and returns the last
+// attempt. A missing binary is recorded as a failed run, so that the
+// history shows it and a fallback can follow.
 func runAttempts(ctx context.Context, rt *Runtime, o Options, rec Recorder) (*trace.Run, error) {
 	if o.Label == "" {
 		o.Label = o.Model
@@ -164,40 +165,16 @@ func runAttempts(ctx context.Context, rt *Runtime, o Options, rec Recorder) (*tr
 		}
 		o.Found = &bin
 	}
-	return retrying(ctx, o.Retries, o.RetryBackoff, o.ParentRunID,
-		func(parent string, n int) (*attempt, error) {
-			o.ParentRunID = parent
-			return rt.newAttempt(o, n)
-		},
-		func(a *attempt, failed *trace.Run) { a.continueWith(&o, failed) },
-		rec)
-}
-
-// newAttempt builds attempt number n of the task o describes.
-func (rt *Runtime) newAttempt(o Options, n int) (*attempt, error) {
-	if rt.inProcess != nil {
-		return rt.inProcess(o, n)
-	}
-	return processAttempt(rt, o, n)
-}
-
-// retrying runs attempts until one is not worth retrying or retries are
-// spent, and returns the last. build makes attempt number n (from 1)
-// linked to parent; between attempts, next prepares the following one from
-// the attempt that just failed (to continue its session rather than start
-// over).
-func retrying(ctx context.Context, retries int, backoff time.Duration, parentID string,
-	build func(parent string, n int) (*attempt, error), next func(a *attempt, failed *trace.Run), rec Recorder) (*trace.Run, error) {
+	backoff := o.RetryBackoff
 	if backoff <= 0 {
 		backoff = 2 * time.Second
 	}
-	first := ""
+	first := "" // the first attempt: the later ones link to it
 	for n := 1; ; n++ {
-		parent := parentID
 		if first != "" {
-			parent = first
+			o.ParentRunID = first
 		}
-		a, err := build(parent, n)
+		a, err := rt.newAttempt(o, n)
 		if err != nil {
 			return nil, err
 		}
@@ -208,10 +185,12 @@ func retrying(ctx context.Context, retries int, backoff time.Duration, parentID 
 		if first == "" {
 			first = run.ID
 		}
-		if n > retries || !retryable(run) || ctx.Err() != nil {
+		if n > o.Retries || !retryable(run) || ctx.Err() != nil {
 			return run, nil
 		}
-		next(a, run)
+		if a.next != nil {
+			a.next(&o, run) // continue the session it established
+		}
 		select {
 		case <-ctx.Done():
 			return run, nil
@@ -219,6 +198,14 @@ func retrying(ctx context.Context, retries int, backoff time.Duration, parentID 
 		}
 		backoff = min(backoff*2, time.Minute)
 	}
+}
+
+// newAttempt builds attempt number n of the task o describes.
+func (rt *Runtime) newAttempt(o Options, n int) (*attempt, error) {
+	if rt.inProcess != nil {
+		return rt.inProcess(o, n)
+	}
+	return processAttempt(rt, o, n)
 }
 
 func retryable(r *trace.Run) bool {
