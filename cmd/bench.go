@@ -145,9 +145,6 @@ func benchConfig(ctx context.Context, st *store.Store, opts *BenchOptions) (benc
 		bc.Parallel = 0 // the bench's own
 	}
 	b, err := st.GetBench(ctx, opts.Resume)
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAmbiguous) {
-		return bc, usageErrorf(err)
-	}
 	if err != nil {
 		return bc, err
 	}
@@ -215,9 +212,6 @@ func newCmdBenchReport(f *Factory) *cobra.Command {
 			}
 			defer st.Close()
 			b, err := st.GetBench(ctx, args[0])
-			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAmbiguous) {
-				return usageErrorf(err)
-			}
 			if err != nil {
 				return err
 			}

@@ -104,15 +104,12 @@ func runExitCode(r *trace.Run) int {
 	return ExitRunFailed
 }
 
-// isNotFound says err is about a run or bench that is not there (or an id
-// prefix that fits several): a plain failure, not a mistake in how lane was
-// called, so it gets no usage hint.
+// isNotFound says err is about a run, bench or event that is not there (or
+// an id prefix that fits several): a plain failure, not a mistake in how
+// lane was called.
 func isNotFound(err error) bool {
 	return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAmbiguous)
 }
 
 // showsUsage says whether Main follows err with a pointer to --help.
-func showsUsage(err error) bool {
-	var ue *UsageError
-	return errors.As(err, &ue) && !isNotFound(err)
-}
+func showsUsage(err error) bool { return ExitCode(err) == ExitUsage }

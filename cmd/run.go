@@ -279,7 +279,7 @@ func newJob(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, 
 		// lane's own loop continues from the transcript it stored.
 		ev, err := st.LastEventOfKind(ctx, opts.ParentRunID, trace.KindTranscript)
 		if err != nil {
-			return runner.Job{}, usageErrorf(fmt.Errorf("run %s left no transcript to resume: %w", opts.ParentRunID, err))
+			return runner.Job{}, fmt.Errorf("run %s left no transcript to resume: %w", opts.ParentRunID, err)
 		}
 		if o.History, err = runner.Transcript(*ev); err != nil {
 			return runner.Job{}, err
