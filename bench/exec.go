@@ -35,13 +35,6 @@ type cmdResult struct {
 	err      error
 }
 
-// groupTree names for proc.Kill a command lane started as the leader of
-// its own process group: it, its group and its descendants.
-func groupTree(pid int) proc.Targets {
-	start, _ := proc.StartTime(pid)
-	return proc.Targets{Root: proc.Process{PID: pid, PPID: os.Getpid(), PGID: pid, Start: start}}
-}
-
 func (r cmdResult) ok() bool { return r.err == nil && r.exitCode == 0 && !r.timedOut }
 
 // runCmd runs argv in dir in a process group of its own, with stdin from
@@ -60,7 +53,7 @@ func runCmd(ctx context.Context, dir string, timeout time.Duration, env []string
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
-		proc.Kill(groupTree(cmd.Process.Pid))
+		proc.Kill(proc.Targets{Root: proc.Started(cmd.Process.Pid)})
 		return nil
 	}
 	cmd.WaitDelay = waitDelay
@@ -69,7 +62,7 @@ func runCmd(ctx context.Context, dir string, timeout time.Duration, env []string
 
 	err := cmd.Start()
 	if err == nil {
-		tree := groupTree(cmd.Process.Pid) // before Wait reaps it
+		tree := proc.Targets{Root: proc.Started(cmd.Process.Pid)} // before Wait reaps it
 		err = cmd.Wait()
 		// The group outlives its leader when a command leaves a background
 		// job; nothing a check starts may outlive it.

@@ -190,9 +190,7 @@ func (s *Server) killChildren() {
 	s.mu.Lock()
 	var roots []proc.Process
 	for cmd := range s.children {
-		pid := cmd.Process.Pid
-		start, _ := proc.StartTime(pid)
-		roots = append(roots, proc.Process{PID: pid, PPID: os.Getpid(), PGID: pid, Start: start})
+		roots = append(roots, proc.Started(cmd.Process.Pid))
 	}
 	s.mu.Unlock()
 	for _, r := range roots {

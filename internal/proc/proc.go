@@ -90,6 +90,17 @@ type Process struct {
 	Start           uint64
 }
 
+// Started describes a child the caller has started and not yet waited for
+// (so its pid is still its own), as Kill's Root: its pid, process group and
+// start time, read from /proc.
+func Started(pid int) Process {
+	p := Process{PID: pid, PPID: os.Getpid(), PGID: pid}
+	if s, err := readStat(pid); err == nil {
+		p.PPID, p.PGID, p.Start = s.ppid, s.pgid, s.start
+	}
+	return p
+}
+
 // Snapshot lists every live process (zombies excluded).
 func Snapshot() ([]Process, error) {
 	entries, err := os.ReadDir("/proc")

@@ -121,13 +121,9 @@ func (c *Child) start(o Options) error {
 	if err := c.cmd.Start(); err != nil {
 		return err
 	}
-	c.PID, c.PPID, c.PGID = c.cmd.Process.Pid, os.Getpid(), c.cmd.Process.Pid
-	if o.Group == SameGroup {
+	c.Process = Started(c.cmd.Process.Pid)
+	if c.Start == 0 && o.Group == SameGroup { // its stat could not be read
 		c.PGID = syscall.Getpgrp()
-	}
-	// Not waited for yet, the child keeps its pid: this stat is its own.
-	if s, err := readStat(c.PID); err == nil {
-		c.PGID, c.Start = s.pgid, s.start
 	}
 	return nil
 }
