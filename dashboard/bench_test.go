@@ -12,29 +12,9 @@ import (
 	"time"
 
 	"lane/bench"
-	"lane/bench/stats"
 	"lane/store"
 	"lane/trace"
 )
-
-func TestWilson(t *testing.T) {
-	for _, tc := range []struct {
-		passed, n int
-		lo, hi    float64
-	}{
-		{7, 10, 0.3968, 0.8922},
-		{0, 10, 0, 0.2775},
-		{10, 10, 0.7225, 1},
-		{2, 3, 0.2077, 0.9385},
-		{50, 100, 0.4038, 0.5962},
-		{0, 0, 0, 1},
-	} {
-		lo, hi, _ := stats.Wilson(tc.passed, tc.n, stats.Z95)
-		if math.Abs(lo-tc.lo) > 5e-5 || math.Abs(hi-tc.hi) > 5e-5 {
-			t.Errorf("wilson(%d/%d) = [%.4f, %.4f], want [%.4f, %.4f]", tc.passed, tc.n, lo, hi, tc.lo, tc.hi)
-		}
-	}
-}
 
 // att is an attempt of the bench the tests record; a passed or failed one
 // has a run (see recordBench).

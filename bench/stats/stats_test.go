@@ -28,6 +28,7 @@ func TestWilson(t *testing.T) {
 		{1, 1, 0.2065, 1},
 		{0, 1, 0, 0.7935},
 		{50, 100, 0.4038, 0.5962},
+		{2, 3, 0.2077, 0.9385},
 	}
 	for _, tt := range tests {
 		lo, hi, ok := Wilson(tt.passed, tt.n, Z95)
@@ -35,8 +36,8 @@ func TestWilson(t *testing.T) {
 			t.Errorf("Wilson(%d/%d) = [%.4f, %.4f] %v, want [%.4f, %.4f]", tt.passed, tt.n, lo, hi, ok, tt.lo, tt.hi)
 		}
 	}
-	if _, _, ok := Wilson(0, 0, Z95); ok {
-		t.Error("Wilson(0/0) is defined")
+	if lo, hi, ok := Wilson(0, 0, Z95); ok || lo != 0 || hi != 1 {
+		t.Errorf("Wilson(0/0) = [%v, %v] %v, want [0, 1], undefined", lo, hi, ok)
 	}
 }
 
