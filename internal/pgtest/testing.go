@@ -1,0 +1,100 @@
+package pgtest
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startTimeout bounds ForTest's Start: initdb and the first start take a
+// few seconds on a loaded machine, never minutes.
+const startTimeout = 3 * time.Minute
+
+// ForTest starts a server of the test's own, closed and removed in
+// t.Cleanup. Without the server programs the test is skipped, saying what
+// is missing, unless LANE_REQUIRE_POSTGRES=1 (as in CI), where a missing
+// install must fail rather than pass unseen.
+//
+// Its folder is not t.TempDir: that one is made for the test's user alone
+// and removed by testing after the cleanups, while the postgres OS user
+// must own this one and the server must be gone before it is removed.
+func ForTest(t testing.TB) *Server {
+	t.Helper()
+	if _, err := Binaries(); err != nil {
+		if os.Getenv("LANE_REQUIRE_POSTGRES") == "1" {
+			t.Fatalf("LANE_REQUIRE_POSTGRES=1: %v", err)
+		}
+		t.Skip(err)
+	}
+	dir, err := os.MkdirTemp("", "pgtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("pgtest: remove %s: %v", dir, err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	s, err := Start(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("pgtest: close: %v", err)
+		}
+	})
+	return s
+}
+
+// dbTimeout bounds NewDB's create and drop.
+const dbTimeout = 30 * time.Second
+
+// NewDB creates a database of the test's own on s, named after the test so
+// that a failure's log says whose it is, and returns its URL. It is dropped
+// in t.Cleanup, with any connection the test left open, unless the server
+// is down by then (its data goes with the server).
+func NewDB(t testing.TB, s *Server) string {
+	t.Helper()
+	name := dbName(t.Name(), s.seq.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), dbTimeout)
+	defer cancel()
+	u, err := s.CreateDB(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !s.isRunning() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), dbTimeout)
+		defer cancel()
+		if err := s.dropDB(ctx, name); err != nil {
+			t.Errorf("%v", s.withLog(err))
+		}
+	})
+	return u
+}
+
+// dbName makes a database name from a test's name: lower case letters,
+// digits and underscores (no quoting needed in a psql session), within
+// postgres's 63 bytes, made unique on the server by n.
+func dbName(test string, n int64) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(test) {
+		if b.Len() >= 40 {
+			break
+		}
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return "t_" + b.String() + "_" + strconv.FormatInt(n, 10)
+}
