@@ -23,7 +23,7 @@ func (benchNotFound) Is(target error) bool { return target == ErrNotFound }
 
 var benchColumns = []string{
 	"id", "name", "suite_path", "models", "repeat", "parallel", "max_cost_usd",
-	"status", "started_at", "ended_at", "suite", "owner_pid", "owner_start",
+	"status", "started_at", "ended_at", "suite", "owner_pid", "owner_start", "owner_host", "workers",
 }
 
 var (
@@ -45,6 +45,7 @@ func benchArgs(b *trace.Bench) ([]any, error) {
 	return []any{
 		b.ID, b.Name, b.SuitePath, models, b.Repeat, b.Parallel, b.MaxCostUSD,
 		string(b.Status), unixNano(b.StartedAt), unixNano(b.EndedAt), suite, b.OwnerPID, int64(b.OwnerStart),
+		b.OwnerHost, b.Workers,
 	}, nil
 }
 
@@ -57,7 +58,7 @@ func scanBench(sc scanner) (*trace.Bench, error) {
 		ownerStart     int64
 	)
 	err := sc.Scan(&b.ID, &b.Name, &b.SuitePath, &models, &b.Repeat, &b.Parallel, &b.MaxCostUSD,
-		&status, &started, &ended, &suite, &b.OwnerPID, &ownerStart)
+		&status, &started, &ended, &suite, &b.OwnerPID, &ownerStart, &b.OwnerHost, &b.Workers)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +84,7 @@ func (s *Store) CreateBench(ctx context.Context, b *trace.Bench) error {
 	if b.StartedAt.IsZero() {
 		return fmt.Errorf("insert bench %s: started_at is zero", b.ID)
 	}
+	s.claimOwner(&b.OwnerHost, b.OwnerPID)
 	args, err := benchArgs(b)
 	if err != nil {
 		return fmt.Errorf("insert bench %s: %w", b.ID, err)
@@ -92,6 +94,7 @@ func (s *Store) CreateBench(ctx context.Context, b *trace.Bench) error {
 
 // UpdateBench writes every field of b but its id to the bench b.ID.
 func (s *Store) UpdateBench(ctx context.Context, b *trace.Bench) error {
+	s.claimOwner(&b.OwnerHost, b.OwnerPID)
 	args, err := benchArgs(b)
 	if err != nil {
 		return fmt.Errorf("update bench %s: %w", b.ID, err)
@@ -162,11 +165,11 @@ func (s *Store) ListBenches(ctx context.Context, limit int) ([]*trace.Bench, err
 // checkBenchOwner returns b, or b as marked interrupted when it is running
 // and its owner has exited.
 func (s *Store) checkBenchOwner(ctx context.Context, b *trace.Bench) (*trace.Bench, error) {
-	if b.Status != trace.StatusRunning || proc.Alive(b.OwnerPID, b.OwnerStart) {
+	if b.Status != trace.StatusRunning || !s.ownsHere(b.OwnerHost) || proc.Alive(b.OwnerPID, b.OwnerStart) {
 		return b, nil
 	}
 	var out *trace.Bench
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *txn) error {
 		// It ended when its last attempt did, else when it started.
 		var last sql.NullInt64
 		err := tx.QueryRowContext(ctx, `SELECT max(ended_at) FROM bench_attempts WHERE bench_id = ?`, b.ID).Scan(&last)
@@ -196,7 +199,7 @@ func (s *Store) checkBenchOwner(ctx context.Context, b *trace.Bench) (*trace.Ben
 var attemptColumns = []string{
 	"bench_id", "task_id", "model", "n", "run_id", "status", "failure_kind", "check_exit_code", "check_output",
 	"duration_ms", "cost_usd", "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
-	"turns", "tool_calls", "started_at", "ended_at",
+	"turns", "tool_calls", "started_at", "ended_at", "worker",
 }
 
 var (
@@ -225,7 +228,7 @@ func scanAttempt(sc scanner) (trace.Attempt, error) {
 	)
 	err := sc.Scan(&a.BenchID, &a.TaskID, &a.Model, &a.N, &runID, &status, &a.FailureKind, &a.CheckExitCode,
 		&a.CheckOutput, &a.DurationMS, &a.CostUSD, &a.Usage.InputTokens, &a.Usage.OutputTokens,
-		&a.Usage.CacheReadTokens, &a.Usage.CacheCreationTokens, &a.Turns, &a.ToolCalls, &started, &ended)
+		&a.Usage.CacheReadTokens, &a.Usage.CacheCreationTokens, &a.Turns, &a.ToolCalls, &started, &ended, &a.Worker)
 	if err != nil {
 		return trace.Attempt{}, err
 	}
@@ -251,9 +254,9 @@ func (s *Store) SaveAttempt(ctx context.Context, a *trace.Attempt) error {
 	args := []any{
 		a.BenchID, a.TaskID, a.Model, a.N, runID, string(a.Status), a.FailureKind, a.CheckExitCode, a.CheckOutput,
 		a.DurationMS, a.CostUSD, a.Usage.InputTokens, a.Usage.OutputTokens, a.Usage.CacheReadTokens,
-		a.Usage.CacheCreationTokens, a.Turns, a.ToolCalls, unixNano(a.StartedAt), unixNano(a.EndedAt),
+		a.Usage.CacheCreationTokens, a.Turns, a.ToolCalls, unixNano(a.StartedAt), unixNano(a.EndedAt), a.Worker,
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, attemptUpsert, args...)
 		return err
 	})

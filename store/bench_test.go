@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -55,7 +54,7 @@ func benchDB(b *testing.B) string {
 	b.Helper()
 	h := sha256.New()
 	fmt.Fprintf(h, "layout %s runs %d events %d\n", benchLayout, benchRuns, benchEventsPerRun)
-	ms, err := migrations()
+	ms, err := migrations("sqlite")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -158,7 +157,7 @@ func buildBenchDB(path string) error {
 				rows = append(rows, rw)
 			}
 		}
-		err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		err := s.writeTx(ctx, func(tx *txn) error {
 			_, err := insertRows(ctx, tx, rows, false)
 			return err
 		})
@@ -177,7 +176,7 @@ func buildBenchDB(path string) error {
 // revs they would give are the rowids, the index the one a rebuild makes).
 func bulkInsertRuns(ctx context.Context, s *Store, runs []*trace.Run) error {
 	var triggers []string
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *txn) error {
 		rows, err := tx.QueryContext(ctx, `SELECT name, sql FROM sqlite_master
 			WHERE type = 'trigger' AND name IN ('runs_rev_insert', 'runs_fts_insert')`)
 		if err != nil {
@@ -209,7 +208,7 @@ func bulkInsertRuns(ctx context.Context, s *Store, runs []*trace.Run) error {
 		return fmt.Errorf("set insert triggers aside: %w", err)
 	}
 	for chunk := range slices.Chunk(runs, 20_000) {
-		err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		err := s.writeTx(ctx, func(tx *txn) error {
 			st, err := tx.PrepareContext(ctx, runInsert)
 			if err != nil {
 				return err
@@ -230,7 +229,7 @@ func bulkInsertRuns(ctx context.Context, s *Store, runs []*trace.Run) error {
 			return fmt.Errorf("insert runs: %w", err)
 		}
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(tx *txn) error {
 		for _, q := range append([]string{`INSERT INTO runs_fts (runs_fts) VALUES ('rebuild')`, `UPDATE runs SET rev = rowid`}, triggers...) {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return err

@@ -61,14 +61,14 @@ var insertEvents = insertEvent + eventValues + strings.Repeat(", "+eventValues, 
 // good (a duplicate seq, an unknown run, a line too big) is left out and
 // reported in rejected while the others go in; without it, such a row fails
 // the whole call.
-func insertRows(ctx context.Context, tx *sql.Tx, rows []row, skipRejected bool) (rejected error, err error) {
+func insertRows(ctx context.Context, tx *txn, rows []row, skipRejected bool) (rejected error, err error) {
 	var (
-		one, many *sql.Stmt
+		one, many *stmt
 		errs      []error
 		args      []any
 	)
 	defer func() {
-		for _, st := range []*sql.Stmt{one, many} {
+		for _, st := range []*stmt{one, many} {
 			if st != nil {
 				st.Close()
 			}
@@ -87,7 +87,10 @@ func insertRows(ctx context.Context, tx *sql.Tx, rows []row, skipRejected bool) 
 			for _, r := range batch {
 				args = append(args, r.runID, r.seq, r.time, r.kind, r.payload, r.raw)
 			}
-			_, err := many.ExecContext(ctx, args...)
+			err := tx.guard(ctx, skipRejected, func() error {
+				_, err := many.ExecContext(ctx, args...)
+				return err
+			})
 			if err == nil {
 				continue
 			}
@@ -102,7 +105,10 @@ func insertRows(ctx context.Context, tx *sql.Tx, rows []row, skipRejected bool) 
 			}
 		}
 		for _, r := range batch {
-			_, err := one.ExecContext(ctx, r.runID, r.seq, r.time, r.kind, r.payload, r.raw)
+			err := tx.guard(ctx, skipRejected, func() error {
+				_, err := one.ExecContext(ctx, r.runID, r.seq, r.time, r.kind, r.payload, r.raw)
+				return err
+			})
 			if err == nil {
 				continue
 			}
@@ -119,6 +125,9 @@ func insertRows(ctx context.Context, tx *sql.Tx, rows []row, skipRejected bool) 
 // permanent reports whether err is SQLite refusing a row that it will
 // refuse again: retrying cannot help.
 func permanent(err error) bool {
+	if pgPermanent(err) {
+		return true
+	}
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return false
@@ -141,7 +150,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []trace.Event) error {
 		}
 		rows = append(rows, r)
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *txn) error {
 		_, err := insertRows(ctx, tx, rows, false)
 		return err
 	})

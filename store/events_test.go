@@ -55,102 +55,108 @@ func createRun(t testing.TB, s *Store, id string) {
 }
 
 func TestEventsRoundTrip(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	createRun(t, s, "r")
-	createRun(t, s, "other")
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := be.open(t)
+		createRun(t, s, "r")
+		createRun(t, s, "other")
 
-	cost := 0.5
-	evs := []trace.Event{
-		{RunID: "r", Seq: 1, Time: t0, Kind: trace.KindSession, Subtype: "init", SessionID: "s", Model: "opus",
-			Cwd: "/w", Tools: []string{"Bash", "Read"}, Version: "2.1", Raw: []byte(`{"type":"system"}`)},
-		{RunID: "r", Seq: 2, Time: t0.Add(time.Second), Kind: trace.KindUsage, MessageID: "m1",
-			Usage: &trace.Usage{InputTokens: 1, OutputTokens: 2}, ParentToolUseID: "toolu_p"},
-		{RunID: "r", Seq: 3, Time: t0.Add(2 * time.Second), Kind: trace.KindRetry, Retry: &trace.Retry{Attempt: 1, ErrorStatus: 529}},
-		{RunID: "r", Seq: 4, Time: t0.Add(3 * time.Second), Kind: trace.KindResult,
-			Result: &trace.Result{Subtype: "success", TotalCostUSD: &cost, NumTurns: 3, Usage: trace.Usage{InputTokens: 9}}},
-		{RunID: "r", Seq: 5, Time: t0.Add(4 * time.Second), Kind: trace.KindError, Text: "boom", ErrorKind: trace.ErrorCrash},
-		testEvent("r", 6, 100),
-		testEvent("other", 1, 10),
-	}
-	if err := s.AppendEvents(ctx, evs); err != nil {
-		t.Fatal(err)
-	}
+		cost := 0.5
+		evs := []trace.Event{
+			{RunID: "r", Seq: 1, Time: t0, Kind: trace.KindSession, Subtype: "init", SessionID: "s", Model: "opus",
+				Cwd: "/w", Tools: []string{"Bash", "Read"}, Version: "2.1", Raw: []byte(`{"type":"system"}`)},
+			{RunID: "r", Seq: 2, Time: t0.Add(time.Second), Kind: trace.KindUsage, MessageID: "m1",
+				Usage: &trace.Usage{InputTokens: 1, OutputTokens: 2}, ParentToolUseID: "toolu_p"},
+			{RunID: "r", Seq: 3, Time: t0.Add(2 * time.Second), Kind: trace.KindRetry, Retry: &trace.Retry{Attempt: 1, ErrorStatus: 529}},
+			{RunID: "r", Seq: 4, Time: t0.Add(3 * time.Second), Kind: trace.KindResult,
+				Result: &trace.Result{Subtype: "success", TotalCostUSD: &cost, NumTurns: 3, Usage: trace.Usage{InputTokens: 9}}},
+			{RunID: "r", Seq: 5, Time: t0.Add(4 * time.Second), Kind: trace.KindError, Text: "boom", ErrorKind: trace.ErrorCrash},
+			testEvent("r", 6, 100),
+			testEvent("other", 1, 10),
+		}
+		if err := s.AppendEvents(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
 
-	got := collect(t, s, "r", 0)
-	if !reflect.DeepEqual(got, evs[:6]) {
-		t.Errorf("events of r:\n got %+v\nwant %+v", got, evs[:6])
-	}
-	if got := collect(t, s, "r", 4); len(got) != 2 || got[0].Seq != 5 {
-		t.Errorf("events after 4 = %v", got)
-	}
-	if n, err := s.MaxEventSeq(ctx, "r"); err != nil || n != 6 {
-		t.Errorf("MaxEventSeq(r) = %d, %v; want 6", n, err)
-	}
-	if n, err := s.MaxEventSeq(ctx, "none"); err != nil || n != 0 {
-		t.Errorf("MaxEventSeq(none) = %d, %v; want 0", n, err)
-	}
+		got := collect(t, s, "r", 0)
+		if !reflect.DeepEqual(got, evs[:6]) {
+			t.Errorf("events of r:\n got %+v\nwant %+v", got, evs[:6])
+		}
+		if got := collect(t, s, "r", 4); len(got) != 2 || got[0].Seq != 5 {
+			t.Errorf("events after 4 = %v", got)
+		}
+		if n, err := s.MaxEventSeq(ctx, "r"); err != nil || n != 6 {
+			t.Errorf("MaxEventSeq(r) = %d, %v; want 6", n, err)
+		}
+		if n, err := s.MaxEventSeq(ctx, "none"); err != nil || n != 0 {
+			t.Errorf("MaxEventSeq(none) = %d, %v; want 0", n, err)
+		}
+	})
 }
 
 func TestAppendEventsAllOrNothing(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	createRun(t, s, "r")
-	if err := s.AppendEvents(ctx, []trace.Event{testEvent("r", 1, 0)}); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name string
-		evs  []trace.Event
-	}{
-		{"duplicate seq", []trace.Event{testEvent("r", 2, 0), testEvent("r", 1, 0)}},
-		{"unknown run", []trace.Event{testEvent("r", 3, 0), testEvent("nope", 1, 0)}},
-		{"no run id", []trace.Event{testEvent("", 4, 0)}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := s.AppendEvents(ctx, tt.evs); err == nil {
-				t.Fatal("AppendEvents succeeded")
-			}
-			if n, _ := s.MaxEventSeq(ctx, "r"); n != 1 {
-				t.Errorf("max seq = %d after a failed append, want 1", n)
-			}
-		})
-	}
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := be.open(t)
+		createRun(t, s, "r")
+		if err := s.AppendEvents(ctx, []trace.Event{testEvent("r", 1, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		tests := []struct {
+			name string
+			evs  []trace.Event
+		}{
+			{"duplicate seq", []trace.Event{testEvent("r", 2, 0), testEvent("r", 1, 0)}},
+			{"unknown run", []trace.Event{testEvent("r", 3, 0), testEvent("nope", 1, 0)}},
+			{"no run id", []trace.Event{testEvent("", 4, 0)}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				if err := s.AppendEvents(ctx, tt.evs); err == nil {
+					t.Fatal("AppendEvents succeeded")
+				}
+				if n, _ := s.MaxEventSeq(ctx, "r"); n != 1 {
+					t.Errorf("max seq = %d after a failed append, want 1", n)
+				}
+			})
+		}
+	})
 }
 
 func TestEventsPagesAndStops(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	createRun(t, s, "r")
-	const n = 3*eventsPage + 7
-	var evs []trace.Event
-	for i := range int64(n) {
-		evs = append(evs, testEvent("r", i+1, 0))
-	}
-	if err := s.AppendEvents(ctx, evs); err != nil {
-		t.Fatal(err)
-	}
-	got := collect(t, s, "r", 0)
-	if len(got) != n {
-		t.Fatalf("read %d events, want %d", len(got), n)
-	}
-	for i, ev := range got {
-		if ev.Seq != int64(i+1) {
-			t.Fatalf("event %d has seq %d", i, ev.Seq)
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := be.open(t)
+		createRun(t, s, "r")
+		const n = 3*eventsPage + 7
+		var evs []trace.Event
+		for i := range int64(n) {
+			evs = append(evs, testEvent("r", i+1, 0))
 		}
-	}
+		if err := s.AppendEvents(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+		got := collect(t, s, "r", 0)
+		if len(got) != n {
+			t.Fatalf("read %d events, want %d", len(got), n)
+		}
+		for i, ev := range got {
+			if ev.Seq != int64(i+1) {
+				t.Fatalf("event %d has seq %d", i, ev.Seq)
+			}
+		}
 
-	stop := errors.New("stop")
-	calls := 0
-	err := s.Events(ctx, "r", 0, func(trace.Event) error {
-		calls++
-		if calls == eventsPage+1 {
-			return stop
+		stop := errors.New("stop")
+		calls := 0
+		err := s.Events(ctx, "r", 0, func(trace.Event) error {
+			calls++
+			if calls == eventsPage+1 {
+				return stop
+			}
+			return nil
+		})
+		if err != stop || calls != eventsPage+1 {
+			t.Errorf("Events = %v after %d calls, want stop after %d", err, calls, eventsPage+1)
 		}
-		return nil
 	})
-	if err != stop || calls != eventsPage+1 {
-		t.Errorf("Events = %v after %d calls, want stop after %d", err, calls, eventsPage+1)
-	}
 }

@@ -164,12 +164,18 @@ func (s *Store) MaxRunRev(ctx context.Context) (int64, error) {
 // keeps for this (the pragma is per connection). A watcher polls it and
 // reads only when it moved. If that connection has to be replaced, the
 // number changes once without a commit.
+//
+// On PostgreSQL it counts the notifications of changes (see Subscribe),
+// which cost no query; a watcher there had better wait on Subscribe.
 func (s *Store) DataVersion(ctx context.Context) (int64, error) {
+	if s.pg != nil {
+		return s.pg.dataVersion(), nil
+	}
 	s.dvMu.Lock()
 	defer s.dvMu.Unlock()
 	fresh := s.dv == nil
 	if fresh {
-		c, err := s.db.Conn(ctx)
+		c, err := s.db.db.Conn(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("data version: %w", err)
 		}

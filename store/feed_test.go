@@ -11,138 +11,142 @@ import (
 )
 
 func TestEventsAfterID(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	if n, err := s.MaxEventID(ctx); err != nil || n != 0 {
-		t.Errorf("MaxEventID of an empty store = %d, %v; want 0", n, err)
-	}
-	if evs, err := s.EventsAfterID(ctx, 0, 10); err != nil || evs == nil || len(evs) != 0 {
-		t.Errorf("EventsAfterID of an empty store = %v, %v; want []", evs, err)
-	}
-	createRun(t, s, "a")
-	createRun(t, s, "b")
-	// Commits interleave the runs: a1 a2, b1, a3 b2, then b3 through a writer.
-	type key struct {
-		run string
-		seq int64
-	}
-	var want []key
-	for _, batch := range [][]trace.Event{
-		{testEvent("a", 1, 10), testEvent("a", 2, 0)},
-		{testEvent("b", 1, 10)},
-		{testEvent("a", 3, 10), testEvent("b", 2, 10)},
-	} {
-		if err := s.AppendEvents(ctx, batch); err != nil {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := be.open(t)
+		if n, err := s.MaxEventID(ctx); err != nil || n != 0 {
+			t.Errorf("MaxEventID of an empty store = %d, %v; want 0", n, err)
+		}
+		if evs, err := s.EventsAfterID(ctx, 0, 10); err != nil || evs == nil || len(evs) != 0 {
+			t.Errorf("EventsAfterID of an empty store = %v, %v; want []", evs, err)
+		}
+		createRun(t, s, "a")
+		createRun(t, s, "b")
+		// Commits interleave the runs: a1 a2, b1, a3 b2, then b3 through a writer.
+		type key struct {
+			run string
+			seq int64
+		}
+		var want []key
+		for _, batch := range [][]trace.Event{
+			{testEvent("a", 1, 10), testEvent("a", 2, 0)},
+			{testEvent("b", 1, 10)},
+			{testEvent("a", 3, 10), testEvent("b", 2, 10)},
+		} {
+			if err := s.AppendEvents(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range batch {
+				want = append(want, key{ev.RunID, ev.Seq})
+			}
+		}
+		w := s.NewEventWriter("b")
+		if err := w.Write(testEvent("", 3, 10)); err != nil {
 			t.Fatal(err)
 		}
-		for _, ev := range batch {
-			want = append(want, key{ev.RunID, ev.Seq})
-		}
-	}
-	w := s.NewEventWriter("b")
-	if err := w.Write(testEvent("", 3, 10)); err != nil {
-		t.Fatal(err)
-	}
-	closeWriter(t, w)
-	want = append(want, key{"b", 3})
+		closeWriter(t, w)
+		want = append(want, key{"b", 3})
 
-	all, err := s.EventsAfterID(ctx, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []key
-	for i, se := range all {
-		got = append(got, key{se.Event.RunID, se.Event.Seq})
-		if i > 0 && se.ID <= all[i-1].ID {
-			t.Errorf("id %d after %d", se.ID, all[i-1].ID)
-		}
-		if se.Event.Raw != nil {
-			t.Errorf("event %d has Raw", se.ID)
-		}
-		if se.Event.Time.IsZero() || se.Event.ToolName != "Bash" {
-			t.Errorf("event %d not decoded: %+v", se.ID, se.Event)
-		}
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("events in id order = %v, want %v", got, want)
-	}
-	if n, err := s.MaxEventID(ctx); err != nil || n != all[len(all)-1].ID {
-		t.Errorf("MaxEventID = %d, %v; want %d", n, err, all[len(all)-1].ID)
-	}
-
-	// Paging by the last id seen gives the same events.
-	var paged []key
-	for after := int64(0); ; {
-		page, err := s.EventsAfterID(ctx, after, 2)
+		all, err := s.EventsAfterID(ctx, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page) == 0 {
-			break
+		var got []key
+		for i, se := range all {
+			got = append(got, key{se.Event.RunID, se.Event.Seq})
+			if i > 0 && se.ID <= all[i-1].ID {
+				t.Errorf("id %d after %d", se.ID, all[i-1].ID)
+			}
+			if se.Event.Raw != nil {
+				t.Errorf("event %d has Raw", se.ID)
+			}
+			if se.Event.Time.IsZero() || se.Event.ToolName != "Bash" {
+				t.Errorf("event %d not decoded: %+v", se.ID, se.Event)
+			}
 		}
-		if len(page) > 2 {
-			t.Fatalf("page of %d events, limit 2", len(page))
+		if !slices.Equal(got, want) {
+			t.Errorf("events in id order = %v, want %v", got, want)
 		}
-		for _, se := range page {
-			paged = append(paged, key{se.Event.RunID, se.Event.Seq})
+		if n, err := s.MaxEventID(ctx); err != nil || n != all[len(all)-1].ID {
+			t.Errorf("MaxEventID = %d, %v; want %d", n, err, all[len(all)-1].ID)
 		}
-		after = page[len(page)-1].ID
-	}
-	if !slices.Equal(paged, want) {
-		t.Errorf("paged events = %v, want %v", paged, want)
-	}
-}
 
-func TestRunEvents(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	createRun(t, s, "r")
-	createRun(t, s, "other")
-	var evs []trace.Event
-	for seq := range int64(12) {
-		evs = append(evs, testEvent("r", seq+1, int(seq%3)*5))
-	}
-	evs = append(evs, testEvent("other", 1, 5))
-	if err := s.AppendEvents(ctx, evs); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name     string
-		run      string
-		after    int64
-		limit    int
-		raw      bool
-		wantSeqs []int64
-	}{
-		{"all", "r", 0, 0, true, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
-		{"after", "r", 9, 0, false, []int64{10, 11, 12}},
-		{"limit", "r", 3, 4, true, []int64{4, 5, 6, 7}},
-		{"past the end", "r", 12, 0, true, []int64{}},
-		{"unknown run", "nope", 0, 0, true, []int64{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.RunEvents(ctx, tt.run, tt.after, tt.limit, tt.raw)
+		// Paging by the last id seen gives the same events.
+		var paged []key
+		for after := int64(0); ; {
+			page, err := s.EventsAfterID(ctx, after, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
-			seqs := []int64{}
-			for _, ev := range got {
-				seqs = append(seqs, ev.Seq)
-				want := evs[ev.Seq-1]
-				if !tt.raw {
-					want.Raw = nil
-				}
-				if ev.RunID != tt.run || !ev.Time.Equal(want.Time) || string(ev.Raw) != string(want.Raw) ||
-					(ev.Raw == nil) != (want.Raw == nil) {
-					t.Errorf("event %d = %+v, want %+v", ev.Seq, ev, want)
-				}
+			if len(page) == 0 {
+				break
 			}
-			if !slices.Equal(seqs, tt.wantSeqs) {
-				t.Errorf("seqs = %v, want %v", seqs, tt.wantSeqs)
+			if len(page) > 2 {
+				t.Fatalf("page of %d events, limit 2", len(page))
 			}
-		})
-	}
+			for _, se := range page {
+				paged = append(paged, key{se.Event.RunID, se.Event.Seq})
+			}
+			after = page[len(page)-1].ID
+		}
+		if !slices.Equal(paged, want) {
+			t.Errorf("paged events = %v, want %v", paged, want)
+		}
+	})
+}
+
+func TestRunEvents(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := be.open(t)
+		createRun(t, s, "r")
+		createRun(t, s, "other")
+		var evs []trace.Event
+		for seq := range int64(12) {
+			evs = append(evs, testEvent("r", seq+1, int(seq%3)*5))
+		}
+		evs = append(evs, testEvent("other", 1, 5))
+		if err := s.AppendEvents(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+		tests := []struct {
+			name     string
+			run      string
+			after    int64
+			limit    int
+			raw      bool
+			wantSeqs []int64
+		}{
+			{"all", "r", 0, 0, true, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
+			{"after", "r", 9, 0, false, []int64{10, 11, 12}},
+			{"limit", "r", 3, 4, true, []int64{4, 5, 6, 7}},
+			{"past the end", "r", 12, 0, true, []int64{}},
+			{"unknown run", "nope", 0, 0, true, []int64{}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				got, err := s.RunEvents(ctx, tt.run, tt.after, tt.limit, tt.raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				seqs := []int64{}
+				for _, ev := range got {
+					seqs = append(seqs, ev.Seq)
+					want := evs[ev.Seq-1]
+					if !tt.raw {
+						want.Raw = nil
+					}
+					if ev.RunID != tt.run || !ev.Time.Equal(want.Time) || string(ev.Raw) != string(want.Raw) ||
+						(ev.Raw == nil) != (want.Raw == nil) {
+						t.Errorf("event %d = %+v, want %+v", ev.Seq, ev, want)
+					}
+				}
+				if !slices.Equal(seqs, tt.wantSeqs) {
+					t.Errorf("seqs = %v, want %v", seqs, tt.wantSeqs)
+				}
+			})
+		}
+	})
 }
 
 func TestRunsChangedAfter(t *testing.T) {
@@ -269,8 +273,8 @@ func TestDataVersion(t *testing.T) {
 			return other.AppendEvents(ctx, []trace.Event{testEvent("a", 1, 10)})
 		}, true},
 		{"a rolled back write", func() error {
-			return other.writeTx(ctx, func(tx *sql.Tx) error {
-				if _, err := tx.Exec(`UPDATE runs SET turns = 7`); err != nil {
+			return other.writeTx(ctx, func(tx *txn) error {
+				if _, err := tx.ExecContext(ctx, `UPDATE runs SET turns = 7`); err != nil {
 					return err
 				}
 				return sql.ErrTxDone // any error rolls back

@@ -13,20 +13,22 @@ import (
 	"time"
 )
 
-//go:embed migrations/*.sql
+//go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
 var migrationFiles embed.FS
 
-// A migration is one numbered file of migrations/, NNNN_name.sql.
+// A migration is one numbered file of migrations/sqlite or
+// migrations/postgres, NNNN_name.sql. The two folders hold the same
+// versions under the same names: version N is the same schema on both.
 type migration struct {
 	version int
 	name    string
 	sql     string
 }
 
-// migrations returns the embedded migrations in order. Their versions must
-// run 1, 2, 3… without gaps.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+// migrations returns the embedded migrations of backend ("sqlite" or
+// "postgres") in order. Their versions must run 1, 2, 3… without gaps.
+func migrations(backend string) ([]migration, error) {
+	names, err := fs.Glob(migrationFiles, "migrations/"+backend+"/*.sql")
 	if err != nil {
 		return nil, fmt.Errorf("list migrations: %w", err)
 	}
@@ -58,7 +60,7 @@ func migrations() ([]migration, error) {
 // checks whether its version is recorded, two processes opening a fresh file
 // together apply each migration once: the second waits and then skips it.
 func (s *Store) migrate(ctx context.Context) error {
-	ms, err := migrations()
+	ms, err := migrations(s.Backend())
 	if err != nil {
 		return err
 	}
@@ -75,11 +77,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		return nil
 	}
 
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    INTEGER PRIMARY KEY,
 			name       TEXT    NOT NULL,
-			applied_at INTEGER NOT NULL
+			applied_at BIGINT  NOT NULL
 		)`)
 		return err
 	})
@@ -87,7 +89,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
 	for _, m := range ms {
-		err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		err := s.writeTx(ctx, func(tx *txn) error {
 			var n int
 			err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n)
 			if err != nil || n > 0 {
@@ -110,9 +112,12 @@ func (s *Store) migrate(ctx context.Context) error {
 // schemaVersion returns the highest migration applied to the file, 0 for a
 // fresh one.
 func (s *Store) schemaVersion(ctx context.Context) (int, error) {
+	q := `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`
+	if s.pg != nil {
+		q = `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'schema_migrations'`
+	}
 	var n int
-	err := s.db.QueryRowContext(ctx,
-		`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n)
+	err := s.db.QueryRowContext(ctx, q).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("schema version: %w", err)
 	}

@@ -22,7 +22,7 @@ func schema1File(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	ms, err := migrations()
+	ms, err := migrations("sqlite")
 	if err != nil {
 		t.Fatal(err)
 	}

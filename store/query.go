@@ -70,7 +70,11 @@ func (s *Store) QueryRuns(ctx context.Context, q RunQuery) (RunPage, error) {
 		keys []runKey
 	)
 	// One run more than the page says whether a next page exists.
-	if m := ftsMatch(q.Text); m == "" {
+	if s.pg != nil && searchQuery(q.Text) != "" {
+		if keys, err = s.pgSearchKeys(ctx, c, searchQuery(q.Text), limit+1); err == nil {
+			runs, err = s.runsAt(ctx, keys)
+		}
+	} else if m := ftsMatch(q.Text); m == "" {
 		runs, keys, err = s.listPage(ctx, c, limit+1)
 	} else {
 		if keys, err = s.searchKeys(ctx, c, m, limit+1); err == nil {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,18 +14,13 @@ import (
 // insertRuns records runs in one transaction, as CreateRun would one by one.
 func insertRuns(t testing.TB, s *Store, runs []*trace.Run) {
 	t.Helper()
-	err := s.writeTx(context.Background(), func(tx *sql.Tx) error {
-		st, err := tx.Prepare(runInsert)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
+	err := s.writeTx(context.Background(), func(tx *txn) error {
 		for _, r := range runs {
-			args, err := runArgs(r)
+			q, args, err := s.runStatement(r, false)
 			if err != nil {
 				return err
 			}
-			if _, err := st.Exec(args...); err != nil {
+			if _, err := tx.ExecContext(context.Background(), q, args...); err != nil {
 				return fmt.Errorf("insert %s: %w", r.ID, err)
 			}
 		}
@@ -48,6 +42,30 @@ func runIDs(runs []*trace.Run) []string {
 // checkFTS fails when the full-text index disagrees with runs.
 func checkFTS(t testing.TB, s *Store) {
 	t.Helper()
+	if s.pg != nil {
+		rows, err := s.db.Query(`SELECT id, prompt, result_text, fts::text FROM runs`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, prompt, result, fts string
+			if err := rows.Scan(&id, &prompt, &result, &fts); err != nil {
+				t.Fatal(err)
+			}
+			var want string
+			if err := s.db.QueryRow(`SELECT ?::tsvector::text`, searchVector(prompt, result)).Scan(&want); err != nil {
+				t.Fatal(err)
+			}
+			if fts != want {
+				t.Errorf("run %s: fts = %s, want %s", id, fts, want)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	if _, err := s.db.Exec(`INSERT INTO runs_fts (runs_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
 		t.Errorf("full-text index out of step with runs: %v", err)
 	}
@@ -65,9 +83,9 @@ var searchModes = []struct {
 
 // queryFixture records eight runs a minute apart, r1 first, and returns the
 // store. r5 is running with a live owner, r7 running with a dead one.
-func queryFixture(t *testing.T) *Store {
+func queryFixture(t *testing.T, be backend) *Store {
 	t.Helper()
-	s := openTest(t)
+	s := be.open(t)
 	livePID, liveStart := selfOwner(t)
 	deadPID, deadStart := exitedOwner(t)
 	runs := []*trace.Run{
@@ -98,150 +116,156 @@ func queryFixture(t *testing.T) *Store {
 }
 
 func TestQueryRunsFilters(t *testing.T) {
-	ctx := context.Background()
-	s := queryFixture(t)
-	all := []string{"r8", "r7", "r6", "r5", "r4", "r3", "r2", "r1"}
-	minute := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Minute) }
-	tests := []struct {
-		name string
-		q    RunQuery
-		want []string
-	}{
-		{"all newest first", RunQuery{}, all},
-		{"status", RunQuery{Status: trace.StatusSucceeded}, []string{"r6", "r3", "r1"}},
-		{"running leaves out a dead owner's run", RunQuery{Status: trace.StatusRunning}, []string{"r5"}},
-		{"interrupted", RunQuery{Status: trace.StatusInterrupted}, []string{"r7"}},
-		{"model", RunQuery{Model: "opus"}, []string{"r8", "r7", "r5", "r3", "r1"}},
-		{"dir", RunQuery{Dir: "/a"}, []string{"r8", "r7", "r5", "r2", "r1"}},
-		{"dir is exact", RunQuery{Dir: "/"}, []string{}},
-		{"runtime", RunQuery{Runtime: "local"}, []string{"r8", "r4", "r3"}},
-		{"session", RunQuery{SessionID: "s1"}, []string{"r8", "r2", "r1"}},
-		{"since includes", RunQuery{Since: minute(5)}, []string{"r8", "r7", "r6"}},
-		{"until excludes", RunQuery{Until: minute(2)}, []string{"r2", "r1"}},
-		{"window", RunQuery{Since: minute(1), Until: minute(4)}, []string{"r4", "r3", "r2"}},
-		{"status and model", RunQuery{Status: trace.StatusSucceeded, Model: "opus"}, []string{"r3", "r1"}},
-		{"model, dir and runtime", RunQuery{Model: "opus", Dir: "/a", Runtime: "claude"}, []string{"r7", "r5", "r1"}},
-		{"everything", RunQuery{Status: trace.StatusSucceeded, Model: "opus", Dir: "/a", Runtime: "claude",
-			SessionID: "s1", Since: minute(0), Until: minute(1), Text: "login"}, []string{"r1"}},
-		{"no match", RunQuery{Model: "opus", Dir: "/c"}, []string{}},
-		{"limit", RunQuery{Limit: 3}, all[:3]},
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := queryFixture(t, be)
+		all := []string{"r8", "r7", "r6", "r5", "r4", "r3", "r2", "r1"}
+		minute := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Minute) }
+		tests := []struct {
+			name string
+			q    RunQuery
+			want []string
+		}{
+			{"all newest first", RunQuery{}, all},
+			{"status", RunQuery{Status: trace.StatusSucceeded}, []string{"r6", "r3", "r1"}},
+			{"running leaves out a dead owner's run", RunQuery{Status: trace.StatusRunning}, []string{"r5"}},
+			{"interrupted", RunQuery{Status: trace.StatusInterrupted}, []string{"r7"}},
+			{"model", RunQuery{Model: "opus"}, []string{"r8", "r7", "r5", "r3", "r1"}},
+			{"dir", RunQuery{Dir: "/a"}, []string{"r8", "r7", "r5", "r2", "r1"}},
+			{"dir is exact", RunQuery{Dir: "/"}, []string{}},
+			{"runtime", RunQuery{Runtime: "local"}, []string{"r8", "r4", "r3"}},
+			{"session", RunQuery{SessionID: "s1"}, []string{"r8", "r2", "r1"}},
+			{"since includes", RunQuery{Since: minute(5)}, []string{"r8", "r7", "r6"}},
+			{"until excludes", RunQuery{Until: minute(2)}, []string{"r2", "r1"}},
+			{"window", RunQuery{Since: minute(1), Until: minute(4)}, []string{"r4", "r3", "r2"}},
+			{"status and model", RunQuery{Status: trace.StatusSucceeded, Model: "opus"}, []string{"r3", "r1"}},
+			{"model, dir and runtime", RunQuery{Model: "opus", Dir: "/a", Runtime: "claude"}, []string{"r7", "r5", "r1"}},
+			{"everything", RunQuery{Status: trace.StatusSucceeded, Model: "opus", Dir: "/a", Runtime: "claude",
+				SessionID: "s1", Since: minute(0), Until: minute(1), Text: "login"}, []string{"r1"}},
+			{"no match", RunQuery{Model: "opus", Dir: "/c"}, []string{}},
+			{"limit", RunQuery{Limit: 3}, all[:3]},
 
-		{"text", RunQuery{Text: "login"}, []string{"r8", "r1"}},
-		{"text ignores case", RunQuery{Text: "LOGIN"}, []string{"r8", "r1"}},
-		{"text last word is a prefix", RunQuery{Text: "log"}, []string{"r8", "r1"}},
-		{"text other words are not", RunQuery{Text: "log bug"}, []string{}},
-		{"text words are ANDed", RunQuery{Text: "login bug"}, []string{"r1"}},
-		{"text in result", RunQuery{Text: "patched"}, []string{"r1"}},
-		{"text ignores diacritics", RunQuery{Text: "cafe"}, []string{"r3"}},
-		{"text with diacritics", RunQuery{Text: "Café"}, []string{"r3"}},
-		{"text hyphen is a phrase", RunQuery{Text: "foo-bar"}, []string{"r4"}},
-		{"text phrase order", RunQuery{Text: "bar-foo"}, []string{}},
-		{"text and status", RunQuery{Text: "login", Status: trace.StatusCancelled}, []string{"r8"}},
-		{"text no match", RunQuery{Text: "nothing-like-it"}, []string{}},
-	}
-	for _, mode := range searchModes {
-		s.search = mode.tuning
-		for _, tt := range tests {
-			t.Run(mode.name+"/"+tt.name, func(t *testing.T) {
-				page, err := s.QueryRuns(ctx, tt.q)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := runIDs(page.Runs); !slices.Equal(got, tt.want) {
-					t.Errorf("QueryRuns(%+v) = %v, want %v", tt.q, got, tt.want)
-				}
-			})
+			{"text", RunQuery{Text: "login"}, []string{"r8", "r1"}},
+			{"text ignores case", RunQuery{Text: "LOGIN"}, []string{"r8", "r1"}},
+			{"text last word is a prefix", RunQuery{Text: "log"}, []string{"r8", "r1"}},
+			{"text other words are not", RunQuery{Text: "log bug"}, []string{}},
+			{"text words are ANDed", RunQuery{Text: "login bug"}, []string{"r1"}},
+			{"text in result", RunQuery{Text: "patched"}, []string{"r1"}},
+			{"text ignores diacritics", RunQuery{Text: "cafe"}, []string{"r3"}},
+			{"text with diacritics", RunQuery{Text: "Café"}, []string{"r3"}},
+			{"text hyphen is a phrase", RunQuery{Text: "foo-bar"}, []string{"r4"}},
+			{"text phrase order", RunQuery{Text: "bar-foo"}, []string{}},
+			{"text and status", RunQuery{Text: "login", Status: trace.StatusCancelled}, []string{"r8"}},
+			{"text no match", RunQuery{Text: "nothing-like-it"}, []string{}},
 		}
-	}
-	checkFTS(t, s)
+		for _, mode := range searchModes {
+			s.search = mode.tuning
+			for _, tt := range tests {
+				t.Run(mode.name+"/"+tt.name, func(t *testing.T) {
+					page, err := s.QueryRuns(ctx, tt.q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := runIDs(page.Runs); !slices.Equal(got, tt.want) {
+						t.Errorf("QueryRuns(%+v) = %v, want %v", tt.q, got, tt.want)
+					}
+				})
+			}
+		}
+		checkFTS(t, s)
+	})
 }
 
 // Whatever a person types, the search runs; text without a word matches
 // every run.
 func TestQueryRunsHostileText(t *testing.T) {
-	ctx := context.Background()
-	s := queryFixture(t)
-	all := []string{"r8", "r7", "r6", "r5", "r4", "r3", "r2", "r1"}
-	tests := []struct {
-		text string
-		want []string
-	}{
-		{``, all},
-		{`   `, all},
-		{`"`, all},
-		{`""`, all},
-		{`*`, all},
-		{`-`, all},
-		{`(`, all},
-		{`)`, all},
-		{`'`, all},
-		{`^`, all},
-		{`:`, all},
-		{`" * - ( ) ^ : ; ' \ + ,`, all},
-		{"\x00", all},
-		{"\xff\xfe", all},
-		{`NEAR(`, []string{"r6"}},
-		{`NEAR(x`, []string{"r6"}},
-		{`NEAR(login bug, 2)`, []string{}},
-		{`"quoted"`, []string{"r6"}},
-		{`"quoted`, []string{"r6"}},
-		{`quo"ted`, []string{}},
-		{`-flag`, []string{"r6"}},
-		{`*star*`, []string{"r6"}},
-		{`login*`, []string{"r8", "r1"}},
-		{`login OR bug`, []string{}},
-		{`NOT login`, []string{}},
-		{`login AND`, []string{}},
-		{`prompt:login`, []string{}},
-		{`{prompt}: login`, []string{}},
-		{`: login :`, []string{"r8", "r1"}},
-		{"login\x00", []string{"r8", "r1"}},
-		{"\tlogin\n", []string{"r8", "r1"}},
-		{"log\xffin", []string{}},
-	}
-	for _, mode := range searchModes {
-		s.search = mode.tuning
-		for _, tt := range tests {
-			t.Run(fmt.Sprintf("%s/%q", mode.name, tt.text), func(t *testing.T) {
-				page, err := s.QueryRuns(ctx, RunQuery{Text: tt.text})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := runIDs(page.Runs); !slices.Equal(got, tt.want) {
-					t.Errorf("text %q: %v, want %v", tt.text, got, tt.want)
-				}
-			})
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := queryFixture(t, be)
+		all := []string{"r8", "r7", "r6", "r5", "r4", "r3", "r2", "r1"}
+		tests := []struct {
+			text string
+			want []string
+		}{
+			{``, all},
+			{`   `, all},
+			{`"`, all},
+			{`""`, all},
+			{`*`, all},
+			{`-`, all},
+			{`(`, all},
+			{`)`, all},
+			{`'`, all},
+			{`^`, all},
+			{`:`, all},
+			{`" * - ( ) ^ : ; ' \ + ,`, all},
+			{"\x00", all},
+			{"\xff\xfe", all},
+			{`NEAR(`, []string{"r6"}},
+			{`NEAR(x`, []string{"r6"}},
+			{`NEAR(login bug, 2)`, []string{}},
+			{`"quoted"`, []string{"r6"}},
+			{`"quoted`, []string{"r6"}},
+			{`quo"ted`, []string{}},
+			{`-flag`, []string{"r6"}},
+			{`*star*`, []string{"r6"}},
+			{`login*`, []string{"r8", "r1"}},
+			{`login OR bug`, []string{}},
+			{`NOT login`, []string{}},
+			{`login AND`, []string{}},
+			{`prompt:login`, []string{}},
+			{`{prompt}: login`, []string{}},
+			{`: login :`, []string{"r8", "r1"}},
+			{"login\x00", []string{"r8", "r1"}},
+			{"\tlogin\n", []string{"r8", "r1"}},
+			{"log\xffin", []string{}},
 		}
-	}
+		for _, mode := range searchModes {
+			s.search = mode.tuning
+			for _, tt := range tests {
+				t.Run(fmt.Sprintf("%s/%q", mode.name, tt.text), func(t *testing.T) {
+					page, err := s.QueryRuns(ctx, RunQuery{Text: tt.text})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := runIDs(page.Runs); !slices.Equal(got, tt.want) {
+						t.Errorf("text %q: %v, want %v", tt.text, got, tt.want)
+					}
+				})
+			}
+		}
+	})
 }
 
 // The full-text index follows a run's text through updates.
 func TestQueryRunsTextAfterUpdate(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	r := testRun("r")
-	r.Prompt = "original words"
-	createRunT(t, s, r)
-	r.Prompt, r.ResultText = "replacement", "outcome"
-	if err := s.UpdateRun(ctx, r); err != nil {
-		t.Fatal(err)
-	}
-	r.ToolCalls = 3 // texts unchanged
-	if err := s.UpdateRun(ctx, r); err != nil {
-		t.Fatal(err)
-	}
-	for text, want := range map[string][]string{
-		"original": {}, "replacement": {"r"}, "outcome": {"r"},
-	} {
-		page, err := s.QueryRuns(ctx, RunQuery{Text: text})
-		if err != nil {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := be.open(t)
+		r := testRun("r")
+		r.Prompt = "original words"
+		createRunT(t, s, r)
+		r.Prompt, r.ResultText = "replacement", "outcome"
+		if err := s.UpdateRun(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if got := runIDs(page.Runs); !slices.Equal(got, want) {
-			t.Errorf("text %q after update: %v, want %v", text, got, want)
+		r.ToolCalls = 3 // texts unchanged
+		if err := s.UpdateRun(ctx, r); err != nil {
+			t.Fatal(err)
 		}
-	}
-	checkFTS(t, s)
+		for text, want := range map[string][]string{
+			"original": {}, "replacement": {"r"}, "outcome": {"r"},
+		} {
+			page, err := s.QueryRuns(ctx, RunQuery{Text: text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := runIDs(page.Runs); !slices.Equal(got, want) {
+				t.Errorf("text %q after update: %v, want %v", text, got, want)
+			}
+		}
+		checkFTS(t, s)
+	})
 }
 
 func createRunT(t testing.TB, s *Store, r *trace.Run) {
@@ -289,121 +313,125 @@ func allPages(t *testing.T, s *Store, q RunQuery) (ids []string, pages int) {
 }
 
 func TestQueryRunsPages(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	const n = 523
-	runs := pagedRuns(n, t0)
-	insertRuns(t, s, runs)
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := be.open(t)
+		const n = 523
+		runs := pagedRuns(n, t0)
+		insertRuns(t, s, runs)
 
-	// The order one query gives, to check the pages against.
-	full := func(f RunFilter) []string {
-		rs, err := s.ListRuns(ctx, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return runIDs(rs)
-	}
-	tests := []struct {
-		name  string
-		q     RunQuery
-		want  []string
-		pages int
-	}{
-		{"one per page", RunQuery{Limit: 1, Model: "sonnet"}, full(RunFilter{Model: "sonnet"}), 175},
-		{"ten per page", RunQuery{Limit: 10}, full(RunFilter{}), 53},
-		{"default size", RunQuery{}, full(RunFilter{}), 11},
-		{"size capped", RunQuery{Limit: 10_000}, full(RunFilter{}), 2},
-		{"exact multiple", RunQuery{Limit: 174, Model: "opus"}, full(RunFilter{Model: "opus"}), 2},
-		{"text", RunQuery{Limit: 7, Text: "task"}, full(RunFilter{}), 75},
-		{"text and model", RunQuery{Limit: 9, Text: "number", Model: "sonnet"}, full(RunFilter{Model: "sonnet"}), 20},
-		{"text and window", RunQuery{Limit: 4, Text: "task", Since: t0.Add(10 * time.Second), Until: t0.Add(20 * time.Second)},
-			full(RunFilter{})[523-80 : 523-40], 10},
-	}
-	for _, mode := range searchModes {
-		s.search = mode.tuning
-		for _, tt := range tests {
-			t.Run(mode.name+"/"+tt.name, func(t *testing.T) {
-				got, pages := allPages(t, s, tt.q)
-				if !slices.Equal(got, tt.want) {
-					t.Errorf("pages hold %d runs %v…, want %d in order %v…", len(got), got[:min(len(got), 5)], len(tt.want), tt.want[:min(len(tt.want), 5)])
-				}
-				if pages != tt.pages {
-					t.Errorf("%d pages, want %d", pages, tt.pages)
-				}
-			})
-		}
-	}
-	s.search = defaultSearch
-
-	t.Run("newer runs arrive between pages", func(t *testing.T) {
-		want := full(RunFilter{})
-		page, err := s.QueryRuns(ctx, RunQuery{Limit: 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := runIDs(page.Runs)
-		var newer []*trace.Run
-		for i := range 30 {
-			newer = append(newer, &trace.Run{ID: fmt.Sprintf("new%02d", i), Status: trace.StatusSucceeded,
-				StartedAt: t0.Add(time.Hour), Model: "opus"})
-		}
-		insertRuns(t, s, newer)
-		rest, _ := allPages(t, s, RunQuery{Limit: 20, Before: page.Next})
-		if got = append(got, rest...); !slices.Equal(got, want) {
-			t.Errorf("pages across inserts hold %d runs, want the %d there were, in order", len(got), len(want))
-		}
-	})
-
-	t.Run("bad cursor", func(t *testing.T) {
-		for _, c := range []string{"x", "!!!", encodeCursor(1, 2) + "=", "MTIz", "YS5i"} {
-			if _, err := s.QueryRuns(ctx, RunQuery{Before: c}); !errors.Is(err, ErrBadCursor) {
-				t.Errorf("cursor %q: %v, want ErrBadCursor", c, err)
+		// The order one query gives, to check the pages against.
+		full := func(f RunFilter) []string {
+			rs, err := s.ListRuns(ctx, f)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if _, _, err := s.Sessions(ctx, SessionQuery{Before: c}); !errors.Is(err, ErrBadCursor) {
-				t.Errorf("sessions cursor %q: %v, want ErrBadCursor", c, err)
+			return runIDs(rs)
+		}
+		tests := []struct {
+			name  string
+			q     RunQuery
+			want  []string
+			pages int
+		}{
+			{"one per page", RunQuery{Limit: 1, Model: "sonnet"}, full(RunFilter{Model: "sonnet"}), 175},
+			{"ten per page", RunQuery{Limit: 10}, full(RunFilter{}), 53},
+			{"default size", RunQuery{}, full(RunFilter{}), 11},
+			{"size capped", RunQuery{Limit: 10_000}, full(RunFilter{}), 2},
+			{"exact multiple", RunQuery{Limit: 174, Model: "opus"}, full(RunFilter{Model: "opus"}), 2},
+			{"text", RunQuery{Limit: 7, Text: "task"}, full(RunFilter{}), 75},
+			{"text and model", RunQuery{Limit: 9, Text: "number", Model: "sonnet"}, full(RunFilter{Model: "sonnet"}), 20},
+			{"text and window", RunQuery{Limit: 4, Text: "task", Since: t0.Add(10 * time.Second), Until: t0.Add(20 * time.Second)},
+				full(RunFilter{})[523-80 : 523-40], 10},
+		}
+		for _, mode := range searchModes {
+			s.search = mode.tuning
+			for _, tt := range tests {
+				t.Run(mode.name+"/"+tt.name, func(t *testing.T) {
+					got, pages := allPages(t, s, tt.q)
+					if !slices.Equal(got, tt.want) {
+						t.Errorf("pages hold %d runs %v…, want %d in order %v…", len(got), got[:min(len(got), 5)], len(tt.want), tt.want[:min(len(tt.want), 5)])
+					}
+					if pages != tt.pages {
+						t.Errorf("%d pages, want %d", pages, tt.pages)
+					}
+				})
 			}
 		}
+		s.search = defaultSearch
+
+		t.Run("newer runs arrive between pages", func(t *testing.T) {
+			want := full(RunFilter{})
+			page, err := s.QueryRuns(ctx, RunQuery{Limit: 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := runIDs(page.Runs)
+			var newer []*trace.Run
+			for i := range 30 {
+				newer = append(newer, &trace.Run{ID: fmt.Sprintf("new%02d", i), Status: trace.StatusSucceeded,
+					StartedAt: t0.Add(time.Hour), Model: "opus"})
+			}
+			insertRuns(t, s, newer)
+			rest, _ := allPages(t, s, RunQuery{Limit: 20, Before: page.Next})
+			if got = append(got, rest...); !slices.Equal(got, want) {
+				t.Errorf("pages across inserts hold %d runs, want the %d there were, in order", len(got), len(want))
+			}
+		})
+
+		t.Run("bad cursor", func(t *testing.T) {
+			for _, c := range []string{"x", "!!!", encodeCursor(1, 2) + "=", "MTIz", "YS5i"} {
+				if _, err := s.QueryRuns(ctx, RunQuery{Before: c}); !errors.Is(err, ErrBadCursor) {
+					t.Errorf("cursor %q: %v, want ErrBadCursor", c, err)
+				}
+				if _, _, err := s.Sessions(ctx, SessionQuery{Before: c}); !errors.Is(err, ErrBadCursor) {
+					t.Errorf("sessions cursor %q: %v, want ErrBadCursor", c, err)
+				}
+			}
+		})
 	})
 }
 
 func TestChildRuns(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t)
-	deadPID, deadStart := exitedOwner(t)
-	for _, r := range []*trace.Run{
-		{ID: "parent", StartedAt: t0},
-		{ID: "c2", ParentRunID: "parent", StartedAt: t0.Add(2 * time.Minute), Attempt: 3},
-		{ID: "c1", ParentRunID: "parent", StartedAt: t0.Add(time.Minute), Attempt: 2,
-			Status: trace.StatusRunning, OwnerPID: deadPID, OwnerStart: deadStart},
-		{ID: "other", ParentRunID: "c1", StartedAt: t0.Add(3 * time.Minute)},
-	} {
-		if r.Status == "" {
-			r.Status = trace.StatusFailed
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := be.open(t)
+		deadPID, deadStart := exitedOwner(t)
+		for _, r := range []*trace.Run{
+			{ID: "parent", StartedAt: t0},
+			{ID: "c2", ParentRunID: "parent", StartedAt: t0.Add(2 * time.Minute), Attempt: 3},
+			{ID: "c1", ParentRunID: "parent", StartedAt: t0.Add(time.Minute), Attempt: 2,
+				Status: trace.StatusRunning, OwnerPID: deadPID, OwnerStart: deadStart},
+			{ID: "other", ParentRunID: "c1", StartedAt: t0.Add(3 * time.Minute)},
+		} {
+			if r.Status == "" {
+				r.Status = trace.StatusFailed
+			}
+			createRunT(t, s, r)
 		}
-		createRunT(t, s, r)
-	}
-	tests := []struct {
-		parent string
-		want   []string
-	}{
-		{"parent", []string{"c1", "c2"}},
-		{"c1", []string{"other"}},
-		{"c2", []string{}},
-		{"", []string{}},
-		{"par", []string{}},
-	}
-	for _, tt := range tests {
-		got, err := s.ChildRuns(ctx, tt.parent)
-		if err != nil {
-			t.Fatal(err)
+		tests := []struct {
+			parent string
+			want   []string
+		}{
+			{"parent", []string{"c1", "c2"}},
+			{"c1", []string{"other"}},
+			{"c2", []string{}},
+			{"", []string{}},
+			{"par", []string{}},
 		}
-		if !slices.Equal(runIDs(got), tt.want) {
-			t.Errorf("ChildRuns(%q) = %v, want %v", tt.parent, runIDs(got), tt.want)
+		for _, tt := range tests {
+			got, err := s.ChildRuns(ctx, tt.parent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(runIDs(got), tt.want) {
+				t.Errorf("ChildRuns(%q) = %v, want %v", tt.parent, runIDs(got), tt.want)
+			}
+			if tt.parent == "parent" && got[0].Status != trace.StatusInterrupted {
+				t.Errorf("child of a dead owner: status %s, want interrupted", got[0].Status)
+			}
 		}
-		if tt.parent == "parent" && got[0].Status != trace.StatusInterrupted {
-			t.Errorf("child of a dead owner: status %s, want interrupted", got[0].Status)
-		}
-	}
+	})
 }
 
 func TestFTSMatch(t *testing.T) {

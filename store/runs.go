@@ -21,7 +21,7 @@ var runColumns = []string{
 	"started_at", "ended_at", "duration_ms", "exit_code",
 	"error_kind", "error_message", "error_hint", "contradiction", "result_text",
 	"cap_dir", "add_dirs", "allowed_tools", "permission_mode", "mcp_isolated", "permission_denials",
-	"owner_pid", "owner_start",
+	"owner_pid", "owner_start", "owner_host", "worker",
 }
 
 var (
@@ -29,6 +29,11 @@ var (
 	runInsert = "INSERT INTO runs (" + strings.Join(runColumns, ", ") + ") VALUES (?" +
 		strings.Repeat(", ?", len(runColumns)-1) + ")"
 	runUpdate = "UPDATE runs SET " + strings.Join(runColumns[1:], " = ?, ") + " = ? WHERE id = ?"
+
+	// On PostgreSQL a run's words go in with it (see searchVector).
+	runInsertPG = "INSERT INTO runs (" + strings.Join(runColumns, ", ") + ", fts) VALUES (?" +
+		strings.Repeat(", ?", len(runColumns)-1) + ", ?::tsvector)"
+	runUpdatePG = "UPDATE runs SET " + strings.Join(runColumns[1:], " = ?, ") + " = ?, fts = ?::tsvector WHERE id = ?"
 )
 
 // maxCandidates bounds the ids an AmbiguousError lists.
@@ -58,7 +63,7 @@ func runArgs(r *trace.Run) ([]any, error) {
 		unixNano(r.StartedAt), unixNano(r.EndedAt), r.DurationMS, exit,
 		string(r.ErrorKind), r.ErrorMessage, r.ErrorHint, r.Contradiction, r.ResultText,
 		r.Capability.Dir, addDirs, tools, r.Capability.PermissionMode, r.Capability.MCPIsolated, denials,
-		r.OwnerPID, int64(r.OwnerStart),
+		r.OwnerPID, int64(r.OwnerStart), r.OwnerHost, r.Worker,
 	}, nil
 }
 
@@ -79,7 +84,7 @@ func scanRun(sc scanner) (*trace.Run, error) {
 		&started, &ended, &r.DurationMS, &exit,
 		&errKind, &r.ErrorMessage, &r.ErrorHint, &r.Contradiction, &r.ResultText,
 		&r.Capability.Dir, &addDirs, &tools, &r.Capability.PermissionMode, &r.Capability.MCPIsolated, &denials,
-		&r.OwnerPID, &ownerStart,
+		&r.OwnerPID, &ownerStart, &r.OwnerHost, &r.Worker,
 	)
 	if err != nil {
 		return nil, err
@@ -114,20 +119,39 @@ func (s *Store) CreateRun(ctx context.Context, r *trace.Run) error {
 	if r.StartedAt.IsZero() {
 		return fmt.Errorf("insert run %s: started_at is zero", r.ID)
 	}
-	args, err := runArgs(r)
+	q, args, err := s.runStatement(r, false)
 	if err != nil {
 		return fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
-	return s.insertRecord(ctx, "run", r.ID, runInsert, args)
+	return s.insertRecord(ctx, "run", r.ID, q, args)
 }
 
 // UpdateRun writes every field of r but its id to the run r.ID.
 func (s *Store) UpdateRun(ctx context.Context, r *trace.Run) error {
-	args, err := runArgs(r)
+	q, args, err := s.runStatement(r, true)
 	if err != nil {
 		return fmt.Errorf("update run %s: %w", r.ID, err)
 	}
-	return s.updateRecord(ctx, "run", r.ID, runUpdate, append(args[1:], r.ID), ErrNotFound)
+	return s.updateRecord(ctx, "run", r.ID, q, args, ErrNotFound)
+}
+
+// runStatement returns the INSERT (or the UPDATE) of r and its arguments,
+// after filling in r's owner host.
+func (s *Store) runStatement(r *trace.Run, update bool) (string, []any, error) {
+	s.claimOwner(&r.OwnerHost, r.OwnerPID)
+	args, err := runArgs(r)
+	if err != nil {
+		return "", nil, err
+	}
+	switch {
+	case update && s.pg != nil:
+		return runUpdatePG, append(args[1:], searchVector(r.Prompt, r.ResultText), r.ID), nil
+	case update:
+		return runUpdate, append(args[1:], r.ID), nil
+	case s.pg != nil:
+		return runInsertPG, append(args, searchVector(r.Prompt, r.ResultText)), nil
+	}
+	return runInsert, args, nil
 }
 
 // GetRun returns the run whose id is idOrPrefix or, failing that, the one
@@ -167,10 +191,12 @@ func (s *Store) matchID(ctx context.Context, table, idOrPrefix string, notFound 
 	if !errors.Is(err, sql.ErrNoRows) {
 		return "", err
 	}
-	// Every id that starts with the prefix sorts between it and prefix+0xff:
-	// no byte of UTF-8 text is 0xff.
+	// Every id that starts with the prefix sorts between it and the prefix
+	// followed by the last code point, U+10FFFF, whose UTF-8 (F4 8F BF BF)
+	// is above that of any character an id holds: ids compare byte by byte
+	// on both backends (COLLATE "C" on PostgreSQL).
 	rows, err := s.db.QueryContext(ctx, "SELECT id FROM "+table+" WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
-		idOrPrefix, idOrPrefix+"\xff", maxCandidates+1)
+		idOrPrefix, idOrPrefix+"\U0010FFFF", maxCandidates+1)
 	if err != nil {
 		return "", err
 	}
@@ -294,7 +320,8 @@ func (s *Store) queryRuns(ctx context.Context, q string, args ...any) ([]*trace.
 // SweepInterrupted marks interrupted every running run whose owner has
 // exited and returns how many it marked.
 func (s *Store) SweepInterrupted(ctx context.Context) (int, error) {
-	runs, err := s.queryRuns(ctx, runSelect+" WHERE status = ?", string(trace.StatusRunning))
+	runs, err := s.queryRuns(ctx, runSelect+" WHERE status = ? AND owner_host IN ('', ?)",
+		string(trace.StatusRunning), s.host)
 	if err != nil {
 		return 0, fmt.Errorf("sweep interrupted runs: %w", err)
 	}
@@ -314,10 +341,23 @@ func (s *Store) SweepInterrupted(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// claimOwner fills in the host of an owner named by pid: this machine's.
+func (s *Store) claimOwner(host *string, pid int) {
+	if *host == "" && pid != 0 {
+		*host = s.host
+	}
+}
+
+// ownsHere reports whether an owner on host can be checked here: it is this
+// machine, or a record from before hosts were kept (a SQLite file's own).
+// Another machine's runs are left to that machine, and a worker's to the
+// leases of the pool.
+func (s *Store) ownsHere(host string) bool { return host == "" || host == s.host }
+
 // checkOwner returns r, or r as marked interrupted when it is running and
 // its owner has exited.
 func (s *Store) checkOwner(ctx context.Context, r *trace.Run) (*trace.Run, error) {
-	if r.Status != trace.StatusRunning || proc.Alive(r.OwnerPID, r.OwnerStart) {
+	if r.Status != trace.StatusRunning || !s.ownsHere(r.OwnerHost) || proc.Alive(r.OwnerPID, r.OwnerStart) {
 		return r, nil
 	}
 	return s.markInterrupted(ctx, r)
@@ -329,7 +369,7 @@ func (s *Store) checkOwner(ctx context.Context, r *trace.Run) (*trace.Run, error
 // it now stands.
 func (s *Store) markInterrupted(ctx context.Context, r *trace.Run) (*trace.Run, error) {
 	var out *trace.Run
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *txn) error {
 		var last sql.NullInt64
 		err := tx.QueryRowContext(ctx, `SELECT time FROM events WHERE run_id = ? ORDER BY seq DESC LIMIT 1`, r.ID).Scan(&last)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {

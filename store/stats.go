@@ -77,8 +77,9 @@ func (s *Store) Stats(ctx context.Context, q StatsQuery) (Stats, error) {
 	// One pass groups by (day, model, dir); the three breakdowns are sums
 	// of those groups.
 	sqlq := `SELECT started_at / ` + fmt.Sprint(nsPerDay) + ` AS day, model, dir, count(*),
-		sum(status = ?), sum(status NOT IN (?, ?, '')), total(cost_usd),
-		sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), sum(cache_creation_tokens)
+		sum(CASE WHEN status = ? THEN 1 ELSE 0 END), sum(CASE WHEN status NOT IN (?, ?, '') THEN 1 ELSE 0 END),
+		coalesce(sum(cost_usd), 0.0), CAST(sum(input_tokens) AS BIGINT), CAST(sum(output_tokens) AS BIGINT),
+		CAST(sum(cache_read_tokens) AS BIGINT), CAST(sum(cache_creation_tokens) AS BIGINT)
 		FROM runs`
 	args = append([]any{string(trace.StatusSucceeded), string(trace.StatusSucceeded), string(trace.StatusRunning)}, args...)
 	if len(where) > 0 {

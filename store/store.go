@@ -1,6 +1,6 @@
 // Package store keeps lane's runs and their events in one SQLite file that
-// several lane processes and a dashboard share. It is the only place that
-// speaks SQL.
+// several lane processes and a dashboard share, or in a PostgreSQL database
+// that many machines share. It is the only place that speaks SQL.
 package store
 
 import (
@@ -25,7 +25,14 @@ const busyTimeoutMS = 10_000
 
 // Store is lane's database. It is safe for concurrent use.
 type Store struct {
-	db *sql.DB
+	db *conn
+
+	// host is this machine's name: a running run is checked against its
+	// owner's process only on the machine that owns it (see SweepInterrupted).
+	host string
+
+	// pg holds what only a PostgreSQL store has; nil on SQLite.
+	pg *pgStore
 
 	// wlock serializes this process's write transactions, so that they queue
 	// here instead of in SQLite's busy handler, which polls with sleeps.
@@ -60,9 +67,19 @@ func DefaultPath(getenv func(string) string) (string, error) {
 	return filepath.Join(home, ".local", "share", "lane", "lane.db"), nil
 }
 
-// Open opens the database at path, creating it and its directory if needed,
-// and brings its schema up to date.
-func Open(ctx context.Context, path string) (*Store, error) {
+// Open opens the database that where names, a file path (SQLite) or a
+// postgres:// or postgresql:// URL, creating a SQLite file and its
+// directory if needed, and brings its schema up to date. Errors never show
+// a URL's password.
+func Open(ctx context.Context, where string) (*Store, error) {
+	host, _ := os.Hostname()
+	if IsURL(where) {
+		return openPostgres(ctx, where, host)
+	}
+	return openSQLite(ctx, where, host)
+}
+
+func openSQLite(ctx context.Context, path, host string) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -75,7 +92,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	db.SetMaxIdleConns(4)
-	s := &Store{db: db, wlock: make(chan struct{}, 1), search: defaultSearch}
+	s := &Store{db: &conn{db: db}, host: host, wlock: make(chan struct{}, 1), search: defaultSearch}
 
 	if err := checkWAL(ctx, db); err != nil {
 		db.Close()
@@ -148,15 +165,22 @@ func (s *Store) Close() error {
 		s.dv = nil
 	}
 	s.dvMu.Unlock()
-	if err := s.db.Close(); err != nil {
+	err := s.db.db.Close()
+	if s.pg != nil {
+		s.pg.close() // after database/sql has given back the pool's connections
+	}
+	if err != nil {
 		return fmt.Errorf("close store: %w", err)
 	}
 	return nil
 }
 
-// writeTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it
-// when fn returns nil.
-func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
+// writeTx runs fn in a write transaction and commits it when fn returns
+// nil. Write transactions are serialized: on SQLite by BEGIN IMMEDIATE, on
+// PostgreSQL by a transaction-scoped advisory lock, so that ids and revs are
+// handed out in commit order and a reader can resume after the last one it
+// saw (see EventsAfterID and RunsChangedAfter).
+func (s *Store) writeTx(ctx context.Context, fn func(*txn) error) error {
 	select {
 	case s.wlock <- struct{}{}:
 	case <-ctx.Done():
@@ -164,11 +188,17 @@ func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	defer func() { <-s.wlock }()
 
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.db.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	if s.pg != nil {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, writeLockKey); err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("take the write lock: %w", err)
+		}
+	}
+	if err := fn(&txn{tx, s.db}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -200,7 +230,7 @@ func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguous }
 // insertRecord inserts one row (a run, a bench) in its own write
 // transaction; what and id name it in errors.
 func (s *Store) insertRecord(ctx context.Context, what, id, query string, args []any) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, query, args...)
 		return err
 	})
@@ -213,7 +243,7 @@ func (s *Store) insertRecord(ctx context.Context, what, id, query string, args [
 // updateRecord runs an UPDATE of one row and reports notFound when it
 // matched none.
 func (s *Store) updateRecord(ctx context.Context, what, id, query string, args []any, notFound error) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return err

@@ -68,7 +68,7 @@ func TestOpenFresh(t *testing.T) {
 		t.Errorf("dir mode = %v, want 0700", perm)
 	}
 
-	ms, err := migrations()
+	ms, err := migrations("sqlite")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestOpenFresh(t *testing.T) {
 	ctx := context.Background()
 	conns := make([]*sql.Conn, 3)
 	for i := range conns {
-		if conns[i], err = s.db.Conn(ctx); err != nil {
+		if conns[i], err = s.db.db.Conn(ctx); err != nil {
 			t.Fatal(err)
 		}
 		defer conns[i].Close()
@@ -116,76 +116,82 @@ func TestOpenFresh(t *testing.T) {
 }
 
 func TestReopenMigrated(t *testing.T) {
-	path := testPath(t)
-	s1, err := Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := testRun("r1")
-	if err := s1.CreateRun(context.Background(), r); err != nil {
-		t.Fatal(err)
-	}
-	before := applied(t, s1)
-	if err := s1.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s2 := openAt(t, path)
-	after := applied(t, s2)
-	if len(after) != len(before) {
-		t.Fatalf("after reopen %d migrations recorded, want %d", len(after), len(before))
-	}
-	for i := range before {
-		if after[i] != before[i] {
-			t.Errorf("migration %d re-applied: %+v, was %+v", before[i].version, after[i], before[i])
+	forEachBackend(t, func(t *testing.T, be backend) {
+		path := be.where(t)
+		s1, err := Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, err := s2.GetRun(context.Background(), r.ID); err != nil {
-		t.Errorf("run lost across reopen: %v", err)
-	}
+		r := testRun("r1")
+		if err := s1.CreateRun(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		before := applied(t, s1)
+		if err := s1.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		s2 := openAt(t, path)
+		after := applied(t, s2)
+		if len(after) != len(before) {
+			t.Fatalf("after reopen %d migrations recorded, want %d", len(after), len(before))
+		}
+		for i := range before {
+			if after[i] != before[i] {
+				t.Errorf("migration %d re-applied: %+v, was %+v", before[i].version, after[i], before[i])
+			}
+		}
+		if _, err := s2.GetRun(context.Background(), r.ID); err != nil {
+			t.Errorf("run lost across reopen: %v", err)
+		}
+	})
 }
 
 func TestOpenNewerSchemaRefused(t *testing.T) {
-	path := testPath(t)
-	s1, err := Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s1.db.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', 0)`); err != nil {
-		t.Fatal(err)
-	}
-	s1.Close()
-	if s, err := Open(context.Background(), path); err == nil {
-		s.Close()
-		t.Fatal("Open of a newer schema succeeded")
-	}
+	forEachBackend(t, func(t *testing.T, be backend) {
+		path := be.where(t)
+		s1, err := Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s1.db.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', 0)`); err != nil {
+			t.Fatal(err)
+		}
+		s1.Close()
+		if s, err := Open(context.Background(), path); err == nil {
+			s.Close()
+			t.Fatal("Open of a newer schema succeeded")
+		}
+	})
 }
 
 // Several processes may create the file at the same moment; each migration
 // must still be applied once.
 func TestOpenConcurrentFresh(t *testing.T) {
-	path := testPath(t)
-	const n = 6
-	var wg sync.WaitGroup
-	stores := make([]*Store, n)
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() { stores[i], errs[i] = Open(context.Background(), path) })
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("Open %d: %v", i, err)
+	forEachBackend(t, func(t *testing.T, be backend) {
+		path := be.where(t)
+		const n = 6
+		var wg sync.WaitGroup
+		stores := make([]*Store, n)
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() { stores[i], errs[i] = Open(context.Background(), path) })
 		}
-		defer stores[i].Close()
-	}
-	ms, err := migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := applied(t, stores[0]); len(got) != len(ms) {
-		t.Errorf("%d migrations recorded, want %d", len(got), len(ms))
-	}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("Open %d: %v", i, err)
+			}
+			defer stores[i].Close()
+		}
+		ms, err := migrations(stores[0].Backend())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := applied(t, stores[0]); len(got) != len(ms) {
+			t.Errorf("%d migrations recorded, want %d", len(got), len(ms))
+		}
+	})
 }
 
 func TestOpenPathWithOddCharacters(t *testing.T) {

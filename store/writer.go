@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -223,7 +222,7 @@ func (w *EventWriter) flush(ctx context.Context) error {
 			n++
 		}
 		var rej error
-		err := w.s.writeTx(ctx, func(tx *sql.Tx) error {
+		err := w.s.writeTx(ctx, func(tx *txn) error {
 			var err error
 			rej, err = insertRows(ctx, tx, batch[:n], true)
 			return err

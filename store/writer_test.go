@@ -25,52 +25,54 @@ func closeWriter(t testing.TB, w *EventWriter) {
 }
 
 func TestEventWriterCloseWritesAll(t *testing.T) {
-	s := openTest(t)
-	createRun(t, s, "r")
-	w := s.NewEventWriter("r")
+	forEachBackend(t, func(t *testing.T, be backend) {
+		s := be.open(t)
+		createRun(t, s, "r")
+		w := s.NewEventWriter("r")
 
-	const n = 1234
-	big := bytes.Repeat([]byte("0123456789abcdef"), 20<<20/16) // a 20 MB line
-	var want []trace.Event
-	for i := range int64(n) {
-		ev := testEvent("", i+1, 500)
-		if i == 700 {
-			ev.Raw = big
+		const n = 1234
+		big := bytes.Repeat([]byte("0123456789abcdef"), 20<<20/16) // a 20 MB line
+		var want []trace.Event
+		for i := range int64(n) {
+			ev := testEvent("", i+1, 500)
+			if i == 700 {
+				ev.Raw = big
+			}
+			if err := w.Write(ev); err != nil {
+				t.Fatal(err)
+			}
+			ev.RunID = "r"
+			want = append(want, ev)
 		}
-		if err := w.Write(ev); err != nil {
-			t.Fatal(err)
+		closeWriter(t, w)
+		select {
+		case <-w.done:
+		default:
+			t.Error("the writer's goroutine outlived Close")
 		}
-		ev.RunID = "r"
-		want = append(want, ev)
-	}
-	closeWriter(t, w)
-	select {
-	case <-w.done:
-	default:
-		t.Error("the writer's goroutine outlived Close")
-	}
 
-	got := collect(t, s, "r", 0)
-	if len(got) != n {
-		t.Fatalf("read %d events, want %d", len(got), n)
-	}
-	for i := range got {
-		if got[i].Seq != want[i].Seq || !bytes.Equal(got[i].Raw, want[i].Raw) ||
-			got[i].ToolUseID != want[i].ToolUseID || !got[i].Time.Equal(want[i].Time) {
-			t.Fatalf("event %d differs: got seq %d, %d raw bytes; want seq %d, %d raw bytes",
-				i, got[i].Seq, len(got[i].Raw), want[i].Seq, len(want[i].Raw))
+		got := collect(t, s, "r", 0)
+		if len(got) != n {
+			t.Fatalf("read %d events, want %d", len(got), n)
 		}
-	}
+		for i := range got {
+			if got[i].Seq != want[i].Seq || !bytes.Equal(got[i].Raw, want[i].Raw) ||
+				got[i].ToolUseID != want[i].ToolUseID || !got[i].Time.Equal(want[i].Time) {
+				t.Fatalf("event %d differs: got seq %d, %d raw bytes; want seq %d, %d raw bytes",
+					i, got[i].Seq, len(got[i].Raw), want[i].Seq, len(want[i].Raw))
+			}
+		}
 
-	if err := w.Write(testEvent("", n+1, 0)); !errors.Is(err, ErrClosed) {
-		t.Errorf("Write after Close: %v, want ErrClosed", err)
-	}
-	if err := w.Close(context.Background()); err != nil {
-		t.Errorf("second Close: %v", err)
-	}
-	if err := w.Flush(context.Background()); err != nil {
-		t.Errorf("Flush after Close: %v", err)
-	}
+		if err := w.Write(testEvent("", n+1, 0)); !errors.Is(err, ErrClosed) {
+			t.Errorf("Write after Close: %v, want ErrClosed", err)
+		}
+		if err := w.Close(context.Background()); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+		if err := w.Flush(context.Background()); err != nil {
+			t.Errorf("Flush after Close: %v", err)
+		}
+	})
 }
 
 func TestEventWriterFlushVisibleToOtherStore(t *testing.T) {
@@ -97,77 +99,81 @@ func TestEventWriterFlushVisibleToOtherStore(t *testing.T) {
 
 // Without Flush, events are committed by the writer's own goroutine.
 func TestEventWriterFlushesByItself(t *testing.T) {
-	s := openTest(t)
-	createRun(t, s, "r")
-	flushed := make(chan error, 100)
-	w := s.newEventWriter("r", func(err error) { flushed <- err })
-	defer closeWriter(t, w)
+	forEachBackend(t, func(t *testing.T, be backend) {
+		s := be.open(t)
+		createRun(t, s, "r")
+		flushed := make(chan error, 100)
+		w := s.newEventWriter("r", func(err error) { flushed <- err })
+		defer closeWriter(t, w)
 
-	if err := w.Write(testEvent("r", 1, 10)); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.After(guard)
-	for {
-		select {
-		case err := <-flushed:
-			if err != nil {
-				t.Fatal(err)
+		if err := w.Write(testEvent("r", 1, 10)); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.After(guard)
+		for {
+			select {
+			case err := <-flushed:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-deadline:
+				t.Fatal("no background flush")
 			}
-		case <-deadline:
-			t.Fatal("no background flush")
+			if n, _ := s.MaxEventSeq(context.Background(), "r"); n == 1 {
+				return
+			}
 		}
-		if n, _ := s.MaxEventSeq(context.Background(), "r"); n == 1 {
-			return
-		}
-	}
+	})
 }
 
 // An event SQLite refuses for good is reported by the next Write and does
 // not hold back the others.
 func TestEventWriterReportsRejected(t *testing.T) {
-	s := openTest(t)
-	createRun(t, s, "r")
-	flushed := make(chan error, 100)
-	w := s.newEventWriter("r", func(err error) { flushed <- err })
+	forEachBackend(t, func(t *testing.T, be backend) {
+		s := be.open(t)
+		createRun(t, s, "r")
+		flushed := make(chan error, 100)
+		w := s.newEventWriter("r", func(err error) { flushed <- err })
 
-	// 1…150 with 70 twice: the duplicate sits in a multi-row INSERT. The
-	// rejection is reported by the first Write after the flush that met it,
-	// which may come inside the loop.
-	var reported []error
-	write := func(seq int64) {
-		if err := w.Write(testEvent("", seq, 0)); err != nil {
-			reported = append(reported, err)
+		// 1…150 with 70 twice: the duplicate sits in a multi-row INSERT. The
+		// rejection is reported by the first Write after the flush that met it,
+		// which may come inside the loop.
+		var reported []error
+		write := func(seq int64) {
+			if err := w.Write(testEvent("", seq, 0)); err != nil {
+				reported = append(reported, err)
+			}
 		}
-	}
-	for seq := range int64(150) {
-		write(seq + 1)
-		if seq+1 == 70 {
+		for seq := range int64(150) {
 			write(seq + 1)
+			if seq+1 == 70 {
+				write(seq + 1)
+			}
 		}
-	}
-	deadline := time.After(guard)
-	for failed := false; !failed; {
-		select {
-		case err := <-flushed:
-			failed = err != nil
-		case <-deadline:
-			t.Fatal("no background flush met the duplicate")
+		deadline := time.After(guard)
+		for failed := false; !failed; {
+			select {
+			case err := <-flushed:
+				failed = err != nil
+			case <-deadline:
+				t.Fatal("no background flush met the duplicate")
+			}
 		}
-	}
-	write(151)
-	if len(reported) != 1 || errors.Is(reported[0], ErrClosed) || !strings.Contains(reported[0].Error(), "event 70 ") {
-		t.Errorf("Writes reported %v, want once the rejection of event 70", reported)
-	}
-	closeWriter(t, w)
-	evs := collect(t, s, "r", 0)
-	for i, ev := range evs {
-		if ev.Seq != int64(i+1) {
-			t.Fatalf("stored event %d has seq %d", i, ev.Seq)
+		write(151)
+		if len(reported) != 1 || errors.Is(reported[0], ErrClosed) || !strings.Contains(reported[0].Error(), "event 70 ") {
+			t.Errorf("Writes reported %v, want once the rejection of event 70", reported)
 		}
-	}
-	if len(evs) != 151 {
-		t.Errorf("stored %d events, want 151", len(evs))
-	}
+		closeWriter(t, w)
+		evs := collect(t, s, "r", 0)
+		for i, ev := range evs {
+			if ev.Seq != int64(i+1) {
+				t.Fatalf("stored event %d has seq %d", i, ev.Seq)
+			}
+		}
+		if len(evs) != 151 {
+			t.Errorf("stored %d events, want 151", len(evs))
+		}
+	})
 }
 
 // lockDB holds the write lock of the file at path until the returned func is
@@ -175,7 +181,7 @@ func TestEventWriterReportsRejected(t *testing.T) {
 func lockDB(t *testing.T, path string) (unlock func()) {
 	t.Helper()
 	other := openAt(t, path)
-	conn, err := other.db.Conn(context.Background())
+	conn, err := other.db.db.Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -234,6 +234,11 @@ type Run struct {
 	// shown as interrupted.
 	OwnerPID   int    `json:"owner_pid,omitempty"`
 	OwnerStart uint64 `json:"owner_start,omitempty"` // process start time in clock ticks since boot
+	// OwnerHost is the machine of the owner (its host name): only there can
+	// the owner be checked. The store fills it in when it is empty.
+	OwnerHost string `json:"owner_host,omitempty"`
+	// Worker is the lane worker that ran it, empty for a run started here.
+	Worker string `json:"worker,omitempty"`
 }
 
 // CapOutput cuts Output to at most limit bytes (at a UTF-8 boundary) and
@@ -267,6 +272,10 @@ type Bench struct {
 	Suite      json.RawMessage `json:"suite,omitempty"`
 	OwnerPID   int             `json:"owner_pid,omitempty"`
 	OwnerStart uint64          `json:"owner_start,omitempty"`
+	OwnerHost  string          `json:"owner_host,omitempty"`
+	// Workers is set when the bench's attempts go to the pool of lane
+	// workers (lane bench --workers) rather than run in its owner.
+	Workers bool `json:"workers,omitempty"`
 }
 
 // AttemptStatus is where one attempt of a bench stands.
@@ -300,4 +309,6 @@ type Attempt struct {
 	ToolCalls     int       `json:"tool_calls"`
 	StartedAt     time.Time `json:"started_at,omitzero"`
 	EndedAt       time.Time `json:"ended_at,omitzero"`
+	// Worker is the lane worker that ran the attempt (lane bench --workers).
+	Worker string `json:"worker,omitempty"`
 }

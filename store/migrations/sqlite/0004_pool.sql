@@ -1,0 +1,59 @@
+-- The pool of lane workers (lane worker, lane bench --workers). Workers
+-- share a PostgreSQL database; a SQLite file has the same tables, unused
+-- but by a copy (lane db copy), so that version 4 is one schema on both.
+
+-- owner_host: the machine of a run's or bench's owner, where alone its
+-- process can be checked. worker: the lane worker that ran the run.
+ALTER TABLE runs ADD COLUMN owner_host TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN worker     TEXT NOT NULL DEFAULT '';
+ALTER TABLE benches ADD COLUMN owner_host TEXT NOT NULL DEFAULT '';
+ALTER TABLE benches ADD COLUMN workers    INTEGER NOT NULL DEFAULT 0;
+
+-- An attempt run by the pool is held under a lease: holder is the worker,
+-- token a number that grows with every new lease of the attempt (the
+-- fencing token), expires_at when the lease lapses unless renewed.
+ALTER TABLE bench_attempts ADD COLUMN worker           TEXT    NOT NULL DEFAULT '';
+ALTER TABLE bench_attempts ADD COLUMN lease_token      INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE bench_attempts ADD COLUMN lease_holder     TEXT    NOT NULL DEFAULT '';
+ALTER TABLE bench_attempts ADD COLUMN lease_expires_at INTEGER;
+
+-- Every run started for an attempt, with the lease it ran under: the one
+-- that counts is bench_attempts.run_id; the others are tries that lost
+-- their lease (a worker killed or cut off) and were run again.
+CREATE TABLE attempt_runs (
+    bench_id    TEXT    NOT NULL,
+    task_id     TEXT    NOT NULL,
+    model       TEXT    NOT NULL,
+    n           INTEGER NOT NULL,
+    run_id      TEXT    NOT NULL,
+    worker      TEXT    NOT NULL DEFAULT '',
+    lease_token INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (bench_id, task_id, model, n, run_id),
+    FOREIGN KEY (bench_id, task_id, model, n) REFERENCES bench_attempts (bench_id, task_id, model, n) ON DELETE CASCADE
+);
+CREATE INDEX attempt_runs_run ON attempt_runs (run_id);
+
+-- workers: one row per lane worker name; heartbeat_at moves while it is
+-- in the pool. Times are unix nanoseconds; runtimes and running are JSON
+-- arrays.
+CREATE TABLE workers (
+    name         TEXT    PRIMARY KEY,
+    host         TEXT    NOT NULL DEFAULT '',
+    pid          INTEGER NOT NULL DEFAULT 0,
+    runtimes     TEXT,
+    parallel     INTEGER NOT NULL DEFAULT 0,
+    started_at   INTEGER NOT NULL,
+    heartbeat_at INTEGER NOT NULL,
+    stopped_at   INTEGER,
+    running      TEXT,
+    done         INTEGER NOT NULL DEFAULT 0,
+    failed       INTEGER NOT NULL DEFAULT 0
+);
+
+-- blobs: content-addressed files a bench's workers need (its task folders
+-- and check scripts, as tar archives), stored once whatever refers to them.
+CREATE TABLE blobs (
+    digest TEXT    PRIMARY KEY, -- sha256:<hex>
+    size   INTEGER NOT NULL,
+    data   BLOB    NOT NULL
+);
