@@ -62,6 +62,10 @@ type Config struct {
 	Progress   io.Writer    // where the progress line goes; nil: nowhere
 	Resume     *trace.Bench // continue this bench: run its unfinished attempts
 	WorkDir    string       // where attempt folders go; "": os.TempDir()
+	// Pool, when set, runs the attempts on lane workers instead of here
+	// (lane bench --workers); Run then follows them until they are done or
+	// ctx ends, which detaches without stopping the bench.
+	Pool Pool
 }
 
 // Failure kinds of an attempt besides the run's own error kinds.
@@ -101,6 +105,9 @@ func Run(ctx context.Context, cfg Config) (*trace.Bench, error) {
 	}
 	r.prog = newProgress(cfg.Progress, r.counts)
 	r.prog.draw()
+	if cfg.Pool != nil {
+		return r.dispatch(ctx, todo)
+	}
 
 	jobs := make(chan trace.Attempt, len(todo))
 	for _, a := range todo {
@@ -168,6 +175,15 @@ func (r *runner) prepare(ctx context.Context) ([]trace.Attempt, error) {
 	}
 	if err := r.checkBench(); err != nil {
 		return nil, err
+	}
+	r.bench.Workers = r.cfg.Pool != nil
+	if r.cfg.Pool != nil && r.cfg.Resume == nil {
+		if err := r.cfg.Pool.Pack(ctx, r.suite); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		if r.bench.Suite, err = json.Marshal(r.suite); err != nil {
+			return nil, fmt.Errorf("bench: encode suite: %w", err)
+		}
 	}
 	if err := r.recordRunning(ctx); err != nil {
 		return nil, err
@@ -426,23 +442,40 @@ func (r *runner) snapshot() counts {
 	return r.counts
 }
 
-// execute fills a folder for the attempt, runs the setup, the agent and the
-// check in it, and sets a's outcome.
+// execute runs attempt a of task here.
 func (r *runner) execute(ctx context.Context, task *Task, a *trace.Attempt) {
-	dir, err := os.MkdirTemp(r.workDir, folderName(a))
+	RunAttempt(ctx, AttemptEnv{Run: r.cfg.Run, WorkDir: r.workDir, Keep: r.cfg.Keep, SuiteDir: r.suite.Dir}, task, a)
+}
+
+// AttemptEnv is what running one attempt needs besides its task.
+type AttemptEnv struct {
+	Run      RunFunc
+	WorkDir  string // where the attempt's folder goes
+	Keep     bool   // keep the folder afterwards
+	SuiteDir string // what a task's Fixture is relative to
+	// Blob returns a stored fixture by digest (a task's FixtureBlob, on a
+	// worker); nil when fixtures are read from SuiteDir.
+	Blob func(ctx context.Context, digest string) ([]byte, error)
+}
+
+// RunAttempt fills a fresh folder for the attempt, runs the setup, the agent
+// and the check in it, and sets a's outcome. It is one attempt of a bench,
+// whether run by the bench's own process or by a lane worker.
+func RunAttempt(ctx context.Context, env AttemptEnv, task *Task, a *trace.Attempt) {
+	dir, err := os.MkdirTemp(env.WorkDir, folderName(a))
 	if err != nil {
 		failAttempt(a, FailSetup, "make the attempt's folder: "+err.Error(), -1)
 		return
 	}
-	if !r.cfg.Keep {
+	if !env.Keep {
 		defer removeTree(dir)
 	}
-	if exitCode, err := r.setUp(ctx, task, dir); err != nil {
+	if exitCode, err := setUp(ctx, env, task, dir); err != nil {
 		failAttempt(a, FailSetup, err.Error(), exitCode)
 		return
 	}
 
-	run, err := r.cfg.Run(ctx, RunSpec{
+	run, err := env.Run(ctx, RunSpec{
 		Dir: dir, Prompt: task.Prompt, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID, N: a.N,
 		Timeout: task.Timeout, MaxTurns: task.MaxTurns, MaxCostUSD: task.MaxCostUSD,
 	})
@@ -468,12 +501,14 @@ func failAttempt(a *trace.Attempt, kind, output string, exitCode int) {
 // setUp fills dir with the task's fixture or clone and runs its setup
 // commands there. On failure it returns the exit code of the setup
 // command that failed, -1 when none did.
-func (r *runner) setUp(ctx context.Context, task *Task, dir string) (exitCode int, err error) {
+func setUp(ctx context.Context, env AttemptEnv, task *Task, dir string) (exitCode int, err error) {
 	switch {
+	case task.FixtureBlob != "" && env.Blob != nil:
+		err = unpackFixture(ctx, env, task.FixtureBlob, dir)
 	case task.Fixture != "":
 		src := task.Fixture
 		if !filepath.IsAbs(src) {
-			src = filepath.Join(r.suite.Dir, src)
+			src = filepath.Join(env.SuiteDir, src)
 		}
 		err = copyTree(src, dir)
 	case task.Git != nil:

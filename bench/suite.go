@@ -53,6 +53,9 @@ type Task struct {
 	ID           string        `json:"id"`
 	Prompt       string        `json:"prompt"`
 	Fixture      string        `json:"fixture,omitempty"`
+	// FixtureBlob is the digest of the fixture as stored for lane workers
+	// (a tar archive in the database), set by a Pool's Pack.
+	FixtureBlob string     `json:"fixture_blob,omitempty"`
 	Git          *GitSource    `json:"git,omitempty"`
 	Setup        []string      `json:"setup,omitempty"` // sh -c commands run in the folder before the agent
 	SetupTimeout time.Duration `json:"setup_timeout,omitempty"`

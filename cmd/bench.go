@@ -10,6 +10,7 @@ import (
 
 	"lane/bench"
 	"lane/config"
+	"lane/pool"
 	"lane/runner"
 	"lane/store"
 	"lane/trace"
@@ -28,6 +29,8 @@ type BenchOptions struct {
 	Run          RunOptions // how each attempt runs
 	// ParallelSet says --parallel was given (a resumed bench keeps its own).
 	ParallelSet bool
+	// Workers sends the attempts to the pool of lane workers.
+	Workers bool
 }
 
 // NewCmdBench builds `lane bench` and its subcommands.
@@ -63,6 +66,7 @@ duration, cost, tokens, failures by kind. See README "lane bench".`,
 	fl.BoolVar(&opts.Keep, "keep", false, "keep each attempt's folder")
 	fl.StringVar(&opts.Resume, "resume", "", "continue an interrupted bench: run only its unfinished attempts")
 	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text or json")
+	fl.BoolVar(&opts.Workers, "workers", false, "run the attempts on the pool of lane workers of the shared PostgreSQL database")
 	addRuntimeFlags(c, &opts.Run)
 	c.AddCommand(newCmdBenchReport(f), newCmdBenchList(f))
 	return c
@@ -97,9 +101,16 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 		bc.Progress = f.IO.ErrOut
 	}
 	bc.Run = attemptRunner(f, st, cfg, opts)
+	if bc.Pool, err = benchPool(ctx, f, st, cfg, opts); err != nil {
+		return err
+	}
 	b, err := bench.Run(ctx, bc)
 	if b == nil {
 		return err
+	}
+	if b.Workers && b.Status == trace.StatusRunning {
+		fmt.Fprintf(f.IO.ErrOut, "lane: detached from bench %s: the workers carry on; follow it with lane bench report %s, or the dashboard\n", b.ID, b.ID)
+		return nil
 	}
 	// The comparison is printed whatever became of the bench; lane's own
 	// fault, then its cancellation, make the exit code.
@@ -172,6 +183,11 @@ func resolveBenchModels(f *Factory, cfg *config.File, opts *BenchOptions, suite 
 // bench's runtime flags, recorded in st, printing nothing of it but
 // warnings.
 func attemptRunner(f *Factory, st *store.Store, cfg *config.File, opts *BenchOptions) bench.RunFunc {
+	return recordedRunner(f, st, cfg, opts, nil)
+}
+
+// recordedRunner is attemptRunner with, for a lane worker, its hooks.
+func recordedRunner(f *Factory, st *store.Store, cfg *config.File, opts *BenchOptions, hooks *workerHooks) bench.RunFunc {
 	quiet := IO{Out: discard{}, ErrOut: f.IO.ErrOut}
 	return func(ctx context.Context, spec bench.RunSpec) (*trace.Run, error) {
 		ro := opts.Run
@@ -180,7 +196,9 @@ func attemptRunner(f *Factory, st *store.Store, cfg *config.File, opts *BenchOpt
 		if spec.Timeout > 0 {
 			ro.HardTimeout = spec.Timeout
 		}
-		return executeRun(ctx, f, st, newRunRecorder(st, quiet, formatNone), cfg, &ro, spec.Dir, nil)
+		rec := newRunRecorder(st, quiet, formatNone)
+		rec.worker = hooks
+		return executeRun(ctx, f, st, rec, cfg, &ro, spec.Dir, nil)
 	}
 }
 
@@ -282,3 +300,24 @@ func newCmdBenchList(f *Factory) *cobra.Command {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// benchPool is the pool of workers that --workers (or the resumed bench)
+// sends attempts to; nil for a bench that runs here.
+func benchPool(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, opts *BenchOptions) (bench.Pool, error) {
+	resumed := false
+	if opts.Resume != "" {
+		b, err := st.GetBench(ctx, opts.Resume)
+		resumed = err == nil && b.Workers
+	}
+	if !opts.Workers && !resumed {
+		return nil, nil
+	}
+	if st.Pool() == nil {
+		return nil, usageErrorf(errors.New("--workers needs the pool's shared PostgreSQL database, and this one is a SQLite file: " +
+			"set LANE_DB=postgres://USER:PASSWORD@HOST/DB (or --db), and start lane worker on the machines that should run attempts"))
+	}
+	return pool.NewDispatcher(ctx, st, func(model string) (string, error) {
+		t, err := cfg.Resolve(model, opts.Run.Runtime, opts.Run.BaseURL, f.Getenv)
+		return t.Runtime, err
+	})
+}

@@ -7,12 +7,14 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"lane/config"
 	"lane/runner"
 	"lane/sandbox"
+	"lane/store"
 )
 
 // NewCmdDoctor builds `lane doctor`.
@@ -72,11 +74,8 @@ func runDoctor(ctx context.Context, f *Factory) error {
 
 	row("FILES", "", "")
 	if db, err := f.DBPath(); err == nil {
-		state := "will be created"
-		if _, err := os.Stat(db); err == nil {
-			state = "exists"
-		}
-		row("  database", state, db)
+		state, detail := databaseState(ctx, db)
+		row("  database", state, detail)
 	}
 	cfgPath := config.Path(f.Getenv)
 	if _, err := config.Load(cfgPath); err != nil {
@@ -97,4 +96,23 @@ func runDoctor(ctx context.Context, f *Factory) error {
 		row("  "+string(sb.Mode), "ok", "bash may write only in the run's folder, the temp dir and build caches")
 	}
 	return w.Flush()
+}
+
+// databaseState says whether the database is there (a file) or answers (a
+// URL, tried for a few seconds), never showing a URL's password.
+func databaseState(ctx context.Context, db string) (state, detail string) {
+	if !store.IsURL(db) {
+		if _, err := os.Stat(db); err == nil {
+			return "exists", db
+		}
+		return "will be created", db
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		return "unreachable", err.Error()
+	}
+	defer st.Close()
+	return "reachable", store.Redact(db) + " (PostgreSQL, shared)"
 }

@@ -19,6 +19,17 @@ type runRecorder struct {
 	io      IO
 	printer *view.Printer
 	enc     *json.Encoder
+
+	// worker, when set, is the lane worker that runs the runs: recorded in
+	// each, and told of each run's start (to link it to the attempt's
+	// lease) and end.
+	worker *workerHooks
+}
+
+type workerHooks struct {
+	name  string
+	begin func(ctx context.Context, run *trace.Run) error
+	end   func(run *trace.Run)
 }
 
 func newRunRecorder(st *store.Store, io IO, format string) *runRecorder {
@@ -30,8 +41,16 @@ func newRunRecorder(st *store.Store, io IO, format string) *runRecorder {
 }
 
 func (r *runRecorder) BeginRun(ctx context.Context, run *trace.Run) error {
+	if r.worker != nil {
+		run.Worker = r.worker.name
+	}
 	if err := r.st.CreateRun(ctx, run); err != nil {
 		return err
+	}
+	if r.worker != nil {
+		if err := r.worker.begin(ctx, run); err != nil {
+			return err
+		}
 	}
 	r.writer = r.st.NewEventWriter(run.ID)
 	return nil
@@ -53,6 +72,9 @@ func (r *runRecorder) Event(ev trace.Event) error {
 }
 
 func (r *runRecorder) EndRun(ctx context.Context, run *trace.Run) error {
+	if r.worker != nil {
+		defer r.worker.end(run)
+	}
 	err := r.writer.Close(ctx)
 	if uerr := r.st.UpdateRun(ctx, run); uerr != nil && err == nil {
 		err = uerr

@@ -77,7 +77,7 @@ func (f *Factory) StateDir() string {
 	return filepath.Join(home, ".local", "state", "lane")
 }
 
-// OpenStore opens the database at DBPath.
+// OpenStore opens the database DBPath names, a file or a URL.
 func (f *Factory) OpenStore(ctx context.Context) (*store.Store, error) {
 	path, err := f.DBPath()
 	if err != nil {
@@ -85,7 +85,7 @@ func (f *Factory) OpenStore(ctx context.Context) (*store.Store, error) {
 	}
 	st, err := store.Open(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
+		return nil, fmt.Errorf("open database %s: %w", store.Redact(path), err)
 	}
 	return st, nil
 }
@@ -106,7 +106,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 			slog.SetDefault(slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level})))
 		},
 	}
-	root.PersistentFlags().StringVar(&f.dbPath, "db", "", "SQLite database file (default $LANE_DB, else $XDG_DATA_HOME/lane/lane.db)")
+	root.PersistentFlags().StringVar(&f.dbPath, "db", "", "database: a SQLite file or a postgres:// URL (default $LANE_DB, else $XDG_DATA_HOME/lane/lane.db)")
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "log diagnostics to stderr")
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
@@ -122,6 +122,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		NewCmdDashboard(f, nil),
 		NewCmdBench(f, nil),
 		NewCmdDoctor(f),
+		NewCmdWorker(f),
 	)
 	return root
 }

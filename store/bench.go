@@ -165,7 +165,9 @@ func (s *Store) ListBenches(ctx context.Context, limit int) ([]*trace.Bench, err
 // checkBenchOwner returns b, or b as marked interrupted when it is running
 // and its owner has exited.
 func (s *Store) checkBenchOwner(ctx context.Context, b *trace.Bench) (*trace.Bench, error) {
-	if b.Status != trace.StatusRunning || !s.ownsHere(b.OwnerHost) || proc.Alive(b.OwnerPID, b.OwnerStart) {
+	// A bench of the pool is owned by its attempts, not by the process that
+	// enqueued them (it may detach).
+	if b.Status != trace.StatusRunning || b.Workers || !s.ownsHere(b.OwnerHost) || proc.Alive(b.OwnerPID, b.OwnerStart) {
 		return b, nil
 	}
 	var out *trace.Bench
@@ -219,6 +221,19 @@ func upsertSet(cols []string) string {
 	return strings.Join(set, ", ")
 }
 
+// attemptArgs are a's values in the order of attemptColumns.
+func attemptArgs(a *trace.Attempt) []any {
+	var runID any
+	if a.RunID != "" {
+		runID = a.RunID
+	}
+	return []any{
+		a.BenchID, a.TaskID, a.Model, a.N, runID, string(a.Status), a.FailureKind, a.CheckExitCode, a.CheckOutput,
+		a.DurationMS, a.CostUSD, a.Usage.InputTokens, a.Usage.OutputTokens, a.Usage.CacheReadTokens,
+		a.Usage.CacheCreationTokens, a.Turns, a.ToolCalls, unixNano(a.StartedAt), unixNano(a.EndedAt), a.Worker,
+	}
+}
+
 func scanAttempt(sc scanner) (trace.Attempt, error) {
 	var (
 		a              trace.Attempt
@@ -247,15 +262,7 @@ func (s *Store) SaveAttempt(ctx context.Context, a *trace.Attempt) error {
 		return fmt.Errorf("save attempt %s/%s/%s/%d: bench, task, model and number must be set",
 			a.BenchID, a.TaskID, a.Model, a.N)
 	}
-	var runID any
-	if a.RunID != "" {
-		runID = a.RunID
-	}
-	args := []any{
-		a.BenchID, a.TaskID, a.Model, a.N, runID, string(a.Status), a.FailureKind, a.CheckExitCode, a.CheckOutput,
-		a.DurationMS, a.CostUSD, a.Usage.InputTokens, a.Usage.OutputTokens, a.Usage.CacheReadTokens,
-		a.Usage.CacheCreationTokens, a.Turns, a.ToolCalls, unixNano(a.StartedAt), unixNano(a.EndedAt), a.Worker,
-	}
+	args := attemptArgs(a)
 	err := s.writeTx(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, attemptUpsert, args...)
 		return err

@@ -254,14 +254,15 @@ func (p *pgStore) listenOnce(ctx context.Context, listening func()) error {
 		return err
 	}
 	// A connection that LISTENed is not given back to the pool.
-	defer c.Hijack().Close(context.WithoutCancel(ctx))
-	if _, err := c.Exec(ctx, "LISTEN "+changesChannel); err != nil {
+	conn := c.Hijack()
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+changesChannel); err != nil {
 		return err
 	}
 	listening()
 	p.notify()
 	for {
-		if _, err := c.Conn().WaitForNotification(ctx); err != nil {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return err
 		}
 		p.notify()

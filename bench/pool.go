@@ -1,0 +1,202 @@
+package bench
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"lane/trace"
+)
+
+// Pool runs a bench's attempts on lane workers (lane bench --workers).
+type Pool interface {
+	// Pack stores what a worker on another machine needs of the suite (each
+	// task's fixture folder, as PackFixture makes it) and sets each task's
+	// FixtureBlob.
+	Pack(ctx context.Context, s *Suite) error
+	// Enqueue hands the attempts of b to the workers.
+	Enqueue(ctx context.Context, b *trace.Bench, todo []trace.Attempt) error
+	// Changed receives after the bench's attempts may have changed.
+	Changed(ctx context.Context) <-chan struct{}
+}
+
+// followEvery is how often a bench of the pool reads its attempts when no
+// change was announced.
+const followEvery = 2 * time.Second
+
+// dispatch enqueues the attempts and follows them until every one is done,
+// or ctx ends: the bench then goes on without this process, which detaches.
+func (r *runner) dispatch(ctx context.Context, todo []trace.Attempt) (*trace.Bench, error) {
+	b := r.bench
+	if err := r.cfg.Pool.Enqueue(ctx, b, todo); err != nil {
+		return b, fmt.Errorf("bench %s: enqueue: %w", b.ID, err)
+	}
+	changed := r.cfg.Pool.Changed(ctx)
+	tick := time.NewTicker(followEvery)
+	defer tick.Stop()
+	for {
+		as, err := r.cfg.Store.Attempts(ctx, b.ID)
+		if err != nil && ctx.Err() == nil {
+			return b, fmt.Errorf("bench %s: %w", b.ID, err)
+		}
+		if c, final := countAttempts(as); err == nil {
+			r.prog.update(c)
+			if final {
+				b.Status, b.EndedAt = trace.StatusSucceeded, time.Now()
+				r.prog.finish()
+				return b, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			r.prog.finish()
+			return b, nil // detached: the workers carry on
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// countAttempts tallies attempts as the progress line shows them, and says
+// whether none is left to run.
+func countAttempts(as []trace.Attempt) (c counts, final bool) {
+	c.total = len(as)
+	for _, a := range as {
+		c.spent += a.CostUSD
+		switch a.Status {
+		case trace.AttemptPassed:
+			c.done++
+		case trace.AttemptFailed:
+			c.done++
+			c.failed++
+		case trace.AttemptSkipped:
+			c.done++
+			c.skipped++
+		case trace.AttemptRunning:
+			c.running++
+		}
+	}
+	return c, c.done == c.total
+}
+
+// PackFixture archives the folder dir as tar: files with their permission
+// bits, folders, symlinks as they are; sorted and without times, so that
+// the same folder gives the same bytes (and digest) on every machine.
+func PackFixture(dir string) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return packEntry(tw, path, filepath.ToSlash(rel), info)
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pack fixture %s: %w", dir, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func packEntry(tw *tar.Writer, path, name string, info fs.FileInfo) error {
+	h := &tar.Header{Name: name, Mode: int64(info.Mode().Perm()), Format: tar.FormatPAX}
+	switch mode := info.Mode(); {
+	case mode.IsDir():
+		h.Typeflag, h.Name = tar.TypeDir, name+"/"
+		return tw.WriteHeader(h)
+	case mode&fs.ModeSymlink != 0:
+		link, err := os.Readlink(path)
+		if err != nil {
+			return err
+		}
+		h.Typeflag, h.Linkname = tar.TypeSymlink, link
+		return tw.WriteHeader(h)
+	case mode.IsRegular():
+		h.Typeflag, h.Size = tar.TypeReg, info.Size()
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(tw, f)
+		return err
+	}
+	return nil // sockets, devices, pipes: left out, as copyTree does
+}
+
+// unpackFixture fills dir with the stored fixture digest.
+func unpackFixture(ctx context.Context, env AttemptEnv, digest, dir string) error {
+	data, err := env.Blob(ctx, digest)
+	if err != nil {
+		return err
+	}
+	if err := UnpackFixture(data, dir); err != nil {
+		return fmt.Errorf("fixture %s: %w", digest, err)
+	}
+	return nil
+}
+
+// UnpackFixture extracts an archive of PackFixture into the folder dir. A
+// name that would land outside dir is refused.
+func UnpackFixture(data []byte, dir string) error {
+	tr := tar.NewReader(bytes.NewReader(data))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		name := filepath.FromSlash(strings.TrimSuffix(h.Name, "/"))
+		if !filepath.IsLocal(name) {
+			return fmt.Errorf("archive entry %q is outside the folder", h.Name)
+		}
+		target := filepath.Join(dir, name)
+		mode := fs.FileMode(h.Mode).Perm()
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(target, mode|0o700)
+		case tar.TypeSymlink:
+			err = os.Symlink(h.Linkname, target)
+		case tar.TypeReg:
+			err = extractFile(target, tr, mode)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func extractFile(path string, r io.Reader, mode fs.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,146 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lane/bench"
+	"lane/config"
+	"lane/pool"
+	"lane/runner"
+	"lane/store"
+	"lane/trace"
+)
+
+// WorkerOptions are the flags of lane worker.
+type WorkerOptions struct {
+	Parallel int
+	Runtimes []string
+	Name     string
+	Lease    time.Duration
+	Keep     bool
+}
+
+// NewCmdWorker builds `lane worker`.
+func NewCmdWorker(f *Factory) *cobra.Command {
+	opts := &WorkerOptions{}
+	c := &cobra.Command{
+		Use:   "worker",
+		Short: "Join the pool of the shared database and run bench attempts (Ctrl-C to leave)",
+		Long: `Worker joins the pool of lane workers of the PostgreSQL database --db or
+LANE_DB names and runs the attempts of benches started with lane bench
+--workers, for the runtimes this machine offers. Credentials come from this
+machine's environment, never from the database. See README "Beyond one
+machine".`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return runWorker(c.Context(), f, opts) },
+	}
+	fl := c.Flags()
+	fl.IntVar(&opts.Parallel, "parallel", 1, "attempts run at once")
+	fl.StringSliceVar(&opts.Runtimes, "runtimes", nil, "runtimes offered (default: those lane doctor finds here)")
+	fl.StringVar(&opts.Name, "name", "", "the worker's name in the pool (default: the host name)")
+	fl.DurationVar(&opts.Lease, "lease", pool.DefaultLease, "how long an attempt stays this worker's without a heartbeat")
+	fl.BoolVar(&opts.Keep, "keep", false, "keep each attempt's folder")
+	return c
+}
+
+func runWorker(ctx context.Context, f *Factory, opts *WorkerOptions) error {
+	if opts.Parallel < 1 || opts.Lease < 3*time.Second {
+		return usageErrorf(errors.New("--parallel must be at least 1 and --lease at least 3s"))
+	}
+	cfg, err := config.Load(config.Path(f.Getenv))
+	if err != nil {
+		return usageErrorf(err)
+	}
+	st, err := f.OpenStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if st.Pool() == nil {
+		return usageErrorf(errors.New("lane worker needs the pool's shared PostgreSQL database, and this one is a SQLite file: " +
+			"set LANE_DB=postgres://USER:PASSWORD@HOST/DB (or --db) on every machine of the pool; " +
+			"on one machine, lane bench --parallel N runs attempts side by side without workers"))
+	}
+	if err := runner.BecomeSubreaper(); err != nil {
+		fmt.Fprintln(f.IO.ErrOut, "lane: warning:", err)
+	}
+	w, err := newWorker(ctx, f, st, cfg, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.Out, "worker %s joined the pool of %s, offering %v, %d at once (Ctrl-C to leave)\n",
+		w.Name, store.Redact(mustDBPath(f)), w.Runtimes, w.Parallel)
+	err = w.Serve(ctx)
+	fmt.Fprintf(f.IO.Out, "worker %s left the pool\n", w.Name)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+func mustDBPath(f *Factory) string {
+	p, _ := f.DBPath()
+	return p
+}
+
+// newWorker is the worker the flags ask for, running attempts as lane bench
+// would with this machine's runtimes and configuration.
+func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, opts *WorkerOptions) (*pool.Worker, error) {
+	name := opts.Name
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	runtimes := opts.Runtimes
+	if len(runtimes) == 0 {
+		runtimes = foundRuntimes(ctx, f)
+	}
+	for _, rt := range runtimes {
+		if _, ok := runner.Lookup(rt); !ok {
+			return nil, usageErrorf(fmt.Errorf("unknown runtime %q in --runtimes (known: %v)", rt, runner.Names()))
+		}
+	}
+	w := &pool.Worker{
+		Store: st, Name: name, Runtimes: runtimes, Parallel: opts.Parallel, Lease: opts.Lease,
+		Log: slog.Default(), Now: time.Now,
+		RuntimeOf: func(model string) (string, error) {
+			t, err := cfg.Resolve(model, "", "", f.Getenv)
+			return t.Runtime, err
+		},
+	}
+	bo := &BenchOptions{Keep: opts.Keep}
+	w.Run = func(ctx context.Context, l store.Lease, task *bench.Task, a *trace.Attempt) {
+		a.BenchID, a.TaskID, a.Model, a.N = l.Key.BenchID, l.Key.TaskID, l.Key.Model, l.Key.N
+		hooks := &workerHooks{
+			name:  name,
+			begin: func(ctx context.Context, run *trace.Run) error { w.Running(run.ID, true); return st.LinkAttemptRun(ctx, l, run.ID) },
+			end:   func(run *trace.Run) { w.Running(run.ID, false) },
+		}
+		env := bench.AttemptEnv{Run: recordedRunner(f, st, cfg, bo, hooks), Keep: opts.Keep, Blob: st.Blob,
+			WorkDir: os.TempDir()}
+		bench.RunAttempt(ctx, env, task, a)
+	}
+	return w, nil
+}
+
+// foundRuntimes are the runtimes lane finds working here, as lane doctor
+// lists them: lane's own loop, and the agent CLIs whose binary answers.
+func foundRuntimes(ctx context.Context, f *Factory) []string {
+	var names []string
+	for _, rt := range runner.Runtimes() {
+		if rt.InProcess() {
+			names = append(names, rt.Name)
+			continue
+		}
+		if _, err := rt.Find(ctx, f.Getenv(runner.BinEnv(rt.Name)), f.Environ(), f.versionCache()); err == nil {
+			names = append(names, rt.Name)
+		}
+	}
+	return names
+}

@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"lane/internal/openaitest"
+	"lane/internal/pgtest"
+	"lane/store"
+	"lane/trace"
+)
+
+// The pool of lane workers, end to end: real lane worker processes, a
+// real PostgreSQL, the local loop against a scripted model server.
+
+// poolEnv is a localEnv whose database is a fresh PostgreSQL database.
+func poolEnv(t *testing.T) *localEnv {
+	t.Helper()
+	srv := pgtest.ForTest(t)
+	e := newLocalEnv(t)
+	e.db = pgtest.NewDB(t, srv)
+	for i, kv := range e.vars {
+		if strings.HasPrefix(kv, "LANE_DB=") {
+			e.vars[i] = "LANE_DB=" + e.db
+		}
+	}
+	return e
+}
+
+// worker is a running lane worker process.
+type worker struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// startWorker starts lane worker and returns once it has joined the pool.
+func (e *localEnv) startWorker(t *testing.T, args ...string) *worker {
+	t.Helper()
+	cmd := exec.Command(laneBin, append([]string{"worker"}, args...)...)
+	cmd.Env = e.vars
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w := &worker{cmd: cmd, done: make(chan error, 1)}
+	joined := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "joined the pool") {
+				joined <- true
+			}
+		}
+		io.Copy(io.Discard, out)
+	}()
+	go func() { w.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-w.done
+	})
+	select {
+	case <-joined:
+	case err := <-w.done:
+		t.Fatalf("lane worker %v exited before joining: %v", args, err)
+	case <-time.After(time.Minute):
+		t.Fatalf("lane worker %v did not join in a minute", args)
+	}
+	return w
+}
+
+// stop sends SIGINT and waits for the worker to leave.
+func (w *worker) stop(t *testing.T) {
+	t.Helper()
+	w.cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-w.done:
+		if err != nil {
+			t.Errorf("lane worker after SIGINT: %v", err)
+		}
+		w.done <- nil // for the cleanup
+	case <-time.After(time.Minute):
+		t.Errorf("lane worker did not leave within a minute of SIGINT")
+	}
+}
+
+// answerTasks scripts the model: write-answer and fix-script solved,
+// impossible not.
+func answerTasks(r openaitest.Request) (openaitest.Turn, bool) {
+	var all strings.Builder
+	answered := false
+	for _, m := range r.Messages {
+		all.WriteString(m.Content)
+		answered = answered || m.Role == "tool"
+	}
+	m := taskTag.FindStringSubmatch(all.String())
+	if m == nil || answered {
+		return openaitest.Text("done"), true
+	}
+	switch m[1] {
+	case "write-answer":
+		return openaitest.ToolCalls(openaitest.Call("", "write_file", map[string]any{"path": "answer.txt", "content": "42\n"})), true
+	case "fix-script":
+		return openaitest.ToolCalls(openaitest.Call("", "write_file", map[string]any{"path": "greet.sh", "content": "echo hello\n"})), true
+	}
+	return openaitest.Text("I cannot."), true
+}
+
+func passCounts(t *testing.T, st *store.Store, benchID string) map[string]int {
+	t.Helper()
+	attempts, err := st.Attempts(context.Background(), benchID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed := map[string]int{}
+	for _, a := range attempts {
+		if a.Status == trace.AttemptPassed {
+			passed[a.TaskID]++
+		}
+	}
+	return passed
+}
+
+// A bench across two workers passes what the same bench passes here.
+func TestBenchOnTwoWorkersMatchesLocal(t *testing.T) {
+	e := poolEnv(t)
+	e.model.SetResponder(answerTasks)
+	suite := benchSuite(t, t.TempDir())
+	models := "--models=" + localModel
+
+	// The same suite, run here, into a SQLite file.
+	localDB := filepath.Join(t.TempDir(), "local.db")
+	local := *e.env
+	local.vars = append(append([]string{}, e.vars...), "LANE_DB="+localDB)
+	wantExit(t, local.lane(context.Background(), "bench", models, "--parallel", "2", "-o", "json", suite), 0)
+	lst, err := store.Open(context.Background(), localDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lst.Close()
+	lb, err := lst.ListBenches(context.Background(), 1)
+	if err != nil || len(lb) != 1 {
+		t.Fatalf("local bench: %v %v", lb, err)
+	}
+	want := passCounts(t, lst, lb[0].ID)
+
+	w1 := e.startWorker(t, "--name", "w1", "--parallel", "2", "--runtimes", "local")
+	w2 := e.startWorker(t, "--name", "w2", "--parallel", "2", "--runtimes", "local")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := e.lane(ctx, "bench", "--workers", models, "-o", "json", suite)
+	wantExit(t, r, 0)
+
+	st := e.openStore()
+	benches, err := st.ListBenches(context.Background(), 1)
+	if err != nil || len(benches) != 1 {
+		t.Fatalf("pool bench: %v %v", benches, err)
+	}
+	b := benches[0]
+	if !b.Workers || b.Status != trace.StatusSucceeded {
+		t.Errorf("bench workers=%v status=%s, want a pool bench that succeeded", b.Workers, b.Status)
+	}
+	got := passCounts(t, st, b.ID)
+	for _, task := range []string{"write-answer", "fix-script", "impossible"} {
+		if got[task] != want[task] {
+			t.Errorf("%s passed %d times on the workers, %d here", task, got[task], want[task])
+		}
+	}
+	attempts, _ := st.Attempts(context.Background(), b.ID)
+	for _, a := range attempts {
+		if a.Worker != "w1" && a.Worker != "w2" {
+			t.Errorf("attempt %s#%d ran on %q", a.TaskID, a.N, a.Worker)
+		}
+		run, err := st.GetRun(context.Background(), a.RunID)
+		if err != nil || run.Worker != a.Worker {
+			t.Errorf("run of attempt %s#%d: %+v %v, want worker %s", a.TaskID, a.N, run, err, a.Worker)
+		}
+	}
+	w1.stop(t)
+	w2.stop(t)
+	workers, err := st.Workers(context.Background())
+	if err != nil || len(workers) != 2 {
+		t.Fatalf("workers %+v %v", workers, err)
+	}
+	for _, w := range workers {
+		if w.StoppedAt.IsZero() {
+			t.Errorf("worker %s did not record leaving the pool", w.Name)
+		}
+	}
+}
+
+// A worker killed mid-attempt loses its lease; another worker runs the
+// attempt again, it is recorded once, and the lost try is kept as an
+// interrupted run of the attempt.
+func TestKilledWorkersAttemptRunsElsewhere(t *testing.T) {
+	e := poolEnv(t)
+	var hang atomic.Bool
+	hang.Store(true)
+	asked := make(chan struct{}, 16)
+	e.model.SetResponder(func(r openaitest.Request) (openaitest.Turn, bool) {
+		if hang.Load() {
+			asked <- struct{}{}
+			return openaitest.Hang(), true
+		}
+		return answerTasks(r)
+	})
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "fixtures", "empty"), 0o755)
+	os.WriteFile(filepath.Join(dir, "fixtures", "empty", "README"), []byte("empty\n"), 0o644)
+	suite := filepath.Join(dir, "suite.yaml")
+	os.WriteFile(suite, []byte(`name: one
+models: ["`+localModel+`"]
+tasks:
+  - id: write-answer
+    prompt: "TASK write-answer: write 42 into answer.txt"
+    fixture: fixtures/empty
+    check: "grep -qx 42 answer.txt"
+`), 0o644)
+
+	a := e.startWorker(t, "--name", "a", "--runtimes", "local", "--lease", "3s")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	benchDone := make(chan result, 1)
+	go func() { benchDone <- e.lane(ctx, "bench", "--workers", "-o", "json", suite) }()
+	select {
+	case <-asked: // worker a is in the attempt's run
+	case <-ctx.Done():
+		t.Fatal("the model was never asked")
+	}
+	a.cmd.Process.Signal(syscall.SIGKILL)
+	<-a.done
+	a.done <- nil
+	hang.Store(false)
+	e.startWorker(t, "--name", "b", "--runtimes", "local", "--lease", "3s")
+
+	r := <-benchDone
+	wantExit(t, r, 0)
+	st := e.openStore()
+	benches, _ := st.ListBenches(context.Background(), 1)
+	attempts, err := st.Attempts(context.Background(), benches[0].ID)
+	if err != nil || len(attempts) != 1 {
+		t.Fatalf("attempts %+v %v", attempts, err)
+	}
+	got := attempts[0]
+	if got.Status != trace.AttemptPassed || got.Worker != "b" {
+		t.Errorf("attempt %s on %q, want passed on b", got.Status, got.Worker)
+	}
+	runs, err := st.AttemptRuns(context.Background(), store.AttemptKey{BenchID: got.BenchID, TaskID: got.TaskID, Model: got.Model, N: got.N})
+	if err != nil || len(runs) != 2 || runs[1] != got.RunID {
+		t.Fatalf("runs of the attempt %v %v, want the lost try then %s", runs, err, got.RunID)
+	}
+	lost, err := st.GetRun(context.Background(), runs[0])
+	if err != nil || lost.Status != trace.StatusInterrupted || lost.Worker != "a" {
+		t.Errorf("lost try %+v %v, want interrupted on a", lost, err)
+	}
+}
