@@ -50,12 +50,12 @@ type TaskDefaults struct {
 // relative to the suite's Dir, copied fresh for every attempt), from Git,
 // or, with neither, is empty.
 type Task struct {
-	ID           string        `json:"id"`
-	Prompt       string        `json:"prompt"`
-	Fixture      string        `json:"fixture,omitempty"`
+	ID      string `json:"id"`
+	Prompt  string `json:"prompt"`
+	Fixture string `json:"fixture,omitempty"`
 	// FixtureBlob is the digest of the fixture as stored for lane workers
 	// (a tar archive in the database), set by a Pool's Pack.
-	FixtureBlob string     `json:"fixture_blob,omitempty"`
+	FixtureBlob  string        `json:"fixture_blob,omitempty"`
 	Git          *GitSource    `json:"git,omitempty"`
 	Setup        []string      `json:"setup,omitempty"` // sh -c commands run in the folder before the agent
 	SetupTimeout time.Duration `json:"setup_timeout,omitempty"`

@@ -118,9 +118,12 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 	w.Run = func(ctx context.Context, l store.Lease, task *bench.Task, a *trace.Attempt) {
 		a.BenchID, a.TaskID, a.Model, a.N = l.Key.BenchID, l.Key.TaskID, l.Key.Model, l.Key.N
 		hooks := &workerHooks{
-			name:  name,
-			begin: func(ctx context.Context, run *trace.Run) error { w.Running(run.ID, true); return st.LinkAttemptRun(ctx, l, run.ID) },
-			end:   func(run *trace.Run) { w.Running(run.ID, false) },
+			name: name,
+			begin: func(ctx context.Context, run *trace.Run) error {
+				w.Running(run.ID, true)
+				return st.LinkAttemptRun(ctx, l, run.ID)
+			},
+			end: func(run *trace.Run) { w.Running(run.ID, false) },
 		}
 		env := bench.AttemptEnv{Run: recordedRunner(f, st, cfg, bo, hooks), Keep: opts.Keep, Blob: st.Blob,
 			WorkDir: os.TempDir()}

@@ -39,8 +39,8 @@ type Worker struct {
 	// RuntimeOf names the runtime of a bench's model, to enqueue again the
 	// attempts of a lost worker.
 	RuntimeOf func(model string) (string, error)
-	Log      *slog.Logger
-	Now      func() time.Time // the clock of leases and heartbeats
+	Log       *slog.Logger
+	Now       func() time.Time // the clock of leases and heartbeats
 
 	slots chan struct{}
 	mu    sync.Mutex
