@@ -29,6 +29,9 @@ func (p *Printer) Summary(r *trace.Run) error {
 	if d := runDuration(r); d > 0 {
 		parts = append(parts, humanDuration(d))
 	}
+	if r.Worker != "" {
+		parts = append(parts, "worker "+r.Worker)
+	}
 	if r.SessionID != "" {
 		parts = append(parts, "session "+short(r.SessionID))
 	}

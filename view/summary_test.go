@@ -26,7 +26,7 @@ func runs() []*trace.Run {
 		{
 			ID: "77aa01bc9d3e4f11", Status: trace.StatusSucceeded, Runtime: "claude", Model: "claude-opus-5",
 			Dir: "/home/dev/big", Prompt: "refactor the store package\n\nkeep the API", SessionID: "0d1e2f3a-aaaa",
-			CostUSD: 1.23456, CostEstimate: true,
+			CostUSD: 1.23456, CostEstimate: true, Worker: "gpu-box-1",
 			Usage: trace.Usage{InputTokens: 12345, OutputTokens: 6789, CacheReadTokens: 1_234_567, CacheCreationTokens: 45_000},
 			Turns: 1, ToolCalls: 1, StartedAt: started.Add(-26 * time.Hour), DurationMS: 185_000,
 		},
