@@ -91,7 +91,7 @@ func (w *Worker) join(ctx context.Context) error {
 	host, _ := os.Hostname()
 	now := w.Now()
 	w.entry = store.Worker{Name: w.Name, Host: host, PID: os.Getpid(), Runtimes: w.Runtimes,
-		Parallel: w.Parallel, StartedAt: now, HeartbeatAt: now, Running: []string{}}
+		Parallel: w.Parallel, LeaseMS: w.Lease.Milliseconds(), StartedAt: now, HeartbeatAt: now, Running: []string{}}
 	return w.Store.SaveWorker(ctx, &w.entry)
 }
 

@@ -18,6 +18,7 @@ type Worker struct {
 	PID         int       `json:"pid"`
 	Runtimes    []string  `json:"runtimes"`
 	Parallel    int       `json:"parallel"`
+	LeaseMS     int64     `json:"lease_ms"` // its leases' length: gone after a lease without a heartbeat
 	StartedAt   time.Time `json:"started_at"`
 	HeartbeatAt time.Time `json:"heartbeat_at"`
 	StoppedAt   time.Time `json:"stopped_at,omitzero"`
@@ -38,18 +39,25 @@ func (s *Store) SaveWorker(ctx context.Context, w *Worker) error {
 		return fmt.Errorf("save worker %s: %w", w.Name, err)
 	}
 	return s.insertRecord(ctx, "worker", w.Name, `INSERT INTO workers
-		(name, host, pid, runtimes, parallel, started_at, heartbeat_at, stopped_at, running, done, failed)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		(name, host, pid, runtimes, parallel, lease_ms, started_at, heartbeat_at, stopped_at, running, done, failed)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET host = excluded.host, pid = excluded.pid, runtimes = excluded.runtimes,
-		parallel = excluded.parallel, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
+		parallel = excluded.parallel, lease_ms = excluded.lease_ms, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
 		stopped_at = excluded.stopped_at, running = excluded.running, done = excluded.done, failed = excluded.failed`,
-		[]any{w.Name, w.Host, w.PID, runtimes, w.Parallel, unixNano(w.StartedAt), unixNano(w.HeartbeatAt),
+		[]any{w.Name, w.Host, w.PID, runtimes, w.Parallel, w.LeaseMS, unixNano(w.StartedAt), unixNano(w.HeartbeatAt),
 			unixNano(w.StoppedAt), running, w.Done, w.Failed})
+}
+
+// Gone reports whether w has left the pool or stopped heartbeating: no
+// heartbeat for a lease's length (it beats every third of one).
+func (w Worker) Gone(now time.Time) bool {
+	lease := time.Duration(w.LeaseMS) * time.Millisecond
+	return !w.StoppedAt.IsZero() || now.Sub(w.HeartbeatAt) > max(lease, time.Second)
 }
 
 // Workers returns every worker the pool has known, by name.
 func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT name, host, pid, runtimes, parallel, started_at, heartbeat_at,
+	rows, err := s.db.QueryContext(ctx, `SELECT name, host, pid, runtimes, parallel, lease_ms, started_at, heartbeat_at,
 		stopped_at, running, done, failed FROM workers ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list workers: %w", err)
@@ -63,7 +71,7 @@ func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
 			started, beat     sql.NullInt64
 			stopped           sql.NullInt64
 		)
-		if err := rows.Scan(&w.Name, &w.Host, &w.PID, &runtimes, &w.Parallel, &started, &beat, &stopped,
+		if err := rows.Scan(&w.Name, &w.Host, &w.PID, &runtimes, &w.Parallel, &w.LeaseMS, &started, &beat, &stopped,
 			&running, &w.Done, &w.Failed); err != nil {
 			return nil, fmt.Errorf("list workers: %w", err)
 		}

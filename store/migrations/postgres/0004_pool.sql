@@ -42,6 +42,7 @@ CREATE TABLE workers (
     pid          BIGINT  NOT NULL DEFAULT 0,
     runtimes     TEXT    COLLATE "C",
     parallel     BIGINT  NOT NULL DEFAULT 0,
+    lease_ms     BIGINT  NOT NULL DEFAULT 0,
     started_at   BIGINT  NOT NULL,
     heartbeat_at BIGINT  NOT NULL,
     stopped_at   BIGINT ,

@@ -42,6 +42,7 @@ CREATE TABLE workers (
     pid          INTEGER NOT NULL DEFAULT 0,
     runtimes     TEXT,
     parallel     INTEGER NOT NULL DEFAULT 0,
+    lease_ms     INTEGER NOT NULL DEFAULT 0,
     started_at   INTEGER NOT NULL,
     heartbeat_at INTEGER NOT NULL,
     stopped_at   INTEGER,
