@@ -50,8 +50,13 @@ func (r *runner) dispatch(ctx context.Context, todo []trace.Attempt) (*trace.Ben
 		if c, final := countAttempts(as); err == nil {
 			r.prog.update(c)
 			if final {
+				// The worker that records the last attempt ends the bench;
+				// this covers a resumed bench with nothing left to run.
 				b.Status, b.EndedAt = trace.StatusSucceeded, time.Now()
 				r.prog.finish()
+				if err := r.cfg.Store.UpdateBench(context.WithoutCancel(ctx), b); err != nil {
+					return b, fmt.Errorf("bench %s: %w", b.ID, err)
+				}
 				return b, nil
 			}
 		}
