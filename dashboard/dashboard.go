@@ -3,9 +3,11 @@
 // processes record them. API.md is the contract, and the public
 // documentation, of everything it serves.
 //
-// Other lane processes write to the same SQLite file; the dashboard learns of
-// their commits by polling the database's data version and then reads only
-// what is new (events after a global id cursor, runs after a revision).
+// Other lane processes write to the same database; the dashboard learns of
+// their commits by polling the data version of a SQLite file, or from
+// PostgreSQL's notifications (LISTEN/NOTIFY, see store.Subscribe), and then
+// reads only what is new (events after a global id cursor, runs after a
+// revision).
 package dashboard
 
 import (
@@ -30,6 +32,9 @@ import (
 
 const (
 	defaultPoll = 100 * time.Millisecond
+	// retryDelay is how soon the poller on PostgreSQL, which reads only
+	// when notified, takes up a read it could not finish (see Server.listen).
+	retryDelay = 100 * time.Millisecond
 	// sweepInterval is how often the poller reads run changes even though
 	// the data version did not move, so that running runs whose lane process
 	// died are marked interrupted (and broadcast).
@@ -63,8 +68,9 @@ type Config struct {
 	// DBPath is the database LaneBin is told to use (--db); required with
 	// LaneBin.
 	DBPath string
-	// Poll is how often the database's data version is checked; 0 means
-	// 100 ms.
+	// Poll is how often a SQLite database's data version is checked; 0
+	// means 100 ms. On PostgreSQL the dashboard waits for notifications
+	// instead.
 	Poll time.Duration
 	// Logger receives what the dashboard cannot report to a client (a
 	// failing poll, a child that would not start); nil means slog.Default().
@@ -82,7 +88,8 @@ type Server struct {
 	page     []byte // index.html as served, CSRF token and asset checksums filled in
 	assets   map[string]asset
 	hub      *hub
-	runRev   int64 // the run revision at New, where the poller starts
+	runRev   int64         // the run revision at New, where the poller starts
+	sweep    time.Duration // sweepInterval; tests lengthen it
 	upgrader websocket.Upgrader
 	handler  http.Handler
 
@@ -117,6 +124,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		host:     hc,
+		sweep:    sweepInterval,
 		children: map[*exec.Cmd]bool{},
 	}
 	if s.log == nil {

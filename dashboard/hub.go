@@ -123,17 +123,26 @@ func (h *hub) count() int {
 	return len(h.clients)
 }
 
-// poll reads what other connections commit, every Poll, and broadcasts it,
-// until ctx ends.
+// poll reads what other connections commit and broadcasts it, until ctx
+// ends. On SQLite it reads whenever the data version moved, checked every
+// Poll; on PostgreSQL whenever the store's subscription says something
+// changed (LISTEN/NOTIFY), with no polling.
 func (s *Server) poll(ctx context.Context) {
 	p := poller{s: s, runRev: s.runRev}
-	tick := time.NewTicker(s.cfg.Poll)
-	defer tick.Stop()
 	// RunsChangedAfter marks interrupted the runs whose lane process died,
 	// which commits nothing until it is called: call it now and then
 	// whatever the data version says.
-	sweep := time.NewTicker(sweepInterval)
+	sweep := time.NewTicker(s.sweep)
 	defer sweep.Stop()
+	// The subscription ends with poll; Subscribe is nil on SQLite.
+	sctx, unsubscribe := context.WithCancel(ctx)
+	defer unsubscribe()
+	if changes := s.st.Subscribe(sctx); changes != nil {
+		s.listen(ctx, &p, changes, sweep.C)
+		return
+	}
+	tick := time.NewTicker(s.cfg.Poll)
+	defer tick.Stop()
 	p.check(ctx, true)
 	for {
 		select {
@@ -143,6 +152,38 @@ func (s *Server) poll(ctx context.Context) {
 			p.check(ctx, false)
 		case <-sweep.C:
 			p.check(ctx, true)
+		}
+	}
+}
+
+// listen is poll on PostgreSQL: it reads after each notification of a
+// change (and after the store's listener reconnected, when changes may have
+// been missed). The subscription is taken before the first read, so a
+// change committed after that read is notified. A read left unfinished (a
+// failing database, clients' queues without room) is taken up again after
+// retryDelay, as no notification may come to prompt it: where the SQLite
+// poller would read on at its next tick, this one would wait for the next
+// change.
+func (s *Server) listen(ctx context.Context, p *poller, changes <-chan struct{}, sweep <-chan time.Time) {
+	retry := time.NewTimer(retryDelay)
+	defer retry.Stop()
+	check := func(force bool) {
+		retry.Stop()
+		if !p.check(ctx, force) {
+			retry.Reset(retryDelay)
+		}
+	}
+	check(true)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changes:
+			check(false)
+		case <-retry.C:
+			check(false)
+		case <-sweep:
+			check(true)
 		}
 	}
 }
@@ -161,16 +202,18 @@ type poller struct {
 // check broadcasts the events and run changes committed since the last
 // check, when the data version moved or force is set. Runs are read before
 // events and sent after them, so that a run's change (its end, say) comes
-// after the events committed before it.
-func (p *poller) check(ctx context.Context, force bool) {
+// after the events committed before it. It reports whether it got that
+// far: false when the database failed or the clients' queues had no room,
+// and what is left must be read later.
+func (p *poller) check(ctx context.Context, force bool) bool {
 	s := p.s
 	v, err := s.st.DataVersion(ctx)
 	if err != nil {
 		p.fail(ctx, err)
-		return
+		return false
 	}
 	if !force && p.known && v == p.version {
-		return
+		return true
 	}
 	var runs []*trace.Run
 	rev := p.runRev
@@ -178,7 +221,7 @@ func (p *poller) check(ctx context.Context, force bool) {
 		page, next, err := s.st.RunsChangedAfter(ctx, rev)
 		if err != nil {
 			p.fail(ctx, err)
-			return
+			return false
 		}
 		runs, rev = append(runs, page...), next
 		if len(page) < changedRunsPage {
@@ -189,12 +232,12 @@ func (p *poller) check(ctx context.Context, force bool) {
 	for {
 		if !p.room() {
 			p.known = false // read on at the next tick
-			return
+			return false
 		}
 		evs, err := s.st.EventsAfterID(ctx, cursor, eventPage)
 		if err != nil {
 			p.fail(ctx, err)
-			return
+			return false
 		}
 		for _, e := range evs {
 			cursor = e.ID
@@ -221,6 +264,7 @@ func (p *poller) check(ctx context.Context, force bool) {
 	}
 	p.runRev = rev
 	p.version, p.known, p.lastErr = v, true, ""
+	return true
 }
 
 // room reports whether every client's queue has room for a page of events.

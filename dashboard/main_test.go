@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -38,10 +39,11 @@ func TestMain(m *testing.M) {
 }
 
 // env is a dashboard over a fresh database, served by httptest, with Run
-// going. other is a second Store on the same file: another lane process.
+// going. other is a second Store on the same database: another lane
+// process (on PostgreSQL, another machine).
 type env struct {
 	t     testing.TB
-	path  string
+	path  string // the database: a file, or the URL of envOpt.where
 	st    *store.Store
 	other *store.Store
 	srv   *Server
@@ -58,11 +60,17 @@ type envOpt struct {
 	laneBin  string
 	listener func(net.Listener) net.Listener
 	poll     time.Duration // default 20 ms
+	where    string        // the database (a postgres URL); default a fresh SQLite file
+	sweep    time.Duration // the interval of the poller's sweep; default sweepInterval
+	logger   *slog.Logger
 }
 
 func newEnv(t testing.TB, o envOpt) *env {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "lane.db")
+	path := o.where
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "lane.db")
+	}
 	st := openStore(t, path)
 	other := openStore(t, path)
 
@@ -82,9 +90,12 @@ func newEnv(t testing.TB, o envOpt) *env {
 	if o.poll == 0 {
 		o.poll = 20 * time.Millisecond
 	}
-	srv, err := New(Config{Store: st, Addr: addr, Token: o.token, LaneBin: o.laneBin, DBPath: path, Poll: o.poll})
+	srv, err := New(Config{Store: st, Addr: addr, Token: o.token, LaneBin: o.laneBin, DBPath: path, Poll: o.poll, Logger: o.logger})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.sweep != 0 {
+		srv.sweep = o.sweep
 	}
 	if o.listener != nil {
 		ln = o.listener(ln)
