@@ -8,19 +8,29 @@
 // PostgreSQL's notifications (LISTEN/NOTIFY, see store.Subscribe), and then
 // reads only what is new (events after a global id cursor, runs after a
 // revision).
+//
+// A database URL's password is never shown: the runs the dashboard starts
+// get the database in their environment (LANE_DB), not on their command
+// line, and it is taken out of every error response and log record, which
+// may quote what the store, its driver or a child said.
 package dashboard
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -65,8 +75,8 @@ type Config struct {
 	// LaneBin is the lane binary that POST /api/runs starts; empty disables
 	// starting runs.
 	LaneBin string
-	// DBPath is the database LaneBin is told to use (--db); required with
-	// LaneBin.
+	// DBPath is the database LaneBin is told to use, a file or a URL,
+	// passed in its environment as LANE_DB; required with LaneBin.
 	DBPath string
 	// Poll is how often a SQLite database's data version is checked; 0
 	// means 100 ms. On PostgreSQL the dashboard waits for notifications
@@ -92,6 +102,7 @@ type Server struct {
 	sweep    time.Duration // sweepInterval; tests lengthen it
 	upgrader websocket.Upgrader
 	handler  http.Handler
+	redact   redactor // takes the database's password out of errors and logs
 
 	mu       sync.Mutex
 	running  bool
@@ -130,6 +141,10 @@ func New(cfg Config) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.redact = newRedactor(cfg.DBPath)
+	if s.redact.active() {
+		s.log = slog.New(redactHandler{s.log.Handler(), s.redact})
+	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("dashboard: csrf token: %w", err)
@@ -165,6 +180,9 @@ func New(cfg Config) (*Server, error) {
 		},
 	}
 	s.handler = s.secure(s.routes())
+	if s.redact.active() {
+		s.handler = s.redact.errors(s.handler)
+	}
 	return s, nil
 }
 
@@ -278,4 +296,153 @@ func (hc hostCheck) allowed(hostHeader string) bool {
 		return host == "localhost" || host == "127.0.0.1" || host == "::1"
 	}
 	return false
+}
+
+// redactor takes a database URL's password out of text: the dashboard's
+// error responses and log records, which may quote what the store or a
+// child said. It is inactive (changes nothing) for a file, or a URL without
+// a password.
+type redactor struct {
+	secrets []string // the password as it may appear: plain, escaped in a URL or in JSON; longest first
+}
+
+func newRedactor(where string) redactor {
+	if !store.IsURL(where) {
+		return redactor{}
+	}
+	u, err := url.Parse(where)
+	if err != nil {
+		return redactor{}
+	}
+	var plain []string
+	if p, ok := u.User.Password(); ok {
+		plain = append(plain, p)
+	}
+	plain = append(plain, u.Query()["password"]...)
+	var r redactor
+	for _, p := range plain {
+		if p == "" {
+			continue
+		}
+		j, _ := json.Marshal(p)
+		r.secrets = append(r.secrets, p, url.PathEscape(p), url.QueryEscape(p), string(j[1:len(j)-1]))
+		if _, esc, ok := strings.Cut(url.UserPassword("", p).String(), ":"); ok {
+			r.secrets = append(r.secrets, esc)
+		}
+	}
+	slices.SortFunc(r.secrets, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	r.secrets = slices.Compact(r.secrets)
+	return r
+}
+
+func (r redactor) active() bool { return len(r.secrets) > 0 }
+
+// String returns s with every form of the password replaced by xxxxx.
+func (r redactor) String(s string) string {
+	for _, sec := range r.secrets {
+		s = strings.ReplaceAll(s, sec, "xxxxx")
+	}
+	return s
+}
+
+// errors wraps next so that the body of every error response (status 400
+// and above: writeError's JSON, written in one piece) is redacted.
+func (r redactor) errors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		next.ServeHTTP(&redactWriter{ResponseWriter: w, r: r}, req)
+	})
+}
+
+type redactWriter struct {
+	http.ResponseWriter
+	r      redactor
+	status int
+}
+
+func (w *redactWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *redactWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if w.status < 400 {
+		return w.ResponseWriter.Write(p)
+	}
+	if _, err := w.ResponseWriter.Write([]byte(w.r.String(string(p)))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Hijack lets the websocket take the connection over.
+func (w *redactWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("the response cannot be hijacked")
+	}
+	return h.Hijack()
+}
+
+// Unwrap is for http.ResponseController.
+func (w *redactWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// redactHandler is a slog.Handler whose records are redacted: the message
+// and every attribute that is or shows text (an error, say).
+type redactHandler struct {
+	next slog.Handler
+	r    redactor
+}
+
+func (h redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
+
+func (h redactHandler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, h.r.String(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.next.Handle(ctx, out)
+}
+
+func (h redactHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	out := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		out[i] = h.attr(a)
+	}
+	return redactHandler{h.next.WithAttrs(out), h.r}
+}
+
+func (h redactHandler) WithGroup(name string) slog.Handler {
+	return redactHandler{h.next.WithGroup(name), h.r}
+}
+
+func (h redactHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.r.String(v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		out := make([]any, len(g))
+		for i, ga := range g {
+			out[i] = h.attr(ga)
+		}
+		return slog.Group(a.Key, out...)
+	case slog.KindAny:
+		var text string
+		if err, ok := v.Any().(error); ok {
+			text = err.Error()
+		} else {
+			text = fmt.Sprint(v.Any())
+		}
+		if red := h.r.String(text); red != text {
+			return slog.String(a.Key, red)
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
 }

@@ -93,15 +93,19 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// launch starts LaneBin --db DBPath run --dir DIR --model=MODEL -o
-// stream-json -, with the task on its standard input (a task may begin with
-// "-" or exceed what one argument may hold), in its own process group. The
-// channel gets the run id from the child's first stream-json line (an
+// launch starts LaneBin run --dir DIR --model=MODEL -o stream-json -, with
+// the task on its standard input (a task may begin with "-" or exceed what
+// one argument may hold), in its own process group. The database is given
+// in the child's environment as LANE_DB, never on its command line: a
+// command line is world-readable (ps, /proc/PID/cmdline) and a URL's
+// password would show there, while /proc/PID/environ is its user's alone.
+// The channel gets the run id from the child's first stream-json line (an
 // event's run_id, or the run record's id when the run ended before any
 // event), or the reason there is none.
 func (s *Server) launch(req startRequest) (<-chan launched, error) {
-	cmd := exec.Command(s.cfg.LaneBin, "--db", s.cfg.DBPath, "run", "--dir", req.Dir, "--model="+req.Model,
-		"-o", "stream-json", "-")
+	cmd := exec.Command(s.cfg.LaneBin, "run", "--dir", req.Dir, "--model="+req.Model, "-o", "stream-json", "-")
+	// The last LANE_DB wins over one the dashboard inherited.
+	cmd.Env = append(os.Environ(), "LANE_DB="+s.cfg.DBPath)
 	cmd.Stdin = strings.NewReader(req.Task)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = childWaitDelay
@@ -151,7 +155,9 @@ func (s *Server) superviseChild(cmd *exec.Cmd, stdout io.Reader, stderr *tailBuf
 	if derr == nil && id != "" {
 		return
 	}
-	msg := strings.TrimSpace(stderr.String())
+	// What the child printed may quote the database (redacted again, with
+	// every error response, by redactor.errors).
+	msg := s.redact.String(strings.TrimSpace(stderr.String()))
 	if msg == "" && derr != nil && !errors.Is(derr, io.EOF) {
 		msg = "unreadable output: " + derr.Error()
 	}

@@ -55,7 +55,8 @@ func TestCancelRunOfAnotherProcess(t *testing.T) {
 	e := newEnv(t, envOpt{})
 	c := e.dial("", nil)
 	readHello(t, c)
-	cmd := exec.Command(fakeLaneBin(t), "--db", e.path, "run", "--dir", "/", "--model=haiku", "-o", "stream-json", "-")
+	cmd := exec.Command(fakeLaneBin(t), "run", "--dir", "/", "--model=haiku", "-o", "stream-json", "-")
+	cmd.Env = append(os.Environ(), "LANE_DB="+e.path)
 	cmd.Stdin = strings.NewReader("elsewhere")
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -342,13 +342,14 @@ func appendEvents(t testing.TB, st *store.Store, run string, from, to int64, tex
 	}
 }
 
-// fakeLane is `lane --db PATH run --dir DIR --model=MODEL -o stream-json -`:
-// it records a running run owned by itself with the task from stdin,
-// prints its first event, and on SIGINT records the run cancelled and
-// exits 130. Model "bad" is a usage error.
+// fakeLane is `LANE_DB=WHERE lane run --dir DIR --model=MODEL -o
+// stream-json -`: it records a running run owned by itself with the task
+// from stdin, prints its first event, and on SIGINT records the run
+// cancelled and exits 130. Model "bad" is a usage error; model "show-db"
+// prints its arguments and LANE_DB to stderr and exits 2.
 func fakeLane(args []string) int {
-	want := []string{"--db", "", "run", "--dir", "", "", "-o", "stream-json", "-"}
-	if len(args) != len(want) || !strings.HasPrefix(args[5], "--model=") {
+	want := []string{"run", "--dir", "", "", "-o", "stream-json", "-"}
+	if len(args) != len(want) || !strings.HasPrefix(args[3], "--model=") {
 		fmt.Fprintf(os.Stderr, "fake lane: unexpected arguments %q\n", args)
 		return 2
 	}
@@ -358,9 +359,18 @@ func fakeLane(args []string) int {
 			return 2
 		}
 	}
-	model := strings.TrimPrefix(args[5], "--model=")
-	if model == "bad" {
+	db := os.Getenv("LANE_DB")
+	if db == "" {
+		fmt.Fprintln(os.Stderr, "fake lane: no LANE_DB")
+		return 2
+	}
+	model := strings.TrimPrefix(args[3], "--model=")
+	switch model {
+	case "bad":
 		fmt.Fprintln(os.Stderr, "lane: unknown model \"bad\"")
+		return 2
+	case "show-db":
+		fmt.Fprintf(os.Stderr, "lane: argv %q; LANE_DB %s\n", os.Args, db)
 		return 2
 	}
 	task, err := io.ReadAll(os.Stdin)
@@ -371,14 +381,14 @@ func fakeLane(args []string) int {
 	signal.Notify(sigs, os.Interrupt)
 
 	ctx := context.Background()
-	st, err := store.Open(ctx, args[1])
+	st, err := store.Open(ctx, db)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 6
 	}
 	defer st.Close()
 	start, _ := proc.StartTime(os.Getpid())
-	run := &trace.Run{ID: trace.NewRunID(), Status: trace.StatusRunning, Runtime: "claude", Model: model, Dir: args[4],
+	run := &trace.Run{ID: trace.NewRunID(), Status: trace.StatusRunning, Runtime: "claude", Model: model, Dir: args[2],
 		Prompt: string(task), StartedAt: time.Now().UTC(), OwnerPID: os.Getpid(), OwnerStart: start}
 	if err := st.CreateRun(ctx, run); err != nil {
 		fmt.Fprintln(os.Stderr, err)
