@@ -122,6 +122,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		NewCmdDashboard(f, nil),
 		NewCmdBench(f, nil),
 		NewCmdDoctor(f),
+		NewCmdDB(f),
 		NewCmdWorker(f),
 	)
 	return root
