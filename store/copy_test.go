@@ -594,3 +594,78 @@ func TestCopyDefersWhatCameLate(t *testing.T) {
 		assertSame(t, "attempts", func(s *Store) (any, error) { return s.Attempts(ctx, "b1") }, src, dst)
 	})
 }
+
+// The history BenchmarkCopy copies.
+const (
+	copyBenchRuns   = 10_000
+	copyBenchEvents = 10 // per run
+)
+
+// copyBenchSource fills s with copyBenchRuns runs of copyBenchEvents events
+// each, events of a few hundred bytes with a raw line.
+func copyBenchSource(b *testing.B, s *Store) {
+	b.Helper()
+	ctx := context.Background()
+	runs := make([]*trace.Run, copyBenchRuns)
+	for i := range runs {
+		r := testRun(fmt.Sprintf("run-%06d", i))
+		r.StartedAt, r.SessionID = t0.Add(time.Duration(i)*time.Minute), fmt.Sprintf("sess-%05d", i/3)
+		r.Prompt, r.ResultText = "fix the flaky test in package "+benchWord(i), "done: "+benchWord(i*7)
+		runs[i] = r
+	}
+	insertRuns(b, s, runs)
+	for chunk := range slices.Chunk(runs, 1000) {
+		var rows []row
+		for _, r := range chunk {
+			for seq := range int64(copyBenchEvents) {
+				rw, err := newRow(testEvent(r.ID, seq+1, 200))
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows = append(rows, rw)
+			}
+		}
+		err := s.writeTx(ctx, func(tx *txn) error {
+			_, err := insertRows(ctx, tx, rows, false)
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCopy copies 10k runs of 10 events: SQLite to a fresh PostgreSQL
+// database, the same again (all present), and PostgreSQL to a fresh SQLite
+// file.
+func BenchmarkCopy(b *testing.B) {
+	ctx := context.Background()
+	lite := openTest(b)
+	copyBenchSource(b, lite)
+	pg := openAt(b, pgWhere(b))
+	if _, err := Copy(ctx, lite, pg, CopyOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		from *Store
+		to   func(b *testing.B) *Store
+	}{
+		{"sqlite_to_postgres", lite, func(b *testing.B) *Store { return openAt(b, pgWhere(b)) }},
+		{"again", lite, func(*testing.B) *Store { return pg }},
+		{"postgres_to_sqlite", pg, func(b *testing.B) *Store { return openTest(b) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				to := bc.to(b)
+				b.StartTimer()
+				if _, err := Copy(ctx, bc.from, to, CopyOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(copyBenchRuns*b.N)/b.Elapsed().Seconds(), "runs/s")
+			b.ReportMetric(float64(copyBenchRuns*copyBenchEvents*b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
