@@ -314,8 +314,9 @@ func (c *copier) runs(ctx context.Context) error {
 	}
 }
 
-// runPage reads the source's runs after the rowid after and returns them
-// with the last one's rowid.
+// runPage reads the source's runs after the rowid after, at most
+// BatchRows and stopping once their texts hold BatchBytes (a prompt or a
+// result can be large), and returns them with the last one's rowid.
 func (c *copier) runPage(ctx context.Context, after int64) ([]*trace.Run, int64, error) {
 	rows, err := c.from.db.QueryContext(ctx, runKeySelect+" WHERE rowid > ? ORDER BY rowid LIMIT ?", after, c.opts.BatchRows)
 	if err != nil {
@@ -323,12 +324,16 @@ func (c *copier) runPage(ctx context.Context, after int64) ([]*trace.Run, int64,
 	}
 	defer rows.Close()
 	var runs []*trace.Run
+	size := 0
 	for rows.Next() {
 		r, err := scanRun(keyScanner{rows, []any{&after}})
 		if err != nil {
 			return nil, 0, err
 		}
 		runs = append(runs, r)
+		if size += len(r.Prompt) + len(r.ResultText); size >= c.opts.BatchBytes {
+			break
+		}
 	}
 	return runs, after, rows.Err()
 }

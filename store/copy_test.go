@@ -35,9 +35,9 @@ type historySize struct{ runs, events, benches, attempts, attemptRuns, blobs int
 
 // richHistory writes a history with every field of runs, benches and
 // attempts set somewhere: sessions, a child run, runs that started at the
-// same time, raw lines that are not UTF-8 or are large, a bench's attempts
-// with their leases, attempt runs and blobs. Its text is valid UTF-8
-// without NUL, which PostgreSQL keeps as it is.
+// same time, a run of large text, raw lines that are not UTF-8 or are
+// large, a bench's attempts with their leases, attempt runs and blobs. Its
+// text is valid UTF-8 without NUL, which PostgreSQL keeps as it is.
 func richHistory(t *testing.T, s *Store) historySize {
 	t.Helper()
 	ctx := context.Background()
@@ -49,7 +49,9 @@ func richHistory(t *testing.T, s *Store) historySize {
 	child := testRun("r-child")
 	child.ParentRunID, child.SessionID, child.StartedAt = "r-full", "sess-2", t0.Add(2*time.Minute)
 	child.Prompt, child.ResultText = "résumé of the parser work", "the parser is fixed"
-	runs := []*trace.Run{full, live, child, testRun("r-min"), testRun("r-many")}
+	big := testRun("r-big") // more text than copyOpts.BatchBytes
+	big.StartedAt, big.ResultText = t0.Add(4*time.Minute), strings.Repeat("lorem ipsum ", 150_000)
+	runs := []*trace.Run{full, live, child, testRun("r-min"), testRun("r-many"), big}
 	for _, id := range []string{"r-tie-a", "r-tie-b"} {
 		r := testRun(id)
 		r.StartedAt, r.Prompt = t0.Add(3*time.Minute), "tie "+id
