@@ -98,8 +98,9 @@ type Server struct {
 	page     []byte // index.html as served, CSRF token and asset checksums filled in
 	assets   map[string]asset
 	hub      *hub
-	runRev   int64         // the run revision at New, where the poller starts
-	sweep    time.Duration // sweepInterval; tests lengthen it
+	runRev   int64            // the run revision at New, where the poller starts
+	sweep    time.Duration    // sweepInterval; tests lengthen it
+	now      func() time.Time // the clock that tells a worker gone (time.Now; tests set it)
 	upgrader websocket.Upgrader
 	handler  http.Handler
 	redact   redactor // takes the database's password out of errors and logs
@@ -136,6 +137,7 @@ func New(cfg Config) (*Server, error) {
 		log:      cfg.Logger,
 		host:     hc,
 		sweep:    sweepInterval,
+		now:      time.Now,
 		children: map[*exec.Cmd]bool{},
 	}
 	if s.log == nil {
@@ -206,6 +208,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/stats", s.getStats)
 	mux.HandleFunc("GET /api/benches", s.listBenches)
 	mux.HandleFunc("GET /api/benches/{id}", s.getBench)
+	mux.HandleFunc("GET /api/workers", s.listWorkers)
 	mux.HandleFunc("GET /ws", s.serveWS)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not found")

@@ -63,6 +63,7 @@ type envOpt struct {
 	where    string        // the database (a postgres URL); default a fresh SQLite file
 	sweep    time.Duration // the interval of the poller's sweep; default sweepInterval
 	logger   *slog.Logger
+	now      func() time.Time // the server's clock; default time.Now
 }
 
 func newEnv(t testing.TB, o envOpt) *env {
@@ -96,6 +97,9 @@ func newEnv(t testing.TB, o envOpt) *env {
 	}
 	if o.sweep != 0 {
 		srv.sweep = o.sweep
+	}
+	if o.now != nil {
+		srv.now = o.now
 	}
 	if o.listener != nil {
 		ln = o.listener(ln)

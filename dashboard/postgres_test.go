@@ -213,7 +213,7 @@ func TestPostgresPasswordNeverShown(t *testing.T) {
 	paths := []string{"/", "/runs/r1", "/sessions", "/api/csrf", "/api/runs", "/api/runs?q=task", "/api/runs?status=nope",
 		"/api/runs?before=bad", "/api/runs/r1", "/api/runs/r1/events", "/api/runs/r1/export", "/api/runs/nope",
 		"/api/runs/r/events", "/api/sessions", "/api/stats", "/api/stats?since=never", "/api/benches", "/api/benches/nope",
-		"/ws", "/nowhere"}
+		"/api/workers", "/ws", "/nowhere"}
 
 	c := e.dial("", nil)
 	readHello(t, c)
