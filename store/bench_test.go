@@ -12,8 +12,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"lane/trace"
 )
@@ -85,13 +88,15 @@ func benchDB(b *testing.B) string {
 	return path
 }
 
-func buildBenchDB(path string) error {
-	ctx := context.Background()
-	s, err := Open(ctx, path)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+// benchData is what buildBenchDB and buildBenchPG write: the same runs and
+// events on both backends, drawn from one seeded generator.
+type benchData struct {
+	rng   *rand.Rand
+	runs  []*trace.Run
+	texts []string // the pool event texts are drawn from
+}
+
+func newBenchData() *benchData {
 	rng := rand.New(rand.NewPCG(1, 2))
 	zipf := rand.NewZipf(rng, 1.1, 1, 4999)
 	words := func(n int) string {
@@ -133,28 +138,54 @@ func buildBenchDB(path string) error {
 		}
 		runs[i] = r
 	}
-	if err := bulkInsertRuns(ctx, s, runs); err != nil {
-		return err
-	}
 
 	// Events of a few hundred bytes, their texts drawn from a pool.
 	texts := make([]string, 1000)
 	for i := range texts {
 		texts[i] = words(10)
 	}
+	return &benchData{rng: rng, runs: runs, texts: texts}
+}
+
+// events calls fn with the events of r. Runs must be taken in order: each
+// call draws from the generator.
+func (d *benchData) events(r *trace.Run, fn func(row) error) error {
+	for seq := range int64(benchEventsPerRun) {
+		ev := trace.Event{RunID: r.ID, Seq: seq + 1, Time: r.StartedAt.Add(time.Duration(seq) * time.Second),
+			Kind: trace.KindToolCall, ToolUseID: fmt.Sprintf("toolu_%d", seq), ToolName: "Bash",
+			Text: d.texts[d.rng.IntN(len(d.texts))]}
+		rw, err := newRow(ev)
+		if err != nil {
+			return err
+		}
+		if err := fn(rw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func buildBenchDB(path string) error {
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	d := newBenchData()
+	if err := bulkInsertRuns(ctx, s, d.runs); err != nil {
+		return err
+	}
 	const runsPerTx = 5_000
-	for chunk := range slices.Chunk(runs, runsPerTx) {
+	for chunk := range slices.Chunk(d.runs, runsPerTx) {
 		var rows []row
 		for _, r := range chunk {
-			for seq := range int64(benchEventsPerRun) {
-				ev := trace.Event{RunID: r.ID, Seq: seq + 1, Time: r.StartedAt.Add(time.Duration(seq) * time.Second),
-					Kind: trace.KindToolCall, ToolUseID: fmt.Sprintf("toolu_%d", seq), ToolName: "Bash",
-					Text: texts[rng.IntN(len(texts))]}
-				rw, err := newRow(ev)
-				if err != nil {
-					return err
-				}
+			err := d.events(r, func(rw row) error {
 				rows = append(rows, rw)
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 		}
 		err := s.writeTx(ctx, func(tx *txn) error {
@@ -167,6 +198,94 @@ func buildBenchDB(path string) error {
 	}
 	if _, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+// benchPG is the PostgreSQL database BenchmarkQueryRuns100kPostgres reads,
+// built once per test binary on the shared server, which goes with it when
+// TestMain stops the server. It is test state, like sharedPG.
+var benchPG struct {
+	once sync.Once
+	url  string
+	err  error
+}
+
+// benchPGDB returns the URL of a database holding what benchDB's file
+// holds, building it on the first call.
+func benchPGDB(b *testing.B) string {
+	b.Helper()
+	srv := pgServer(b)
+	benchPG.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		start := time.Now()
+		if benchPG.url, benchPG.err = srv.CreateDB(ctx, "lane_bench_100k"); benchPG.err != nil {
+			return
+		}
+		if benchPG.err = buildBenchPG(ctx, benchPG.url); benchPG.err == nil {
+			b.Logf("built %s in %v", Redact(benchPG.url), time.Since(start).Round(time.Millisecond))
+		}
+	})
+	if benchPG.err != nil {
+		b.Fatal(benchPG.err)
+	}
+	return benchPG.url
+}
+
+// buildBenchPG writes benchData with COPY: the runs in order (so that their
+// rowids and revs are SQLite's), then the events, then VACUUM ANALYZE, as
+// autovacuum would leave the tables of a database that grew to this size.
+func buildBenchPG(ctx context.Context, where string) error {
+	s, err := Open(ctx, where)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	d := newBenchData()
+	i := 0
+	_, err = s.Pool().CopyFrom(ctx, pgx.Identifier{"runs"}, append(slices.Clone(runColumns), "fts"),
+		pgx.CopyFromFunc(func() ([]any, error) {
+			if i == len(d.runs) {
+				return nil, nil
+			}
+			r := d.runs[i]
+			i++
+			args, err := runArgs(r)
+			if err != nil {
+				return nil, err
+			}
+			return append(args, searchVector(r.Prompt, r.ResultText)), nil
+		}))
+	if err != nil {
+		return fmt.Errorf("copy runs: %w", err)
+	}
+	var pending []row
+	next := 0
+	_, err = s.Pool().CopyFrom(ctx, pgx.Identifier{"events"}, []string{"run_id", "seq", "time", "kind", "payload", "raw"},
+		pgx.CopyFromFunc(func() ([]any, error) {
+			for len(pending) == 0 {
+				if next == len(d.runs) {
+					return nil, nil
+				}
+				err := d.events(d.runs[next], func(rw row) error {
+					pending = append(pending, rw)
+					return nil
+				})
+				if err != nil {
+					return nil, err
+				}
+				next++
+			}
+			rw := pending[0]
+			pending = pending[1:]
+			return []any{rw.runID, rw.seq, rw.time, rw.kind, rw.payload, rw.raw}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("copy events: %w", err)
+	}
+	if _, err := s.db.ExecContext(ctx, `VACUUM ANALYZE runs, events`); err != nil {
+		return fmt.Errorf("vacuum: %w", err)
 	}
 	return nil
 }
@@ -264,12 +383,22 @@ func measure(b *testing.B, op func(i int) error) {
 	b.ReportMetric(pct(0.95), "p95-ms")
 }
 
-// BenchmarkQueryRuns100k measures the dashboard's reads on a database of
+// BenchmarkQueryRuns100k measures the dashboard's reads on a SQLite file of
 // 100k runs and 1M events. Each query gets a full page of 50 (where that
 // many match) and asks for the next cursor.
 func BenchmarkQueryRuns100k(b *testing.B) {
+	benchQueryRuns(b, openAt(b, benchDB(b)))
+}
+
+// BenchmarkQueryRuns100kPostgres is BenchmarkQueryRuns100k on PostgreSQL:
+// the same runs and events, the same queries, on a server of this test
+// binary (skipped without PostgreSQL, as the tests are).
+func BenchmarkQueryRuns100kPostgres(b *testing.B) {
+	benchQueryRuns(b, openAt(b, benchPGDB(b)))
+}
+
+func benchQueryRuns(b *testing.B, s *Store) {
 	ctx := context.Background()
-	s := openAt(b, benchDB(b))
 
 	// The cursor ~90% of the way down the list.
 	var started, rowid int64
