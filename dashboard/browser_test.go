@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -25,7 +26,8 @@ import (
 const chromium = "/usr/bin/chromium"
 
 var updateScreenshot = flag.Bool("screenshot", false,
-	"write the screenshots: TestBrowser the run page's to testdata/screenshot.png, TestBrowserBench the bench page's to testdata/bench.png")
+	"write the screenshots: TestBrowser the run page's to testdata/screenshot.png, TestBrowserBench the bench page's to testdata/bench.png, "+
+		"TestBrowserWorkers the workers page's to testdata/workers.png")
 
 // hostile is a tool output that must reach the page as text only.
 const hostile = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>`
@@ -387,6 +389,18 @@ func TestBrowser(t *testing.T) {
 	e.do("bench", 20*time.Second,
 		chromedp.Click(chromedp.CSS(`#nav a[href="/bench"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`p.empty`)))
+	// A SQLite file has no pool: the Workers view says what it needs, in
+	// one line and not as an error.
+	e.do("workers", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`#nav a[href="/workers"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`p.empty`)))
+	if got := eval[string](e, `document.querySelector('p.empty').textContent`); !strings.Contains(got, "Workers need a shared PostgreSQL database") {
+		t.Errorf("workers on SQLite: %q", got)
+	}
+	if n := eval[int](e, `document.querySelectorAll('#app .errorbox').length +
+		[...document.querySelectorAll('table.workers')].filter((t) => t.offsetParent).length`); n != 0 {
+		t.Errorf("workers on SQLite: %d error boxes or tables shown, want none", n)
+	}
 
 	// The New run form posts with the CSRF header and a real Origin (the page
 	// is served with Referrer-Policy: no-referrer): this dashboard has no lane
@@ -537,6 +551,139 @@ func TestBrowserBench(t *testing.T) {
 	if got := eval[string](e, `document.querySelector('`+liveCell+` .score').textContent`); got != "1/1" {
 		t.Errorf("live cell %q, want 1/1", got)
 	}
+}
+
+// secondsAgo is a heartbeat of a few seconds ago as the page says it.
+var secondsAgo = regexp.MustCompile(`^(\d+ms|\d+(\.\d)?s) ago$`)
+
+// TestBrowserWorkers opens the Workers view of a pool of two, one of them
+// gone, and follows them as they heartbeat and leave. The workers are saved
+// in a SQLite file: the page draws what the API lists, whichever database.
+func TestBrowserWorkers(t *testing.T) {
+	now := time.Now().UTC()
+	poolRun := &trace.Run{ID: "run-pool-0001", Status: trace.StatusRunning, Runtime: "claude", Model: "sonnet",
+		Dir: "/work/pool", Prompt: "fix the flaky test", StartedAt: now.Add(-time.Minute), Worker: "gpu-box-1"}
+	// A lease of ten minutes, so that a slow test does not see gpu-box-1
+	// go; laptop-2 has not been heard of for two of its leases.
+	active := store.Worker{Name: "gpu-box-1", Host: "gpu-box-1.lan", PID: 4242, Runtimes: []string{"claude", "local"},
+		Parallel: 4, LeaseMS: (10 * time.Minute).Milliseconds(), StartedAt: now.Add(-time.Hour), HeartbeatAt: now,
+		Running: []string{poolRun.ID}, Done: 17, Failed: 2}
+	gone := store.Worker{Name: "laptop-2", Host: "laptop-2", PID: 777,
+		Runtimes: []string{"codex"}, Parallel: 2, LeaseMS: (5 * time.Minute).Milliseconds(), StartedAt: now.Add(-3 * time.Hour),
+		HeartbeatAt: now.Add(-10 * time.Minute), Running: []string{"run-lost-0001"}, Done: 5}
+	ctx := context.Background()
+	e := startBrowserEnv(t, func(e *browserEnv) {
+		if err := e.newRun(poolRun).Close(ctx); err != nil {
+			e.t.Fatal(err)
+		}
+		for _, w := range []store.Worker{active, gone} {
+			if err := e.writer.SaveWorker(ctx, &w); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+	})
+
+	e.do("open /workers", 30*time.Second,
+		chromedp.Navigate(e.url+"/workers"),
+		chromedp.WaitVisible(chromedp.CSS(`table.workers tr[data-name="laptop-2"]`)))
+	type workerRow struct {
+		Name     string   `json:"name"`
+		State    string   `json:"state"`
+		Runtimes string   `json:"runtimes"`
+		Running  []string `json:"running"`
+		Parallel string   `json:"parallel"`
+		Done     string   `json:"done"`
+		Failed   string   `json:"failed"`
+		Beat     string   `json:"beat"`
+		Host     string   `json:"host"`
+	}
+	rows := func() []workerRow {
+		t.Helper()
+		return eval[[]workerRow](e, `[...document.querySelectorAll('table.workers tbody tr')].map((tr) => ({
+			name: tr.dataset.name,
+			state: tr.querySelector('td.state').textContent,
+			runtimes: tr.querySelector('td.runtimes').textContent,
+			running: [...tr.querySelectorAll('td.running a')].map((a) => a.getAttribute('href')),
+			parallel: tr.children[4].textContent,
+			done: tr.querySelector('td.done').textContent,
+			failed: tr.querySelector('td.failed').textContent,
+			beat: tr.querySelector('td.beat').textContent,
+			host: tr.querySelector('td.host').textContent,
+		}))`)
+	}
+	got := rows()
+	if len(got) != 2 {
+		t.Fatalf("%d rows, want 2: %+v", len(got), got)
+	}
+	a, g := got[0], got[1]
+	if a.Name != "gpu-box-1" || a.State != "active" || a.Runtimes != "claude, local" || !slices.Equal(a.Running, []string{"/runs/run-pool-0001"}) ||
+		a.Parallel != "4" || a.Done != "17" || a.Failed != "2" || !secondsAgo.MatchString(a.Beat) ||
+		a.Host != "gpu-box-1.lan · pid 4242" {
+		t.Errorf("the active worker's row: %+v", a)
+	}
+	if g.Name != "laptop-2" || g.State != "gone" || g.Runtimes != "codex" || !slices.Equal(g.Running, []string{"/runs/run-lost-0001"}) ||
+		g.Done != "5" || g.Failed != "0" || !strings.HasPrefix(g.Beat, "10m ") || !strings.HasSuffix(g.Beat, " ago") ||
+		g.Host != "laptop-2 · pid 777" {
+		t.Errorf("the gone worker's row: %+v", g)
+	}
+	if sum := eval[string](e, `document.querySelector('.workers-sum').textContent`); sum != "2 workers: 1 active, 1 gone · 1 of 4 slots busy" {
+		t.Errorf("summary %q", sum)
+	}
+	if nav := eval[string](e, `document.querySelector('#nav a[aria-current="page"]').textContent`); nav != "Workers" {
+		t.Errorf("the nav marks %q", nav)
+	}
+	text := eval[string](e, `document.getElementById('app').innerText`)
+	for _, bad := range []string{"null", "undefined", "NaN", "[object", "Infinity"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("workers page shows %q:\n%s", bad, text)
+		}
+	}
+	shotCtx, cancelShot := context.WithTimeout(e.ctx, 20*time.Second)
+	png, err := chromedp.Run(shotCtx, chromedp.FullScreenshot(100))
+	cancelShot()
+	if err != nil {
+		e.fatal("screenshot", err)
+	}
+	if *updateScreenshot {
+		if err := os.WriteFile(filepath.Join("testdata", "workers.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote testdata/workers.png (%d bytes)", len(png))
+	}
+
+	// What a worker runs links to the run.
+	e.do("open a worker's run", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`table.workers td.running a[href="/runs/run-pool-0001"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.run-head dl.kv`)))
+	if path := eval[string](e, `location.pathname`); path != "/runs/run-pool-0001" {
+		t.Fatalf("location %q, want /runs/run-pool-0001", path)
+	}
+	e.do("back to the workers", 20*time.Second,
+		chromedp.NavigateBack(),
+		chromedp.WaitVisible(chromedp.CSS(`table.workers tr[data-name="laptop-2"]`)))
+
+	// The view stays current: laptop-2 heartbeats again (started anew on
+	// a machine whose name is markup), gpu-box-1 leaves.
+	gone.HeartbeatAt, gone.Running = time.Now().UTC(), []string{}
+	gone.Host, gone.PID = `laptop-2 <img src=x onerror="window.__pwned=1">`, 778
+	active.StoppedAt, active.Running, active.Done = time.Now().UTC(), []string{}, 18
+	for _, w := range []store.Worker{active, gone} {
+		if err := e.writer.SaveWorker(ctx, &w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.do("the workers change", 20*time.Second,
+		chromedp.WaitVisible(chromedp.CSS(`table.workers tr[data-name="laptop-2"].w-active`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.workers tr[data-name="gpu-box-1"].w-left`)))
+	got = rows()
+	if got[0].State != "left" || got[0].Done != "18" || len(got[0].Running) != 0 || got[1].State != "active" || len(got[1].Running) != 0 ||
+		got[1].Host != gone.Host+" · pid 778" {
+		t.Errorf("after the changes: %+v", got)
+	}
+	if eval[bool](e, `typeof window.__pwned !== 'undefined' || document.images.length > 0`) {
+		t.Error("a worker's host became markup")
+	}
+
 }
 
 // TestBrowserLongTrace measures (logs, does not assert) how long the page

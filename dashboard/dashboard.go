@@ -193,7 +193,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	for _, p := range []string{"GET /{$}", "GET /runs/{id}", "GET /sessions", "GET /costs", "GET /bench", "GET /bench/{id}"} {
+	for _, p := range []string{"GET /{$}", "GET /runs/{id}", "GET /sessions", "GET /costs", "GET /bench", "GET /bench/{id}", "GET /workers"} {
 		mux.HandleFunc(p, s.servePage)
 	}
 	mux.HandleFunc("GET /assets/{path...}", s.serveAsset)

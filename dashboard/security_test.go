@@ -209,7 +209,7 @@ func TestPageAndAssets(t *testing.T) {
 		t.Fatalf("csrf %q", csrf.CSRF)
 	}
 	var page string
-	for _, p := range []string{"/", "/runs/abc", "/sessions", "/costs", "/bench", "/bench/abc"} {
+	for _, p := range []string{"/", "/runs/abc", "/sessions", "/costs", "/bench", "/bench/abc", "/workers"} {
 		resp := e.request("GET", p, nil, nil)
 		b, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" {

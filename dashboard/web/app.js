@@ -16,6 +16,7 @@ import { newRunDialog } from './views/newrun.js';
 import { viewRun } from './views/run.js';
 import { viewRuns } from './views/runs.js';
 import { viewSessions } from './views/sessions.js';
+import { viewWorkers } from './views/workers.js';
 
 // [path pattern, view, the nav link it marks]; a view is view(root,
 // params) and returns its lifetime (lib/lifetime.js).
@@ -26,6 +27,7 @@ const routes = [
   [/^\/costs\/?$/, viewCosts, 'costs'],
   [/^\/bench\/?$/, viewBenches, 'bench'],
   [/^\/bench\/([^/]+)\/?$/, viewBenchDetail, 'bench'],
+  [/^\/workers\/?$/, viewWorkers, 'workers'],
 ];
 
 // Every run announced feeds the suggestions; registered first, this
