@@ -563,6 +563,8 @@ func TestBrowserWorkers(t *testing.T) {
 	now := time.Now().UTC()
 	poolRun := &trace.Run{ID: "run-pool-0001", Status: trace.StatusRunning, Runtime: "claude", Model: "sonnet",
 		Dir: "/work/pool", Prompt: "fix the flaky test", StartedAt: now.Add(-time.Minute), Worker: "gpu-box-1"}
+	localRun := &trace.Run{ID: "run-here-0001", Status: trace.StatusSucceeded, Runtime: "claude", Model: "haiku",
+		Dir: "/work/here", Prompt: "say hi", StartedAt: now.Add(-2 * time.Minute), EndedAt: now.Add(-time.Minute)}
 	// A lease of ten minutes, so that a slow test does not see gpu-box-1
 	// go; laptop-2 has not been heard of for two of its leases.
 	active := store.Worker{Name: "gpu-box-1", Host: "gpu-box-1.lan", PID: 4242, Runtimes: []string{"claude", "local"},
@@ -573,8 +575,10 @@ func TestBrowserWorkers(t *testing.T) {
 		HeartbeatAt: now.Add(-10 * time.Minute), Running: []string{"run-lost-0001"}, Done: 5}
 	ctx := context.Background()
 	e := startBrowserEnv(t, func(e *browserEnv) {
-		if err := e.newRun(poolRun).Close(ctx); err != nil {
-			e.t.Fatal(err)
+		for _, r := range []*trace.Run{poolRun, localRun} {
+			if err := e.newRun(r).Close(ctx); err != nil {
+				e.t.Fatal(err)
+			}
 		}
 		for _, w := range []store.Worker{active, gone} {
 			if err := e.writer.SaveWorker(ctx, &w); err != nil {
@@ -658,6 +662,9 @@ func TestBrowserWorkers(t *testing.T) {
 	if path := eval[string](e, `location.pathname`); path != "/runs/run-pool-0001" {
 		t.Fatalf("location %q, want /runs/run-pool-0001", path)
 	}
+	if kv := eval[string](e, `document.querySelector('.run-head dl.kv').textContent`); !strings.Contains(kv, "Workergpu-box-1") {
+		t.Errorf("the run's header does not name its worker: %s", kv)
+	}
 	e.do("back to the workers", 20*time.Second,
 		chromedp.NavigateBack(),
 		chromedp.WaitVisible(chromedp.CSS(`table.workers tr[data-name="laptop-2"]`)))
@@ -684,6 +691,27 @@ func TestBrowserWorkers(t *testing.T) {
 		t.Error("a worker's host became markup")
 	}
 
+	// The runs list names the worker of a run, and none for a run started
+	// here.
+	e.do("the runs list", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`#nav a[href="/"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.runs tr[data-id="run-here-0001"]`)))
+	type runRow struct {
+		ID     string `json:"id"`
+		Worker string `json:"worker"`
+		Head   string `json:"head"`
+	}
+	runs := eval[[]runRow](e, `[...document.querySelectorAll('table.runs tbody tr')].map((tr) => ({
+		id: tr.dataset.id,
+		worker: tr.querySelector('td.worker').textContent,
+		head: document.querySelector('table.runs thead th:nth-child(' + (tr.querySelector('td.worker').cellIndex + 1) + ')').textContent,
+	}))`)
+	if want := []runRow{{"run-pool-0001", "gpu-box-1", "Worker"}, {"run-here-0001", "", "Worker"}}; !slices.Equal(runs, want) {
+		t.Errorf("runs list %+v, want %+v", runs, want)
+	}
+	e.do("from a run's worker to the workers", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`table.runs tr[data-id="run-pool-0001"] td.worker a`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.workers tr[data-name="gpu-box-1"]`)))
 }
 
 // TestBrowserLongTrace measures (logs, does not assert) how long the page

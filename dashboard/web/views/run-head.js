@@ -66,6 +66,7 @@ function runFacts(r, children) {
     kv('Run', h('code', null, r.id), r.attempt > 1 ? ` (attempt ${r.attempt})` : ''),
     kv('Runtime', `${r.runtime || '–'}${r.runtime_version ? ' ' + r.runtime_version : ''}`),
     kv('Model', r.model || '–'),
+    r.worker ? kv('Worker', h('a', { href: '/workers', title: 'the lane worker that ran it' }, r.worker)) : null,
     kv('Folder', h('code', null, r.dir || '–')),
     kv('Session', r.session_id ? h('a', { href: `/?session=${encodeURIComponent(r.session_id)}` }, h('code', null, r.session_id)) : '–'),
     kv('Cost', fmtCost(r.cost_usd, r.cost_estimate), r.cost_estimate ? h('span', { class: 'muted' }, ' (estimated from tokens)') : ''),

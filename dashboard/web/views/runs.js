@@ -13,7 +13,7 @@ import {
 } from '../lib/widgets.js';
 
 const RUN_FILTERS = ['status', 'model', 'dir', 'runtime', 'session', 'since', 'until', 'q'];
-const RUN_COLUMNS = ['Status', 'Runtime · model', 'Folder', 'Prompt', 'Cost', 'Tokens in/out/cache', 'Turns', 'Tools', 'Duration', 'Started'];
+const RUN_COLUMNS = ['Status', 'Runtime · model', 'Worker', 'Folder', 'Prompt', 'Cost', 'Tokens in/out/cache', 'Turns', 'Tools', 'Duration', 'Started'];
 const PAGE = '50';
 
 export function viewRuns(root) {
@@ -174,6 +174,8 @@ function runRow(run) {
   h('td', null, statusEl(run.status)),
   h('td', { class: 'nowrap' }, run.runtime || '–', h('span', { class: 'muted' }, ' · '), run.model || '–',
     run.attempt > 1 ? h('span', { class: 'badge', title: 'attempt' }, `#${run.attempt}`) : null),
+  // empty for a run started here rather than by the pool
+  h('td', { class: 'worker nowrap' }, run.worker ? h('a', { href: '/workers', title: `run by the lane worker ${run.worker}` }, run.worker) : null),
   h('td', { class: 'dir', title: run.dir || '' }, shortDir(run.dir)),
   h('td', { class: 'prompt' }, runLink(run.id, oneLine(run.prompt, 120) || '(no prompt)')),
   h('td', { class: 'num', title: run.cost_estimate ? 'estimated from tokens' : '' }, fmtCost(run.cost_usd, run.cost_estimate)),
