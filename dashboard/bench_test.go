@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -49,7 +50,7 @@ func recordBench(t testing.TB, st *store.Store, b *trace.Bench, attempts []trace
 		}
 		r := &trace.Run{ID: a.RunID, Runtime: "claude", Model: a.Model, Dir: "/work/bench/" + a.TaskID,
 			Prompt: "task " + a.TaskID, StartedAt: a.StartedAt, CostUSD: a.CostUSD, Usage: a.Usage,
-			DurationMS: a.DurationMS, Turns: a.Turns, ToolCalls: a.ToolCalls}
+			DurationMS: a.DurationMS, Turns: a.Turns, ToolCalls: a.ToolCalls, Worker: a.Worker}
 		end := a.StartedAt.Add(time.Duration(a.DurationMS) * time.Millisecond)
 		switch {
 		case a.Status == trace.AttemptRunning:
@@ -125,6 +126,37 @@ func demoAttempts() []trace.Attempt {
 		}
 	}
 	return as
+}
+
+// poolBench is a bench run by the pool of workers, under way: of its 12
+// attempts gpu-box-1 ran three (one still running), laptop-2 two (one
+// failed), and seven wait in the queue.
+func poolBench(id string, started time.Time) (*trace.Bench, []trace.Attempt) {
+	b := &trace.Bench{ID: id, Name: "pool suite", SuitePath: "/work/bench/pool.yaml", Models: []string{"sonnet", "haiku"},
+		Repeat: 3, Parallel: 1, Status: trace.StatusRunning, StartedAt: started, Workers: true,
+		Suite: []byte(`{"name":"pool","tasks":[{"id":"t1"},{"id":"t2"}]}`)}
+	var as []trace.Attempt
+	for _, task := range []string{"t1", "t2"} {
+		for _, model := range b.Models {
+			for n := 1; n <= 3; n++ {
+				as = append(as, att(task, model, n, trace.AttemptPending))
+			}
+		}
+	}
+	ran := func(i int, status trace.AttemptStatus, worker string) {
+		a := att(as[i].TaskID, as[i].Model, as[i].N, status)
+		a.Worker = worker
+		if status != trace.AttemptRunning {
+			a.CostUSD, a.DurationMS = 0.25, 30_000
+		}
+		as[i] = a
+	}
+	ran(0, trace.AttemptPassed, "gpu-box-1")  // t1 sonnet 1
+	ran(1, trace.AttemptFailed, "laptop-2")   // t1 sonnet 2
+	ran(2, trace.AttemptRunning, "gpu-box-1") // t1 sonnet 3
+	ran(3, trace.AttemptPassed, "laptop-2")   // t1 haiku 1
+	ran(6, trace.AttemptPassed, "gpu-box-1")  // t2 sonnet 1
+	return b, as
 }
 
 func demoBench(id string, started time.Time) *trace.Bench {
@@ -344,6 +376,44 @@ func offSuiteAttempts() []trace.Attempt {
 		as = append(as, a)
 	}
 	return as
+}
+
+// A bench run by the pool says so, each attempt names the worker that ran
+// it (as does its run), and the attempts in the queue are pending.
+func TestBenchAPIPool(t *testing.T) {
+	e := newEnv(t, envOpt{})
+	b, as := poolBench("p-0001-pool", time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	recordBench(t, e.other, b, as)
+
+	var list struct {
+		Benches []map[string]json.RawMessage `json:"benches"`
+	}
+	e.getJSON("/api/benches", 200, &list)
+	if len(list.Benches) != 1 || string(list.Benches[0]["workers"]) != "true" || string(list.Benches[0]["status"]) != `"running"` {
+		t.Fatalf("listed: %v", list.Benches)
+	}
+	var p benchProgress
+	if err := json.Unmarshal(list.Benches[0]["progress"], &p); err != nil || p != (benchProgress{Total: 12, Passed: 3, Failed: 1, Running: 1, Pending: 7}) {
+		t.Errorf("progress %+v (%v)", p, err)
+	}
+
+	var d benchDetail
+	e.getJSON("/api/benches/p-0001", 200, &d)
+	if !d.Bench.Workers {
+		t.Error("the bench does not say the pool runs it")
+	}
+	where := map[string]int{}
+	for _, a := range d.Attempts {
+		where[string(a.Status)+"@"+a.Worker]++
+	}
+	if want := map[string]int{"passed@gpu-box-1": 2, "running@gpu-box-1": 1, "passed@laptop-2": 1, "failed@laptop-2": 1, "pending@": 7}; !maps.Equal(where, want) {
+		t.Errorf("attempts by status and worker %v, want %v", where, want)
+	}
+	var run struct{ Run trace.Run }
+	e.getJSON("/api/runs/run-sonnet-t1-2", 200, &run)
+	if run.Run.Worker != "laptop-2" {
+		t.Errorf("the run of t1 × sonnet #2 names worker %q, want laptop-2", run.Run.Worker)
+	}
 }
 
 // TestBenchAPIStatsJSON pins the statistics of GET /api/benches/{id} byte

@@ -27,7 +27,7 @@ const chromium = "/usr/bin/chromium"
 
 var updateScreenshot = flag.Bool("screenshot", false,
 	"write the screenshots: TestBrowser the run page's to testdata/screenshot.png, TestBrowserBench the bench page's to testdata/bench.png, "+
-		"TestBrowserWorkers the workers page's to testdata/workers.png")
+		"TestBrowserWorkers the workers page's to testdata/workers.png, TestBrowserPoolBench a pool bench's to testdata/bench-pool.png")
 
 // hostile is a tool output that must reach the page as text only.
 const hostile = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>`
@@ -712,6 +712,112 @@ func TestBrowserWorkers(t *testing.T) {
 	e.do("from a run's worker to the workers", 20*time.Second,
 		chromedp.Click(chromedp.CSS(`table.runs tr[data-id="run-pool-0001"] td.worker a`)),
 		chromedp.WaitVisible(chromedp.CSS(`table.workers tr[data-name="gpu-box-1"]`)))
+}
+
+// TestBrowserPoolBench opens a bench run by the pool of workers: the list
+// and the bench say how many attempts wait in the queue, the grid marks
+// them queued and names the worker of each attempt, and a table counts
+// what each worker ran.
+func TestBrowserPoolBench(t *testing.T) {
+	t0 := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	b, as := poolBench("p-0001-pool", t0)
+	e := startBrowserEnv(t, func(e *browserEnv) { recordBench(e.t, e.writer, b, as) })
+
+	row := `table.benches tr[data-id="p-0001-pool"]`
+	e.do("open /bench", 30*time.Second,
+		chromedp.Navigate(e.url+"/bench"),
+		chromedp.WaitVisible(chromedp.CSS(row)))
+	if got := eval[string](e, `document.querySelector('`+row+`').textContent`); !strings.Contains(got, "pool") ||
+		!strings.Contains(got, "3 / 12 (1 running, 7 queued)") {
+		t.Errorf("pool bench row %q lacks its pool badge or its queue", got)
+	}
+
+	e.do("open the bench", 30*time.Second,
+		chromedp.Click(chromedp.CSS(row+` td.name a`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.bench-grid tbody tr`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.bench-workers tbody tr`)))
+	if got := eval[string](e, `document.querySelector('.run-head .queue-count').textContent`); got != "7 attempts waiting in the queue" {
+		t.Errorf("the head says %q of the queue", got)
+	}
+	type cell struct {
+		Queued  string   `json:"queued"`
+		Pills   []string `json:"pills"`   // the class a- of each attempt, by number
+		Workers []string `json:"workers"` // the worker of each, "" for none
+		Title   string   `json:"title"`   // the first one's
+	}
+	cellOf := func(task, model string) cell {
+		t.Helper()
+		sel := fmt.Sprintf(`table.bench-grid tr[data-task=%q] td[data-model=%q]`, task, model)
+		return eval[cell](e, `(() => {
+			const td = document.querySelector('`+sel+`');
+			const pills = [...td.querySelectorAll('.att .pill')];
+			return {
+				queued: td.querySelector('.queued')?.textContent ?? '',
+				pills: pills.map((p) => [...p.classList].filter((c) => c.startsWith('a-')).join(' ')),
+				workers: pills.map((p) => p.dataset.worker ?? ''),
+				title: pills[0].getAttribute('title'),
+			};
+		})()`)
+	}
+	if got := cellOf("t1", "sonnet"); got.Queued != "" || !slices.Equal(got.Pills, []string{"a-passed", "a-failed", "a-running"}) ||
+		!slices.Equal(got.Workers, []string{"gpu-box-1", "laptop-2", "gpu-box-1"}) || !strings.Contains(got.Title, "#1 passed · on gpu-box-1") {
+		t.Errorf("t1 × sonnet: %+v", got)
+	}
+	if got := cellOf("t2", "haiku"); got.Queued != "3 queued" || !slices.Equal(got.Pills, []string{"a-pending a-queued", "a-pending a-queued", "a-pending a-queued"}) ||
+		!slices.Equal(got.Workers, []string{"", "", ""}) || !strings.Contains(got.Title, "#1 queued, waiting for a worker") {
+		t.Errorf("t2 × haiku: %+v", got)
+	}
+	if got := cellOf("t1", "haiku"); got.Queued != "2 queued" || !slices.Equal(got.Workers, []string{"laptop-2", "", ""}) {
+		t.Errorf("t1 × haiku: %+v", got)
+	}
+	workers := eval[[]string](e, `[...document.querySelectorAll('table.bench-workers tbody tr')].map((tr) =>
+		[...tr.children].slice(0, 4).map((td) => td.textContent).join(' '))`)
+	if want := []string{"gpu-box-1 2 0 1", "laptop-2 1 1 0"}; !slices.Equal(workers, want) {
+		t.Errorf("where the attempts ran: %v, want %v", workers, want)
+	}
+	if got := eval[string](e, `document.querySelector('table.bench-failures td.worker').textContent`); got != "laptop-2" {
+		t.Errorf("the failed attempt's worker: %q", got)
+	}
+	text := eval[string](e, `document.getElementById('app').innerText`)
+	for _, bad := range []string{"null", "undefined", "NaN", "[object", "Infinity"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("pool bench page shows %q:\n%s", bad, text)
+		}
+	}
+
+	shotCtx, cancelShot := context.WithTimeout(e.ctx, 20*time.Second)
+	png, err := chromedp.Run(shotCtx, chromedp.FullScreenshot(100))
+	cancelShot()
+	if err != nil {
+		e.fatal("screenshot", err)
+	}
+	if *updateScreenshot {
+		if err := os.WriteFile(filepath.Join("testdata", "bench-pool.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote testdata/bench-pool.png (%d bytes)", len(png))
+	}
+
+	// A worker takes an attempt from the queue; the page follows.
+	taken := att("t2", "haiku", 1, trace.AttemptRunning)
+	taken.BenchID, taken.Worker, taken.RunID = b.ID, "laptop-2", "run-haiku-t2-1"
+	pid, start := selfOwner(t)
+	if err := e.writer.CreateRun(context.Background(), &trace.Run{ID: taken.RunID, Status: trace.StatusRunning, Runtime: "claude",
+		Model: "haiku", Dir: "/work/bench/t2", Prompt: "task t2", StartedAt: time.Now().UTC(), OwnerPID: pid, OwnerStart: start,
+		Worker: "laptop-2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.writer.SaveAttempt(context.Background(), &taken); err != nil {
+		t.Fatal(err)
+	}
+	e.do("the attempt leaves the queue", 20*time.Second,
+		chromedp.WaitVisible(chromedp.CSS(`table.bench-grid tr[data-task="t2"] td[data-model="haiku"] a.a-running[data-worker="laptop-2"]`)))
+	if got := eval[string](e, `document.querySelector('.run-head .queue-count').textContent`); got != "6 attempts waiting in the queue" {
+		t.Errorf("after one was taken the head says %q", got)
+	}
+	if got := cellOf("t2", "haiku"); got.Queued != "2 queued" {
+		t.Errorf("t2 × haiku after one was taken: %+v", got)
+	}
 }
 
 // TestBrowserLongTrace measures (logs, does not assert) how long the page

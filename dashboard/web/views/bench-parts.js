@@ -1,5 +1,5 @@
-// The tables of a bench's page: the models compared, the task grid, the
-// failed attempts.
+// The tables of a bench's page: the models compared, the task grid, where
+// the attempts ran, the failed attempts.
 
 import { h, s } from '../lib/dom.js';
 import { lazyDetails } from '../lib/collapse.js';
@@ -58,19 +58,25 @@ function rateBar(m, cls) {
 
 const ATTEMPT_LABEL = { passed: 'passed', failed: 'failed', running: 'running', pending: 'pending', skipped: 'skipped' };
 
-function attemptTitle(a) {
-  const parts = [`#${a.n} ${ATTEMPT_LABEL[a.status] ?? a.status}`];
+// queued tells an attempt of a pool bench (lane bench --workers) that waits
+// in the queue for a worker: pending there means enqueued, not yet taken.
+export const queued = (a, pool) => pool && a.status === 'pending';
+
+function attemptTitle(a, pool) {
+  const parts = [`#${a.n} ${queued(a, pool) ? 'queued, waiting for a worker' : ATTEMPT_LABEL[a.status] ?? a.status}`];
+  if (a.worker && !queued(a, pool)) parts.push(`on ${a.worker}`);
   if (a.failure_kind) parts.push(a.failure_kind + (a.failure_kind.startsWith('check') ? ` (exit ${a.check_exit_code})` : ''));
   if (a.cost_usd) parts.push(fmtCost(a.cost_usd));
   if (a.duration_ms) parts.push(fmtDur(a.duration_ms));
   return parts.join(' · ');
 }
 
-const attemptClass = (a) => `pill a-${String(a.status).replace(/[^a-z]/g, '')}`;
+const attemptClass = (a, pool) => `pill a-${String(a.status).replace(/[^a-z]/g, '')}${queued(a, pool) ? ' a-queued' : ''}`;
 
 // taskGrid is one row per task, one cell per model: passed/attempts and a
-// link to each attempt's run.
-export function taskGrid(tasks, models, attempts) {
+// link to each attempt's run; pool marks a bench run by the pool, whose
+// pending attempts are queued.
+export function taskGrid(tasks, models, attempts, pool) {
   if (!tasks.length) return h('p', { class: 'muted' }, 'No attempts yet.');
   const byRun = new Map();
   const noRun = new Map(); // task\0model → attempts without a run
@@ -86,39 +92,74 @@ export function taskGrid(tasks, models, attempts) {
     h('thead', null, h('tr', null, h('th', null, 'Task'), models.map((m) => h('th', { class: 'cell' }, m.model)), h('th', { class: 'num' }, 'All models'))),
     h('tbody', null, tasks.map((t) => h('tr', { dataset: { task: t.task_id } },
       h('th', { scope: 'row', class: 'task' }, h('code', null, t.task_id)),
-      (t.models || []).map((c) => gridCell(c, byRun, noRun.get(`${t.task_id}\0${c.model}`) || [])),
+      (t.models || []).map((c) => gridCell(c, byRun, noRun.get(`${t.task_id}\0${c.model}`) || [], pool)),
       h('td', { class: 'num' }, `${t.passed}/${t.attempts}`))))));
 }
 
 // gridCell is one task × model: its score, then its attempts, a link to
-// the run of each that has one.
-function gridCell(c, byRun, runless) {
+// the run of each that has one, then how many wait in the queue.
+function gridCell(c, byRun, runless, pool) {
   const kind = c.attempts === 0 ? 'none' : c.passed === c.attempts ? 'good' : c.passed === 0 ? 'bad' : 'mixed';
-  return h('td', { class: `cell c-${kind}`, dataset: { model: c.model } },
+  const withRun = (c.run_ids || []).map((rid) => byRun.get(rid) || { n: '?', status: '', run_id: rid });
+  const waiting = [...withRun, ...runless].filter((a) => queued(a, pool)).length;
+  const pill = (tag, a, props) => h(tag, { ...props, class: attemptClass(a, pool) + (props.class || ''), dataset: a.worker ? { worker: a.worker } : null }, String(a.n));
+  return h('td', { class: `cell c-${kind}${waiting ? ' has-queued' : ''}`, dataset: { model: c.model } },
     h('span', { class: 'score', title: `${c.passed} of ${c.attempts} finished attempts passed` }, `${c.passed}/${c.attempts}`),
-    h('span', { class: 'att' }, (c.run_ids || []).map((rid) => {
-      const a = byRun.get(rid) || { n: '?', status: '' };
-      return h('a', {
-        href: runPath(rid), title: `${attemptTitle(a)} · run ${rid}`,
-        class: `${attemptClass(a)}${a.failure_kind === 'cancelled' ? ' a-cancelled' : ''}`,
-      }, String(a.n));
-    }), runless.map((a) => h('span', { class: attemptClass(a), title: attemptTitle(a) }, String(a.n)))));
+    h('span', { class: 'att' },
+      withRun.map((a) => pill('a', a, {
+        href: runPath(a.run_id), title: `${attemptTitle(a, pool)} · run ${a.run_id}`,
+        class: a.failure_kind === 'cancelled' ? ' a-cancelled' : '',
+      })),
+      runless.map((a) => pill('span', a, { title: attemptTitle(a, pool) }))),
+    waiting ? h('span', { class: 'queued', title: 'attempts waiting in the queue for a worker' }, `${waiting} queued`) : null);
+}
+
+const WORKER_COLUMNS = [['Worker'], ['Passed', 'num'], ['Failed', 'num'], ['Running', 'num'], ['Cost', 'num'], ['Tokens in/out/cache', 'num']];
+
+// workerTable is where the attempts ran: one row per worker that took one
+// (lane bench --workers), null when none did.
+export function workerTable(attempts) {
+  const by = new Map();
+  for (const a of attempts) {
+    if (!a.worker || a.status === 'pending') continue; // a pending one's worker, if any, lost it
+    if (!by.has(a.worker)) by.set(a.worker, { passed: 0, failed: 0, running: 0, cost: 0, usage: {} });
+    const w = by.get(a.worker);
+    if (a.status in w) w[a.status]++;
+    w.cost += a.cost_usd || 0;
+    for (const [k, v] of Object.entries(a.usage || {})) w.usage[k] = (w.usage[k] || 0) + (v || 0);
+  }
+  if (!by.size) return null;
+  return h('div', { class: 'table-wrap' }, h('table', { class: 'bench-workers' },
+    h('thead', null, h('tr', null, WORKER_COLUMNS.map(([c, cls]) => h('th', { class: cls }, c)))),
+    h('tbody', null, [...by.keys()].sort().map((name) => {
+      const w = by.get(name);
+      return h('tr', { dataset: { worker: name } },
+        h('td', { class: 'nowrap' }, h('a', { href: '/workers', title: 'the pool of workers' }, name)),
+        h('td', { class: 'num' }, String(w.passed)),
+        h('td', { class: 'num' }, String(w.failed)),
+        h('td', { class: 'num' }, String(w.running)),
+        h('td', { class: 'num' }, fmtCost(w.cost)),
+        h('td', { class: 'num nowrap', title: tokensTitle(w.usage) }, tokensText(w.usage)));
+    }))));
 }
 
 const FAILURE_COLUMNS = ['Task', 'Model', '#', 'Failure', 'Exit', 'Check output', 'Run'];
 
-// failedAttempts lists the failed attempts with their check's verdict;
-// open holds the keys of the check outputs the reader had open.
+// failedAttempts lists the failed attempts with their check's verdict, and
+// the worker of each when the pool ran any; open holds the keys of the
+// check outputs the reader had open.
 export function failedAttempts(attempts, open) {
   const failed = attempts.filter((a) => a.status === 'failed');
   if (!failed.length) return null;
+  const workers = failed.some((a) => a.worker);
+  const columns = workers ? [...FAILURE_COLUMNS.slice(0, -1), 'Worker', 'Run'] : FAILURE_COLUMNS;
   return [h('h2', null, `Failed attempts (${failed.length})`),
     h('div', { class: 'table-wrap' }, h('table', { class: 'bench-failures' },
-      h('thead', null, h('tr', null, FAILURE_COLUMNS.map((c) => h('th', null, c)))),
-      h('tbody', null, failed.map((a) => failureRow(a, open)))))];
+      h('thead', null, h('tr', null, columns.map((c) => h('th', null, c)))),
+      h('tbody', null, failed.map((a) => failureRow(a, open, workers)))))];
 }
 
-function failureRow(a, open) {
+function failureRow(a, open, workers) {
   const key = `${a.task_id}\0${a.model}\0${a.n}`;
   const out = String(a.check_output || '');
   let outEl = h('span', { class: 'muted' }, '–');
@@ -134,5 +175,6 @@ function failureRow(a, open) {
     h('td', { class: 'nowrap' }, a.failure_kind || 'failed'),
     h('td', { class: 'num' }, checked ? String(a.check_exit_code) : '–'),
     h('td', { class: 'check' }, outEl),
+    workers ? h('td', { class: 'nowrap worker' }, a.worker || '–') : null,
     h('td', { class: 'nowrap' }, a.run_id ? runLink(a.run_id) : '–'));
 }

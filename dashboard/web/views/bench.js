@@ -1,5 +1,6 @@
 // One bench (/bench/{id}): how the models compare, task by task, with the
-// attempts that failed; refreshed while it runs.
+// attempts that failed and, for a bench run by the pool of workers, where
+// each ran and how many wait in the queue; refreshed while it runs.
 
 import { api, aborted } from '../lib/api.js';
 import { add, h } from '../lib/dom.js';
@@ -8,7 +9,7 @@ import { lifetime, refresher } from '../lib/lifetime.js';
 import { live } from '../lib/live.js';
 import { errorBox, statusEl, timeEl } from '../lib/widgets.js';
 import { benchDurEl, progressTitle } from './bench-common.js';
-import { MODEL_COLORS, failedAttempts, modelTable, taskGrid } from './bench-parts.js';
+import { MODEL_COLORS, failedAttempts, modelTable, taskGrid, workerTable } from './bench-parts.js';
 import { benchScatter } from './bench-scatter.js';
 
 export function viewBenchDetail(root, [id]) {
@@ -58,14 +59,20 @@ function renderBenchHead(head, res) {
   document.title = `lane · bench ${b.name || b.id}`;
   const p = countAttempts(attempts);
   const cost = attempts.reduce((a, x) => a + (x.cost_usd || 0), 0);
+  // A pool bench's pending attempts are in the queue; each worker runs its
+  // own --parallel, so the bench's is not what runs at once.
+  const pool = !!b.workers;
   const kv = [
     ['ID', h('code', null, b.id)],
     ['Suite', b.suite_path ? h('code', null, b.suite_path) : '–'],
     ['Models', (b.models || []).join(', ') || '–'],
-    ['Attempts per task', `${b.repeat || 0} per model, ${b.parallel || 0} at a time`],
+    ['Attempts per task', pool ? `${b.repeat || 0} per model` : `${b.repeat || 0} per model, ${b.parallel || 0} at a time`],
     ['Attempts', h('span', { title: progressTitle(p) }, `${p.passed} passed of ${p.total}`,
       p.failed ? `, ${p.failed} failed` : '', p.running ? `, ${p.running} running` : '',
-      p.pending ? `, ${p.pending} pending` : '', p.skipped ? `, ${p.skipped} skipped` : '')],
+      p.pending && !pool ? `, ${p.pending} pending` : '', p.skipped ? `, ${p.skipped} skipped` : '')],
+    pool ? ['Runs on', [h('a', { href: '/workers' }, 'the pool of workers'), ': ',
+      h('span', { class: `queue-count${p.pending ? ' has-queued' : ''}` },
+        p.pending ? `${p.pending} attempt${p.pending === 1 ? '' : 's'} waiting in the queue` : 'none waiting in the queue')]] : null,
     ['Cost', [fmtCost(cost), b.max_cost_usd ? h('span', { class: 'muted' }, ` of a ${fmtCost(b.max_cost_usd)} budget`) : null]],
     ['Started', timeEl(b.started_at)],
     ['Duration', benchDurEl(b)],
@@ -73,7 +80,7 @@ function renderBenchHead(head, res) {
   head.replaceChildren(
     h('h1', null, statusEl(b.status), h('span', { class: 'title' }, b.name || 'Bench'),
       h('a', { href: '/bench', class: 'button small' }, 'All benches')),
-    h('dl', { class: 'kv' }, kv.map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
+    h('dl', { class: 'kv' }, kv.filter(Boolean).map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
 }
 
 function renderBenchBody(body, res) {
@@ -82,6 +89,7 @@ function renderBenchBody(body, res) {
   // the <details> a person opened stay open across refreshes
   const open = new Set([...body.querySelectorAll('details[open][data-key]')].map((d) => d.dataset.key));
   const color = new Map(models.map((m, i) => [m.model, `m${i % MODEL_COLORS}`]));
+  const workers = workerTable(attempts);
   body.replaceChildren();
   add(body, [
     h('h2', null, 'Models'),
@@ -89,7 +97,8 @@ function renderBenchBody(body, res) {
     h('h2', null, 'Cost vs pass rate'),
     benchScatter(models, color),
     h('h2', null, 'Tasks'),
-    taskGrid(res.tasks || [], models, attempts),
+    taskGrid(res.tasks || [], models, attempts, !!res.bench.workers),
+    workers ? [h('h2', null, 'Where the attempts ran'), workers] : null,
     failedAttempts(attempts, open)]);
 }
 

@@ -56,10 +56,13 @@ function benchRow(b) {
   return h('tr', { class: `bench-row${b.status === 'running' ? ' is-running' : ''}`, dataset: { id: b.id } },
     h('td', null, statusEl(b.status)),
     h('td', { class: 'name' }, h('a', { href: benchPath(b.id) }, b.name || shortID(b.id)),
-      ' ', h('code', { class: 'muted', title: b.id }, shortID(b.id))),
+      ' ', h('code', { class: 'muted', title: b.id }, shortID(b.id)),
+      b.workers ? h('span', { class: 'badge', title: 'run by the pool of workers (lane bench --workers)' }, 'pool') : null),
     h('td', { class: 'models' }, (b.models || []).join(', ') || '–'),
     h('td', { class: 'num', title: progressTitle(p) }, `${p.passed || 0} / ${p.total || 0}`,
-      p.running || p.pending ? h('span', { class: 'muted' }, ` (${(p.running || 0) + (p.pending || 0)} to go)`) : null),
+      p.running || p.pending ? h('span', { class: 'muted' }, b.workers
+        ? ` (${p.running || 0} running, ${p.pending || 0} queued)`
+        : ` (${(p.running || 0) + (p.pending || 0)} to go)`) : null),
     h('td', { class: 'num' }, fmtCost(b.cost_usd)),
     h('td', { class: 'num nowrap' }, benchDurEl(b)),
     h('td', { class: 'nowrap' }, timeEl(b.started_at)));
