@@ -60,7 +60,7 @@ const ATTEMPT_LABEL = { passed: 'passed', failed: 'failed', running: 'running', 
 
 // queued tells an attempt of a pool bench (lane bench --workers) that waits
 // in the queue for a worker: pending there means enqueued, not yet taken.
-export const queued = (a, pool) => pool && a.status === 'pending';
+const queued = (a, pool) => pool && a.status === 'pending';
 
 function attemptTitle(a, pool) {
   const parts = [`#${a.n} ${queued(a, pool) ? 'queued, waiting for a worker' : ATTEMPT_LABEL[a.status] ?? a.status}`];
@@ -103,7 +103,7 @@ function gridCell(c, byRun, runless, pool) {
   const withRun = (c.run_ids || []).map((rid) => byRun.get(rid) || { n: '?', status: '', run_id: rid });
   const waiting = [...withRun, ...runless].filter((a) => queued(a, pool)).length;
   const pill = (tag, a, props) => h(tag, { ...props, class: attemptClass(a, pool) + (props.class || ''), dataset: a.worker ? { worker: a.worker } : null }, String(a.n));
-  return h('td', { class: `cell c-${kind}${waiting ? ' has-queued' : ''}`, dataset: { model: c.model } },
+  return h('td', { class: `cell c-${kind}`, dataset: { model: c.model } },
     h('span', { class: 'score', title: `${c.passed} of ${c.attempts} finished attempts passed` }, `${c.passed}/${c.attempts}`),
     h('span', { class: 'att' },
       withRun.map((a) => pill('a', a, {
