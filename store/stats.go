@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"maps"
 	"slices"
@@ -74,18 +75,29 @@ func (s *Store) Stats(ctx context.Context, q StatsQuery) (Stats, error) {
 		where = append(where, "started_at < ?")
 		args = append(args, q.Until.UnixNano())
 	}
-	// One pass groups by (day, model, dir); the three breakdowns are sums
-	// of those groups.
-	sqlq := `SELECT started_at / ` + fmt.Sprint(nsPerDay) + ` AS day, model, dir, count(*),
+	cond := ""
+	if len(where) > 0 {
+		cond = " WHERE " + strings.Join(where, " AND ")
+	}
+	// One pass groups the runs. On SQLite it groups by (day, model, dir),
+	// and each group counts in the three breakdowns (set 0). On PostgreSQL
+	// GROUPING SETS makes the three in the same pass: a few hundred rows
+	// rather than one per (day, model, dir), which over a long range is
+	// about one per run. GROUPING() says whose a row is: 3 a day's, 5 a
+	// model's, 6 a dir's.
+	agg := `count(*),
 		sum(CASE WHEN status = ? THEN 1 ELSE 0 END), sum(CASE WHEN status NOT IN (?, ?, '') THEN 1 ELSE 0 END),
 		coalesce(sum(cost_usd), 0.0), CAST(sum(input_tokens) AS BIGINT), CAST(sum(output_tokens) AS BIGINT),
-		CAST(sum(cache_read_tokens) AS BIGINT), CAST(sum(cache_creation_tokens) AS BIGINT)
-		FROM runs`
-	args = append([]any{string(trace.StatusSucceeded), string(trace.StatusSucceeded), string(trace.StatusRunning)}, args...)
-	if len(where) > 0 {
-		sqlq += " WHERE " + strings.Join(where, " AND ")
+		CAST(sum(cache_read_tokens) AS BIGINT), CAST(sum(cache_creation_tokens) AS BIGINT)`
+	sqlq := `SELECT 0, started_at / ` + fmt.Sprint(nsPerDay) + ` AS day, model, dir, ` + agg + `
+		FROM runs` + cond + ` GROUP BY day, model, dir`
+	if s.pg != nil {
+		sqlq = `SELECT GROUPING(day, model, dir), day, model, dir, ` + agg + `
+		FROM (SELECT started_at / ` + fmt.Sprint(nsPerDay) + ` AS day, model, dir, status, cost_usd,
+			input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens FROM runs` + cond + `) AS r
+		GROUP BY GROUPING SETS ((day), (model), (dir))`
 	}
-	sqlq += " GROUP BY day, model, dir"
+	args = append([]any{string(trace.StatusSucceeded), string(trace.StatusSucceeded), string(trace.StatusRunning)}, args...)
 	rows, err := s.db.QueryContext(ctx, sqlq, args...)
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats: %w", err)
@@ -102,24 +114,34 @@ func (s *Store) Stats(ctx context.Context, q StatsQuery) (Stats, error) {
 	)
 	for rows.Next() {
 		var (
-			day        int64
-			model, dir string
+			set        int
+			day        sql.NullInt64
+			model, dir sql.NullString
 			b          Bucket
 		)
-		err := rows.Scan(&day, &model, &dir, &b.Runs, &b.Succeeded, &b.Failed, &b.CostUSD,
+		err := rows.Scan(&set, &day, &model, &dir, &b.Runs, &b.Succeeded, &b.Failed, &b.CostUSD,
 			&b.Usage.InputTokens, &b.Usage.OutputTokens, &b.Usage.CacheReadTokens, &b.Usage.CacheCreationTokens)
 		if err != nil {
 			return Stats{}, fmt.Errorf("stats: %w", err)
 		}
-		st.Totals.add(b)
-		bucket(days, day).add(b)
-		bucket(models, model).add(b)
-		bucket(dirs, dir).add(b)
-		if !seen || day < first {
-			first = day
+		// A group of SQLite's (set 0) counts in every breakdown.
+		if set == 0 || set == 5 {
+			bucket(models, model.String).add(b)
 		}
-		if !seen || day > last {
-			last = day
+		if set == 0 || set == 6 {
+			bucket(dirs, dir.String).add(b)
+		}
+		if set != 0 && set != 3 {
+			continue
+		}
+		d := day.Int64
+		st.Totals.add(b)
+		bucket(days, d).add(b)
+		if !seen || d < first {
+			first = d
+		}
+		if !seen || d > last {
+			last = d
 		}
 		seen = true
 	}
