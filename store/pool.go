@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"lane/trace"
 )
 
@@ -62,18 +65,18 @@ func (k AttemptKey) args() []any { return []any{k.BenchID, k.TaskID, k.Model, k.
 // the next token. A lapsed lease is taken over: the runs its holder started
 // and left running are marked interrupted (the lost tries). It returns
 // ErrAttemptDone for an attempt with its result, a *LeaseHeldError while
-// another lease is live.
+// another lease is live. PostgreSQL only, as the pool is.
 func (s *Store) AcquireLease(ctx context.Context, key AttemptKey, holder string, ttl time.Duration, now time.Time) (Lease, error) {
 	var l Lease
-	err := s.writeTx(ctx, func(tx *txn) error {
+	err := s.pgWriteTx(ctx, func(tx pgx.Tx) error {
 		var (
 			status, was string
 			token       int64
 			expires     sql.NullInt64
 		)
-		err := tx.QueryRowContext(ctx, `SELECT status, lease_token, lease_holder, lease_expires_at FROM bench_attempts`+keyWhere,
-			key.args()...).Scan(&status, &token, &was, &expires)
-		if errors.Is(err, sql.ErrNoRows) {
+		err := tx.QueryRow(ctx, s.db.bind(`SELECT status, lease_token, lease_holder, lease_expires_at FROM bench_attempts`+
+			keyWhere+` FOR UPDATE`), key.args()...).Scan(&status, &token, &was, &expires)
+		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("attempt %s: %w", key, ErrNotFound)
 		}
 		if err != nil {
@@ -86,11 +89,11 @@ func (s *Store) AcquireLease(ctx context.Context, key AttemptKey, holder string,
 		if was != "" && expires.Valid && expires.Int64 > now.UnixNano() {
 			return &LeaseHeldError{Holder: was, Until: time.Unix(0, expires.Int64)}
 		}
-		if err := s.interruptLostTries(ctx, tx, key, token+1, was, now); err != nil {
+		if err := s.pgInterruptLostTries(ctx, tx, key, token+1, was, now); err != nil {
 			return err
 		}
 		l = Lease{Key: key, Token: token + 1, Holder: holder, Expires: now.Add(ttl)}
-		_, err = tx.ExecContext(ctx, `UPDATE bench_attempts SET status = ?, lease_token = ?, lease_holder = ?,
+		_, err = s.pgExec(ctx, tx, `UPDATE bench_attempts SET status = ?, lease_token = ?, lease_holder = ?,
 			lease_expires_at = ?, worker = ?, started_at = ?, ended_at = NULL, run_id = NULL`+keyWhere,
 			append([]any{string(trace.AttemptRunning), l.Token, holder, l.Expires.UnixNano(), holder, now.UnixNano()},
 				key.args()...)...)
@@ -102,37 +105,41 @@ func (s *Store) AcquireLease(ctx context.Context, key AttemptKey, holder string,
 	return l, nil
 }
 
-// interruptLostTries marks interrupted the runs of the attempt started
-// under a token below below that are still running: their worker lost its
-// lease (it died, or was cut off) and the attempt runs again.
-func (s *Store) interruptLostTries(ctx context.Context, tx *txn, key AttemptKey, below int64, holder string, now time.Time) error {
-	q, args := lostTriesUpdate(key, below, holder, now)
-	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-		return fmt.Errorf("interrupt lost tries: %w", err)
-	}
-	return nil
-}
-
 func lostTriesUpdate(key AttemptKey, below int64, holder string, now time.Time) (string, []any) {
-	msg := "the worker lost its lease on the attempt"
-	if holder != "" {
-		msg = fmt.Sprintf("worker %s lost its lease on the attempt (it stopped renewing it)", holder)
-	}
 	return `UPDATE runs SET status = ?, ended_at = ?, error_message = ?, duration_ms = (? - started_at) / 1000000
 		WHERE status = ? AND id IN (SELECT run_id FROM attempt_runs` + keyWhere + ` AND lease_token < ?)`,
-		append(append([]any{string(trace.StatusInterrupted), now.UnixNano(), msg, now.UnixNano(), string(trace.StatusRunning)},
-			key.args()...), below)
+		append(append([]any{string(trace.StatusInterrupted), now.UnixNano(), lostTryMessage(holder), now.UnixNano(),
+			string(trace.StatusRunning)}, key.args()...), below)
+}
+
+func lostTryMessage(holder string) string {
+	if holder == "" {
+		return "the worker lost its lease on the attempt"
+	}
+	return fmt.Sprintf("worker %s lost its lease on the attempt (it stopped renewing it)", holder)
 }
 
 // RenewLease moves l's expiry to ttl from now. ErrFenced: l is no longer
-// the attempt's lease.
+// the attempt's newest lease, or the attempt is done.
+//
+// The token alone fences: an attempt that is pending under l's token is
+// still l's, and is marked running again. A resumed bench records its
+// unfinished attempts pending while their workers run them, and a reaper
+// gives back an attempt whose holder was slow rather than lost (cut off
+// for a moment, or the database away for longer than a lease); until
+// another worker takes a newer lease, the holder keeps the attempt, and a
+// job enqueued meanwhile finds the lease held.
 func (s *Store) RenewLease(ctx context.Context, l *Lease, ttl time.Duration, now time.Time) error {
 	expires := now.Add(ttl)
-	err := s.updateRecord(ctx, "lease of attempt", l.Key.String(),
-		`UPDATE bench_attempts SET lease_expires_at = ?`+keyWhere+` AND lease_token = ? AND status = ?`,
-		append(append([]any{expires.UnixNano()}, l.Key.args()...), l.Token, string(trace.AttemptRunning)), ErrFenced)
+	n, err := s.poolExec(ctx, `UPDATE bench_attempts SET lease_expires_at = ?, lease_holder = ?, status = ?`+keyWhere+
+		` AND lease_token = ? AND status IN (?, ?)`,
+		append(append([]any{expires.UnixNano(), l.Holder, string(trace.AttemptRunning)}, l.Key.args()...),
+			l.Token, string(trace.AttemptRunning), string(trace.AttemptPending))...)
+	if err == nil && n == 0 {
+		err = ErrFenced
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("renew lease of attempt %s: %w", l.Key, err)
 	}
 	l.Expires = expires
 	return nil
@@ -140,15 +147,57 @@ func (s *Store) RenewLease(ctx context.Context, l *Lease, ttl time.Duration, now
 
 // LinkAttemptRun records that runID was started for the attempt under l,
 // so that a lost try can be found and marked. ErrFenced: l is no longer the
-// attempt's lease.
+// attempt's lease. Linking the same run again is no change, so that a
+// worker may retry a link whose answer it did not get.
 func (s *Store) LinkAttemptRun(ctx context.Context, l Lease, runID string) error {
 	q := `INSERT INTO attempt_runs (bench_id, task_id, model, n, run_id, worker, lease_token)
 		SELECT ?, ?, ?, CAST(? AS BIGINT), ?, ?, CAST(? AS BIGINT) WHERE EXISTS (SELECT 1 FROM bench_attempts` + keyWhere + ` AND lease_token = ?)
-		ON CONFLICT DO NOTHING`
+		ON CONFLICT (bench_id, task_id, model, n, run_id) DO UPDATE SET worker = excluded.worker, lease_token = excluded.lease_token`
 	args := append(append(l.Key.args(), runID, l.Holder, l.Token), append(l.Key.args(), l.Token)...)
-	err := s.updateRecord(ctx, "runs of attempt", l.Key.String(), q, args, ErrFenced)
+	n, err := s.poolExec(ctx, q, args...)
+	if err == nil && n == 0 {
+		err = ErrFenced
+	}
 	if err != nil {
+		return fmt.Errorf("link run %s to attempt %s: %w", runID, l.Key, err)
+	}
+	return nil
+}
+
+// FinishAttemptRun records run, started for the attempt under l, as it
+// ended (UpdateRun), in the transaction that checks l: while l is the
+// attempt's newest lease the run is written as it is; once another worker
+// holds the attempt, run is its lost try, and is written interrupted (its
+// events, tokens and cost kept, its outcome not: the attempt's result is
+// the other worker's). run is changed to what was written.
+func (s *Store) FinishAttemptRun(ctx context.Context, l Lease, run *trace.Run) error {
+	err := s.pgWriteTx(ctx, func(tx pgx.Tx) error {
+		var token int64
+		err := tx.QueryRow(ctx, s.db.bind(`SELECT lease_token FROM bench_attempts`+keyWhere+` FOR SHARE`),
+			l.Key.args()...).Scan(&token)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("attempt %s: %w", l.Key, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if token != l.Token {
+			run.Status, run.ErrorKind = trace.StatusInterrupted, trace.ErrorNone
+			run.ErrorMessage = lostTryMessage(l.Holder) + "; another worker ran it again"
+			run.ErrorHint = ""
+		}
+		q, args, err := s.runStatement(run, true)
+		if err != nil {
+			return err
+		}
+		n, err := s.pgExec(ctx, tx, q, args...)
+		if err == nil && n == 0 {
+			err = ErrNotFound
+		}
 		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record the end of run %s: %w", run.ID, err)
 	}
 	return nil
 }
@@ -177,12 +226,10 @@ func (s *Store) AttemptRuns(ctx context.Context, key AttemptKey) ([]string, erro
 // HandBack gives the attempt back to the queue: pending, no lease. A lease
 // that is no longer the attempt's changes nothing.
 func (s *Store) HandBack(ctx context.Context, l Lease) error {
-	err := s.writeTx(ctx, func(tx *txn) error {
-		_, err := tx.ExecContext(ctx, `UPDATE bench_attempts SET status = ?, lease_holder = '', lease_expires_at = NULL`+
-			keyWhere+` AND lease_token = ? AND status = ?`,
-			append(append([]any{string(trace.AttemptPending)}, l.Key.args()...), l.Token, string(trace.AttemptRunning))...)
-		return err
-	})
+	_, err := s.poolExec(ctx, `UPDATE bench_attempts SET status = ?, lease_holder = '', lease_expires_at = NULL`+
+		keyWhere+` AND lease_token = ? AND status IN (?, ?)`,
+		append(append([]any{string(trace.AttemptPending)}, l.Key.args()...), l.Token,
+			string(trace.AttemptRunning), string(trace.AttemptPending))...)
 	if err != nil {
 		return fmt.Errorf("hand back attempt %s: %w", l.Key, err)
 	}
@@ -207,4 +254,61 @@ func (s *Store) AttemptTokens(ctx context.Context, benchID string) (map[AttemptK
 		out[k] = token
 	}
 	return out, rows.Err()
+}
+
+// Transient reports whether err, from one of the store's calls on
+// PostgreSQL, may pass by itself, so that the call is worth trying again:
+// the database was out of reach or restarting, the connection broke, a
+// try ran out of its own time. The database refusing the statement (a
+// constraint, bad data) and the pool's own answers (ErrFenced,
+// ErrAttemptDone, a held lease, ErrNotFound) come again, and so does the
+// caller's cancellation.
+func Transient(err error) bool {
+	var held *LeaseHeldError
+	switch {
+	case err == nil, errors.As(err, &held), errors.Is(err, ErrFenced), errors.Is(err, ErrAttemptDone),
+		errors.Is(err, ErrNotFound), errors.Is(err, ErrNeedsPostgres), errors.Is(err, ErrBlobNotFound),
+		errors.Is(err, ErrClosed), errors.Is(err, context.Canceled):
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code[:2] {
+		case "08", "53", "57", "40": // connection, resources, shutdown and cancellation, serialization
+			return true
+		}
+		return false
+	}
+	// Not an answer of the server: the connection failed, or timed out.
+	return true
+}
+
+// AlreadyExists reports whether err says only that rows were there already
+// (unique violations): what a write that is tried again after a lost
+// answer meets when the first try had been committed.
+func AlreadyExists(err error) bool {
+	found := false
+	var walk func(error) bool
+	walk = func(err error) bool {
+		if pe, ok := err.(*pgconn.PgError); ok {
+			found = true
+			return pe.Code == "23505"
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if !walk(e) {
+					return false
+				}
+			}
+			return true
+		case interface{ Unwrap() error }:
+			if e := u.Unwrap(); e != nil {
+				return walk(e)
+			}
+		}
+		// A leaf that is no answer of the server: not a duplicate.
+		return false
+	}
+	return err != nil && walk(err) && found
 }

@@ -11,9 +11,19 @@ import (
 	"lane/trace"
 )
 
+// poolIdleTimeout ends, on the server, a transaction of the pool whose
+// client went silent inside it (idle_in_transaction_session_timeout): a
+// worker cut off from the network in the middle of one would otherwise
+// hold the write lock, and so every writer of every machine, until TCP
+// gives up on it many minutes later. The pool's transactions take
+// milliseconds.
+const poolIdleTimeout = "15s"
+
 // pgWriteTx is writeTx on PostgreSQL with a pgx transaction, for callers
 // that must also act in it through another library (River completes or
-// inserts its jobs in the same transaction that records an attempt).
+// inserts its jobs in the same transaction that records an attempt), and
+// for the pool's writes, which a worker may leave half done when it is cut
+// off (see poolIdleTimeout).
 func (s *Store) pgWriteTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if s.pg == nil {
 		return ErrNeedsPostgres
@@ -25,11 +35,39 @@ func (s *Store) pgWriteTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	}
 	defer func() { <-s.wlock }()
 	return pgx.BeginFunc(ctx, s.pg.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, writeLockKey); err != nil {
+		// The timeout is set in the statement that takes the lock, so that no
+		// moment holds the lock without it.
+		if _, err := tx.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $2, true), pg_advisory_xact_lock($1)`,
+			writeLockKey, poolIdleTimeout); err != nil {
 			return fmt.Errorf("take the write lock: %w", err)
 		}
 		return fn(tx)
 	})
+}
+
+// poolExec runs one of the pool's statements (written with ?) in a write
+// transaction of its own and returns the rows it changed: pgWriteTx on
+// PostgreSQL, writeTx on SQLite (whose file holds the pool's tables for a
+// copy).
+func (s *Store) poolExec(ctx context.Context, q string, args ...any) (int64, error) {
+	var n int64
+	if s.pg == nil {
+		err := s.writeTx(ctx, func(tx *txn) error {
+			res, err := tx.ExecContext(ctx, q, args...)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		return n, err
+	}
+	err := s.pgWriteTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		n, err = s.pgExec(ctx, tx, q, args...)
+		return err
+	})
+	return n, err
 }
 
 // pgExec runs one of the store's statements (written with ?) in a pgx

@@ -38,14 +38,18 @@ func (s *Store) SaveWorker(ctx context.Context, w *Worker) error {
 	if err != nil {
 		return fmt.Errorf("save worker %s: %w", w.Name, err)
 	}
-	return s.insertRecord(ctx, "worker", w.Name, `INSERT INTO workers
+	_, err = s.poolExec(ctx, `INSERT INTO workers
 		(name, host, pid, runtimes, parallel, lease_ms, started_at, heartbeat_at, stopped_at, running, done, failed)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET host = excluded.host, pid = excluded.pid, runtimes = excluded.runtimes,
 		parallel = excluded.parallel, lease_ms = excluded.lease_ms, started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at,
 		stopped_at = excluded.stopped_at, running = excluded.running, done = excluded.done, failed = excluded.failed`,
-		[]any{w.Name, w.Host, w.PID, runtimes, w.Parallel, w.LeaseMS, unixNano(w.StartedAt), unixNano(w.HeartbeatAt),
-			unixNano(w.StoppedAt), running, w.Done, w.Failed})
+		w.Name, w.Host, w.PID, runtimes, w.Parallel, w.LeaseMS, unixNano(w.StartedAt), unixNano(w.HeartbeatAt),
+		unixNano(w.StoppedAt), running, w.Done, w.Failed)
+	if err != nil {
+		return fmt.Errorf("save worker %s: %w", w.Name, err)
+	}
+	return nil
 }
 
 // Gone reports whether w has left the pool or stopped heartbeating: no
