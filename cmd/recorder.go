@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"lane/store"
@@ -21,15 +22,22 @@ type runRecorder struct {
 	enc     *json.Encoder
 
 	// worker, when set, is the lane worker that runs the runs: recorded in
-	// each, and told of each run's start (to link it to the attempt's
-	// lease) and end.
+	// each, which is linked to the attempt's lease, and recorded through
+	// the database's restarts and outages.
 	worker *workerHooks
 }
 
+// workerHooks are what a lane worker's recorder does beyond a plain one.
 type workerHooks struct {
-	name  string
-	begin func(ctx context.Context, run *trace.Run) error
-	end   func(run *trace.Run)
+	name string
+	// persist calls fn until the database takes it (pool.Worker.Persist).
+	persist func(ctx context.Context, what string, fn func(ctx context.Context) error) error
+	// link links the run to the attempt's lease (store.LinkAttemptRun);
+	// finish records its end, fenced by the lease (store.FinishAttemptRun).
+	link   func(ctx context.Context, run *trace.Run) error
+	finish func(ctx context.Context, run *trace.Run) error
+	// running tells the worker that it runs the run now, or no longer.
+	running func(runID string, on bool)
 }
 
 func newRunRecorder(st *store.Store, io IO, format string) *runRecorder {
@@ -42,22 +50,48 @@ func newRunRecorder(st *store.Store, io IO, format string) *runRecorder {
 
 func (r *runRecorder) BeginRun(ctx context.Context, run *trace.Run) error {
 	if r.worker != nil {
-		run.Worker = r.worker.name
+		return r.beginWorkerRun(ctx, run)
 	}
 	if err := r.st.CreateRun(ctx, run); err != nil {
 		return err
 	}
-	if r.worker != nil {
-		if err := r.worker.begin(ctx, run); err != nil {
-			return err
-		}
+	r.writer = r.st.NewEventWriter(run.ID)
+	return nil
+}
+
+// beginWorkerRun links the run to the attempt's lease, then records it. In
+// that order a lease lost before the run began leaves no run behind; a run
+// recorded after its lease was lost is still found, and FinishAttemptRun
+// marks it the lost try it is.
+func (r *runRecorder) beginWorkerRun(ctx context.Context, run *trace.Run) error {
+	h := r.worker
+	run.Worker = h.name
+	if err := h.persist(ctx, "link of run "+run.ID, func(ctx context.Context) error { return h.link(ctx, run) }); err != nil {
+		return err
 	}
+	err := h.persist(ctx, "run "+run.ID, func(ctx context.Context) error {
+		if err := r.st.CreateRun(ctx, run); err != nil && !store.AlreadyExists(err) {
+			return err // there already: a try whose answer was lost
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	h.running(run.ID, true)
 	r.writer = r.st.NewEventWriter(run.ID)
 	return nil
 }
 
 func (r *runRecorder) Event(ev trace.Event) error {
 	err := r.writer.Write(ev)
+	if r.worker != nil && (store.Transient(err) || store.AlreadyExists(err)) {
+		// The writer keeps what it could not flush, and EndRun waits for
+		// the database to take it: a worker's run goes on through an
+		// outage. Rows found there already were committed by a flush
+		// whose answer was lost.
+		err = nil
+	}
 	switch r.format {
 	case formatText:
 		if perr := r.printer.Event(ev); perr != nil && err == nil {
@@ -73,7 +107,7 @@ func (r *runRecorder) Event(ev trace.Event) error {
 
 func (r *runRecorder) EndRun(ctx context.Context, run *trace.Run) error {
 	if r.worker != nil {
-		defer r.worker.end(run)
+		return r.endWorkerRun(ctx, run)
 	}
 	err := r.writer.Close(ctx)
 	if uerr := r.st.UpdateRun(ctx, run); uerr != nil && err == nil {
@@ -83,6 +117,21 @@ func (r *runRecorder) EndRun(ctx context.Context, run *trace.Run) error {
 		_ = r.printer.Summary(run)
 	}
 	return err
+}
+
+// endWorkerRun records the run's last events and its end, waiting for the
+// database as long as the worker does.
+func (r *runRecorder) endWorkerRun(ctx context.Context, run *trace.Run) error {
+	h := r.worker
+	defer h.running(run.ID, false)
+	err := h.persist(ctx, "events of run "+run.ID, func(ctx context.Context) error {
+		if err := r.writer.Close(ctx); err != nil && !store.AlreadyExists(err) {
+			return err
+		}
+		return nil
+	})
+	ferr := h.persist(ctx, "end of run "+run.ID, func(ctx context.Context) error { return h.finish(ctx, run) })
+	return errors.Join(err, ferr)
 }
 
 // finish prints the final run record for the data formats.

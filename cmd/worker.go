@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -114,22 +116,46 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 			return t.Runtime, err
 		},
 	}
+	// The worker's attempt folders are its own: a bench resumed on this
+	// machine removes the leftovers of its attempts from the temporary
+	// folder, and must not take those of the attempts a worker runs.
+	workDir := filepath.Join(os.TempDir(), "lane-worker-"+safeName(name))
+	if err := os.MkdirAll(workDir, 0o700); err != nil {
+		return nil, fmt.Errorf("worker folder: %w", err)
+	}
 	bo := &BenchOptions{Keep: opts.Keep}
+	blob := func(ctx context.Context, digest string) ([]byte, error) {
+		var data []byte
+		err := w.Persist(ctx, "fixture "+digest, func(ctx context.Context) error {
+			var err error
+			data, err = st.Blob(ctx, digest)
+			return err
+		})
+		return data, err
+	}
 	w.Run = func(ctx context.Context, l store.Lease, task *bench.Task, a *trace.Attempt) {
 		a.BenchID, a.TaskID, a.Model, a.N = l.Key.BenchID, l.Key.TaskID, l.Key.Model, l.Key.N
 		hooks := &workerHooks{
-			name: name,
-			begin: func(ctx context.Context, run *trace.Run) error {
-				w.Running(run.ID, true)
-				return st.LinkAttemptRun(ctx, l, run.ID)
-			},
-			end: func(run *trace.Run) { w.Running(run.ID, false) },
+			name:    name,
+			persist: w.Persist,
+			link:    func(ctx context.Context, run *trace.Run) error { return st.LinkAttemptRun(ctx, l, run.ID) },
+			finish:  func(ctx context.Context, run *trace.Run) error { return st.FinishAttemptRun(ctx, l, run) },
+			running: w.Running,
 		}
-		env := bench.AttemptEnv{Run: recordedRunner(f, st, cfg, bo, hooks), Keep: opts.Keep, Blob: st.Blob,
-			WorkDir: os.TempDir()}
+		env := bench.AttemptEnv{Run: recordedRunner(f, st, cfg, bo, hooks), Keep: opts.Keep, Blob: blob, WorkDir: workDir}
 		bench.RunAttempt(ctx, env, task, a)
 	}
 	return w, nil
+}
+
+// safeName is a worker's name as a part of a file name.
+func safeName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, name)
 }
 
 // foundRuntimes are the runtimes lane finds working here, as lane doctor

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,10 +23,6 @@ type attemptWorker struct {
 	w *Worker
 }
 
-// recordFor bounds how long a finished attempt waits for the database to
-// take its result (it may be restarting, or out of reach for a while).
-const recordFor = 10 * time.Minute
-
 func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[attemptArgs]) error {
 	w := aw.w
 	select {
@@ -35,108 +32,167 @@ func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[attemptArgs]) 
 	}
 	defer func() { <-w.slots }()
 
+	// While the database is away the job waits here rather than failing:
+	// River could not record the failure either, and would leave the job
+	// running in its table, the attempt with it.
 	key := job.Args.key()
-	lease, err := w.Store.AcquireLease(ctx, key, w.Name, w.Lease, w.Now())
+	var lease store.Lease
+	err := w.Persist(ctx, "lease of attempt "+key.String(), func(ctx context.Context) error {
+		var err error
+		lease, err = w.Store.AcquireLease(ctx, key, w.Name, w.Lease, w.Now())
+		return err
+	})
 	var held *store.LeaseHeldError
 	switch {
 	case errors.Is(err, store.ErrAttemptDone):
 		return nil // a job handed out again: the attempt has its result
 	case errors.As(err, &held):
-		return river.JobSnooze(time.Until(held.Until) + time.Second)
+		return river.JobSnooze(max(held.Until.Sub(w.Now()), 0) + time.Second)
 	case err != nil:
 		return err
 	}
-	task, b, err := w.task(ctx, key)
-	if err != nil {
-		_ = w.Store.HandBack(context.WithoutCancel(ctx), lease)
-		return err
-	}
 	a := trace.Attempt{Status: trace.AttemptRunning, StartedAt: w.Now()}
-	if skip, err := w.overBudget(ctx, b); err != nil {
-		_ = w.Store.HandBack(context.WithoutCancel(ctx), lease)
-		return err
-	} else if skip {
-		a.Status = trace.AttemptSkipped
-	} else {
-		w.runLeased(ctx, lease, task, &a)
-	}
-	if ctx.Err() != nil && a.Status != trace.AttemptSkipped {
-		// The worker is leaving: the attempt goes back to the queue.
-		if err := w.Store.HandBack(context.WithoutCancel(ctx), lease); err != nil {
-			w.Log.Warn("worker: attempt not handed back; it returns once its lease lapses", "attempt", key.String(), "err", err)
+	task, b, err := w.task(ctx, key)
+	if err == nil {
+		var skip bool
+		if skip, err = w.overBudget(ctx, b); skip {
+			a.Status = trace.AttemptSkipped
 		}
-		return ctx.Err()
+	}
+	if err != nil {
+		w.handBack(ctx, lease)
+		return err
+	}
+	if a.Status == trace.AttemptSkipped {
+		a.EndedAt = w.Now()
+		return w.record(ctx, job, lease, &a)
+	}
+	// The lease is held until the result is recorded, not only while the
+	// run runs: a run that ended while the database was away keeps its
+	// attempt until the database takes the result.
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	var ran atomic.Bool
+	release := w.holdLease(ctx, lease, func() {
+		if !ran.Load() {
+			w.Log.Warn("worker: another worker took over the attempt; stopping its run", "attempt", key.String())
+		}
+		cancelRun(store.ErrFenced)
+	})
+	defer release()
+	w.Run(runCtx, lease, task, &a)
+	ran.Store(true)
+	if ctx.Err() != nil {
+		// The worker is leaving: the attempt goes back to the queue, and its
+		// job is available again at once (a snooze does not count as a try).
+		release()
+		w.handBack(ctx, lease)
+		return river.JobSnooze(0)
 	}
 	a.EndedAt = w.Now()
 	return w.record(ctx, job, lease, &a)
 }
 
-// runLeased runs the attempt while renewing its lease; a lease taken over
-// (the worker was cut off past its expiry) cancels the run.
-func (w *Worker) runLeased(ctx context.Context, l store.Lease, task *bench.Task, a *trace.Attempt) {
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	done := make(chan struct{})
-	renewed := make(chan struct{})
+// handBack gives the attempt back to the queue, trying for a lease at
+// most: past that it lapses, and the attempt is given back by a reaper.
+func (w *Worker) handBack(ctx context.Context, l store.Lease) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.Lease)
+	defer cancel()
+	err := w.Persist(ctx, "hand back attempt "+l.Key.String(), func(ctx context.Context) error {
+		return w.Store.HandBack(ctx, l)
+	})
+	if err != nil {
+		w.Log.Warn("worker: attempt not handed back; it returns once its lease lapses", "attempt", l.Key.String(), "err", err)
+	}
+}
+
+// holdLease renews l every third of a lease, in the background, until the
+// returned release is called (it waits for the renewals to stop; calling it
+// again does nothing). fenced is called, and the renewals stop, once
+// another worker took over the attempt (this one was cut off past its
+// lease), or the attempt was recorded done.
+func (w *Worker) holdLease(ctx context.Context, l store.Lease, fenced func()) (release func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopped := make(chan struct{})
 	go func() {
-		defer close(renewed)
-		t := time.NewTicker(w.Lease / 3)
+		defer close(stopped)
+		every := w.Lease / 3
+		t := time.NewTimer(every)
 		defer t.Stop()
+		delay, failing := retryFirst, false
 		for {
 			select {
-			case <-done:
+			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			err := w.Store.RenewLease(runCtx, &l, w.Lease, w.Now())
-			if errors.Is(err, store.ErrFenced) {
-				cancel(store.ErrFenced)
+			// One try never takes longer than the lease: past it, a renewal
+			// is of no use.
+			err := w.try(ctx, w.Lease, func(ctx context.Context) error {
+				return w.Store.RenewLease(ctx, &l, w.Lease, w.Now())
+			})
+			switch {
+			case ctx.Err() != nil:
 				return
-			}
-			if err != nil && runCtx.Err() == nil {
-				w.Log.Warn("worker: lease not renewed", "attempt", l.Key.String(), "err", err)
+			case errors.Is(err, store.ErrFenced):
+				fenced()
+				return
+			case err == nil:
+				if failing {
+					w.Log.Info("worker: lease renewed again", "attempt", l.Key.String())
+				}
+				delay, failing = retryFirst, false
+				t.Reset(every)
+			default:
+				if !failing {
+					w.Log.Warn("worker: lease not renewed, retrying", "attempt", l.Key.String(), "err", err)
+				}
+				// Soon, rather than a third of a lease later: when the
+				// database is back, the holders must renew before any
+				// reaper is ready to take their lapsed leases (heartbeat).
+				failing = true
+				t.Reset(min(delay, every))
+				delay = min(2*delay, retryMax)
 			}
 		}
 	}()
-	w.Run(runCtx, l, task, a)
-	close(done)
-	<-renewed
+	return func() {
+		cancel()
+		<-stopped
+	}
 }
 
 // record completes the attempt and its job in one transaction, fenced by
 // the lease, retrying while the database is out of reach.
 func (w *Worker) record(ctx context.Context, job *river.Job[attemptArgs], l store.Lease, a *trace.Attempt) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordFor)
-	defer cancel()
-	delay := 200 * time.Millisecond
-	for {
-		err := w.Store.CompleteAttempt(ctx, l, a, func(tx pgx.Tx) error {
+	// The result is recorded even when the worker is asked to leave now.
+	ctx = context.WithoutCancel(ctx)
+	err := w.Persist(ctx, "result of attempt "+l.Key.String(), func(ctx context.Context) error {
+		return w.Store.CompleteAttempt(ctx, l, a, func(tx pgx.Tx) error {
 			_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 			return err
 		})
-		switch {
-		case err == nil:
-			w.count(a)
-			return nil
-		case errors.Is(err, store.ErrFenced):
-			w.Log.Warn("worker: result refused: another worker holds the attempt now", "attempt", l.Key.String())
-			return nil
-		case ctx.Err() != nil:
-			return fmt.Errorf("record attempt %s: %w", l.Key, err)
-		}
-		w.Log.Warn("worker: result not recorded yet, retrying", "attempt", l.Key.String(), "err", err, "in", delay)
-		select {
-		case <-ctx.Done():
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 5*time.Second)
+	})
+	switch {
+	case err == nil:
+		w.count(a)
+		return nil
+	case errors.Is(err, store.ErrFenced):
+		w.Log.Warn("worker: result refused: another worker holds the attempt now", "attempt", l.Key.String())
+		return nil
 	}
+	return fmt.Errorf("record attempt %s: %w", l.Key, err)
 }
 
 // task returns the attempt's task and bench, from the suite the bench
 // stored.
 func (w *Worker) task(ctx context.Context, key store.AttemptKey) (*bench.Task, *trace.Bench, error) {
-	b, err := w.Store.GetBench(ctx, key.BenchID)
+	var b *trace.Bench
+	err := w.Persist(ctx, "bench "+key.BenchID, func(ctx context.Context) error {
+		var err error
+		b, err = w.Store.GetBench(ctx, key.BenchID)
+		return err
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,6 +214,11 @@ func (w *Worker) overBudget(ctx context.Context, b *trace.Bench) (bool, error) {
 	if b.MaxCostUSD <= 0 {
 		return false, nil
 	}
-	spent, err := w.Store.BenchSpent(ctx, b.ID)
+	var spent float64
+	err := w.Persist(ctx, "cost of bench "+b.ID, func(ctx context.Context) error {
+		var err error
+		spent, err = w.Store.BenchSpent(ctx, b.ID)
+		return err
+	})
 	return spent >= b.MaxCostUSD, err
 }

@@ -105,24 +105,55 @@ func (w *Worker) leave(ctx context.Context) error {
 
 // heartbeat records the worker alive every third of a lease, and gives
 // back the attempts of workers whose leases lapsed, until ctx ends.
+//
+// A worker that could not reach the database judges no one until it has
+// reached it again for a whole lease: after an outage every lease may have
+// lapsed, and the workers that hold them, back at the same moment, renew
+// within a third of a lease. Without the wait the first worker back would
+// take every attempt from the others.
 func (w *Worker) heartbeat(ctx context.Context, client *river.Client[pgx.Tx]) {
 	t := time.NewTicker(w.Lease / 3)
 	defer t.Stop()
+	var (
+		failing bool
+		backAt  time.Time // the first heartbeat after a failure; zero: none failed
+	)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		now := w.Now()
 		w.mu.Lock()
-		w.entry.HeartbeatAt = w.Now()
+		w.entry.HeartbeatAt = now
 		e := w.entry
 		w.mu.Unlock()
-		if err := w.Store.SaveWorker(ctx, &e); err != nil && ctx.Err() == nil {
-			w.Log.Warn("worker: heartbeat not recorded", "err", err)
+		err := w.try(ctx, w.Lease/3, func(ctx context.Context) error { return w.Store.SaveWorker(ctx, &e) })
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if !failing {
+				w.Log.Warn("worker: the database is out of reach; carrying on with what this worker runs", "err", err)
+			}
+			failing, backAt = true, time.Time{}
+			continue
 		}
-		reaped, err := w.Store.ReapLapsed(ctx, w.Now(), func(tx pgx.Tx, k store.AttemptKey, token int64) error {
-			return w.requeue(ctx, client, tx, k, token)
+		if failing {
+			w.Log.Info("worker: the database is reachable again")
+			failing, backAt = false, now
+		}
+		if !backAt.IsZero() && now.Sub(backAt) < w.Lease {
+			continue
+		}
+		var reaped []store.AttemptKey
+		err = w.try(ctx, w.Lease/3, func(ctx context.Context) error {
+			var err error
+			reaped, err = w.Store.ReapLapsed(ctx, w.Now(), func(tx pgx.Tx, k store.AttemptKey, token int64) error {
+				return w.requeue(ctx, client, tx, k, token)
+			})
+			return err
 		})
 		if err != nil && ctx.Err() == nil {
 			w.Log.Warn("worker: lapsed leases not given back", "err", err)
@@ -130,6 +161,60 @@ func (w *Worker) heartbeat(ctx context.Context, client *river.Client[pgx.Tx]) {
 		for _, k := range reaped {
 			w.Log.Info("worker: gave back an attempt whose worker was lost", "attempt", k.String())
 		}
+	}
+}
+
+// Bounds of the worker's calls to the database.
+const (
+	// persistFor bounds how long the worker keeps trying to record what the
+	// database must take (an attempt's result, a run's record and events):
+	// longer than a restart of the database or a loss of the network.
+	persistFor = 10 * time.Minute
+	// tryFor bounds one try: a connection cut off without a word (a
+	// partition) would hold a call until TCP gives up, many minutes later.
+	tryFor = 15 * time.Second
+	// The backoff between tries.
+	retryFirst = 200 * time.Millisecond
+	retryMax   = 5 * time.Second
+)
+
+// try calls fn once with at most limit for it.
+func (w *Worker) try(ctx context.Context, limit time.Duration, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	return fn(ctx)
+}
+
+// Persist calls fn, a call to the database, until it succeeds, fails in a
+// way that will not pass by itself (store.Transient), ctx ends or
+// persistFor has passed, with backoff between tries of tryFor at most: a
+// worker keeps what it has through a restart of the database or a loss of
+// the network, and records it once it can. It returns fn's last error.
+func (w *Worker) Persist(ctx context.Context, what string, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, persistFor)
+	defer cancel()
+	delay := retryFirst
+	for failed := false; ; failed = true {
+		err := w.try(ctx, tryFor, fn)
+		switch {
+		case err == nil:
+			if failed {
+				w.Log.Info("worker: the database answered after all", "what", what)
+			}
+			return nil
+		case !store.Transient(err) || ctx.Err() != nil:
+			return err
+		case !failed:
+			w.Log.Warn("worker: the database did not answer; trying again until it does", "what", what, "err", err)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, retryMax)
 	}
 }
 
