@@ -29,36 +29,42 @@ type Pool interface {
 }
 
 // followEvery is how often a bench of the pool reads its attempts when no
-// change was announced.
+// change was announced, and tries again after a failed read.
 const followEvery = 2 * time.Second
+
+// enqueueFor bounds the enqueueing of a bench's attempts, which goes on
+// after a Ctrl-C: a bench detached half enqueued would wait for a resume.
+const enqueueFor = time.Minute
 
 // dispatch enqueues the attempts and follows them until every one is done,
 // or ctx ends: the bench then goes on without this process, which detaches.
+// A database out of reach (restarting, the network down) ends nothing:
+// the workers carry on without this process, which follows again once it
+// can read.
 func (r *runner) dispatch(ctx context.Context, todo []trace.Attempt) (*trace.Bench, error) {
 	b := r.bench
-	if err := r.cfg.Pool.Enqueue(ctx, b, todo); err != nil {
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), enqueueFor)
+	err := r.cfg.Pool.Enqueue(ectx, b, todo)
+	cancel()
+	if err != nil {
 		return b, fmt.Errorf("bench %s: enqueue: %w", b.ID, err)
 	}
 	changed := r.cfg.Pool.Changed(ctx)
 	tick := time.NewTicker(followEvery)
 	defer tick.Stop()
+	failing := false
 	for {
-		as, err := r.cfg.Store.Attempts(ctx, b.ID)
-		if err != nil && ctx.Err() == nil {
-			return b, fmt.Errorf("bench %s: %w", b.ID, err)
-		}
-		if c, final := countAttempts(as); err == nil {
-			r.prog.update(c)
-			if final {
-				// The worker that records the last attempt ends the bench;
-				// this covers a resumed bench with nothing left to run.
-				b.Status, b.EndedAt = trace.StatusSucceeded, time.Now()
-				r.prog.finish()
-				if err := r.cfg.Store.UpdateBench(context.WithoutCancel(ctx), b); err != nil {
-					return b, fmt.Errorf("bench %s: %w", b.ID, err)
-				}
-				return b, nil
-			}
+		err := r.follow(ctx, b)
+		switch {
+		case err == nil && b.Status == trace.StatusSucceeded:
+			r.prog.finish()
+			return b, nil
+		case err != nil && ctx.Err() == nil && !failing:
+			r.prog.note(fmt.Sprintf("lane: %v; trying again (the workers carry on)", err))
+			failing = true
+		case err == nil && failing:
+			r.prog.note(fmt.Sprintf("lane: bench %s: the database answers again", b.ID))
+			failing = false
 		}
 		select {
 		case <-ctx.Done():
@@ -67,6 +73,50 @@ func (r *runner) dispatch(ctx context.Context, todo []trace.Attempt) (*trace.Ben
 		case <-changed:
 		case <-tick.C:
 		}
+	}
+}
+
+// follow reads the bench's attempts and shows them; once none is left to
+// run, it records the bench succeeded. The worker that records the last
+// attempt does so too, but not for a bench resumed with nothing left to
+// run, which this process has just recorded running again.
+func (r *runner) follow(ctx context.Context, b *trace.Bench) error {
+	as, err := r.cfg.Store.Attempts(ctx, b.ID)
+	if err != nil {
+		return err
+	}
+	c, final := countAttempts(as)
+	r.prog.update(c)
+	if !final {
+		return nil
+	}
+	done := *b
+	done.Status, done.EndedAt = trace.StatusSucceeded, b.StartedAt
+	for _, a := range as {
+		if a.EndedAt.After(done.EndedAt) {
+			done.EndedAt = a.EndedAt // it ended when its last attempt did
+		}
+	}
+	if err := r.cfg.Store.UpdateBench(context.WithoutCancel(ctx), &done); err != nil {
+		return err
+	}
+	*b = done
+	return nil
+}
+
+// note prints a line of its own above the progress line.
+func (p *progress) note(line string) {
+	if p == nil || p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tty && p.drawn {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.lastLen))
+	}
+	fmt.Fprintln(p.w, line)
+	if p.tty && p.drawn {
+		p.drawLocked()
 	}
 }
 
