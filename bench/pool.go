@@ -57,6 +57,9 @@ func (r *runner) dispatch(ctx context.Context, todo []trace.Attempt) (*trace.Ben
 		err := r.follow(ctx, b)
 		switch {
 		case err == nil && b.Status == trace.StatusSucceeded:
+			if failing {
+				r.prog.note(fmt.Sprintf("lane: bench %s: the database answers again", b.ID))
+			}
 			r.prog.finish()
 			return b, nil
 		case err != nil && ctx.Err() == nil && !failing:
@@ -71,8 +74,31 @@ func (r *runner) dispatch(ctx context.Context, todo []trace.Attempt) (*trace.Ben
 			r.prog.finish()
 			return b, nil // detached: the workers carry on
 		case <-changed:
+			// Every event of every run notifies: read at most every
+			// followGap, the changes in between coalesced.
+			if !waitFor(ctx, followGap) {
+				r.prog.finish()
+				return b, nil
+			}
 		case <-tick.C:
 		}
+	}
+}
+
+// followGap is the least time between two reads of a pool bench's attempts
+// prompted by notifications (measured: reading on each one cost the bench
+// process 2 s of CPU over a 200-attempt suite, one read per 250 ms 0.3 s).
+const followGap = 250 * time.Millisecond
+
+// waitFor waits d, or less when ctx ends first (then it returns false).
+func waitFor(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

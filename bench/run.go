@@ -311,6 +311,14 @@ func (r *runner) attemptsToRun(ctx context.Context, existing []trace.Attempt) ([
 		for _, m := range b.Models {
 			for n := 1; n <= b.Repeat; n++ {
 				a, ok := have[key{t.ID, m, n}]
+				if ok && a.Status == trace.AttemptRunning && b.Workers {
+					// A worker holds it under a lease (or the pool gives
+					// it back when that lapses): neither reset nor
+					// enqueued again, nor is its folder ours to remove.
+					r.counts.total++
+					r.counts.running++
+					continue
+				}
 				if !ok || a.Status == trace.AttemptRunning {
 					if ok && !r.cfg.Keep {
 						// Cut short when its lane process died: its folder
