@@ -43,8 +43,11 @@ type Worker struct {
 	Now       func() time.Time // the clock of leases and heartbeats
 
 	slots chan struct{}
-	mu    sync.Mutex
-	entry store.Worker
+	// changed asks the heartbeat to record the worker's entry now: a run
+	// began or ended, which the Workers view shows as it happens.
+	changed chan struct{}
+	mu      sync.Mutex
+	entry   store.Worker
 }
 
 // Serve joins the pool and works until ctx ends; then it cancels what it
@@ -57,6 +60,7 @@ func (w *Worker) Serve(ctx context.Context) error {
 		return err
 	}
 	w.slots = make(chan struct{}, max(w.Parallel, 1))
+	w.changed = make(chan struct{}, 1)
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &attemptWorker{w: w}); err != nil {
 		return err
@@ -119,10 +123,13 @@ func (w *Worker) heartbeat(ctx context.Context, client *river.Client[pgx.Tx]) {
 		backAt  time.Time // the first heartbeat after a failure; zero: none failed
 	)
 	for {
+		reap := true
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-w.changed:
+			reap = false
 		}
 		now := w.Now()
 		w.mu.Lock()
@@ -144,7 +151,7 @@ func (w *Worker) heartbeat(ctx context.Context, client *river.Client[pgx.Tx]) {
 			w.Log.Info("worker: the database is reachable again")
 			failing, backAt = false, now
 		}
-		if !backAt.IsZero() && now.Sub(backAt) < w.Lease {
+		if !reap || !backAt.IsZero() && now.Sub(backAt) < w.Lease {
 			continue
 		}
 		var reaped []store.AttemptKey
@@ -233,6 +240,10 @@ func (w *Worker) requeue(ctx context.Context, client *river.Client[pgx.Tx], tx p
 func (w *Worker) Running(runID string, add bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	select {
+	case w.changed <- struct{}{}:
+	default: // a write is asked for already
+	}
 	if add {
 		w.entry.Running = append(w.entry.Running, runID)
 		return
