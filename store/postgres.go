@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -112,6 +113,16 @@ func connectPostgres(ctx context.Context, where, host string) (*Store, error) {
 		return nil, err
 	}
 	cfg.MaxConns = max(cfg.MaxConns, 8)
+	// A machine cut off from the server must not hold lane's write lock
+	// (and so every other machine's writes) until TCP gives up: the
+	// connection is found dead in about 20 s, and the server ends a
+	// transaction left idle for a minute (the lock goes with it).
+	dialer := &net.Dialer{Timeout: 15 * time.Second, KeepAliveConfig: net.KeepAliveConfig{
+		Enable: true, Idle: 10 * time.Second, Interval: 5 * time.Second, Count: 2}}
+	cfg.ConnConfig.DialFunc = dialer.DialContext
+	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "60000"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -20,6 +20,9 @@ const (
 	txBytes       = 8 << 20 // payload and raw bytes per transaction at most (one event may exceed it)
 )
 
+// backgroundFlushFor bounds one flush the writer starts by itself.
+const backgroundFlushFor = 30 * time.Second
+
 // ErrClosed is returned by a Write to a closed EventWriter.
 var ErrClosed = errors.New("event writer closed")
 
@@ -192,7 +195,12 @@ func (w *EventWriter) loop() {
 
 // background flushes and keeps a failure for the next Write, Flush or Close.
 func (w *EventWriter) background() {
-	err := w.flush(w.ctx)
+	// Bounded, so that a database out of reach holds the store's write
+	// queue (every writer of this process) for a flush's time at most; the
+	// events stay for the next flush.
+	ctx, cancel := context.WithTimeout(w.ctx, backgroundFlushFor)
+	err := w.flush(ctx)
+	cancel()
 	if err != nil {
 		w.mu.Lock()
 		if w.err == nil {
