@@ -23,12 +23,20 @@ type attemptWorker struct {
 	w *Worker
 }
 
+// fullSnooze is how long a job handed to a full worker waits to be taken
+// again.
+const fullSnooze = time.Second
+
 func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[attemptArgs]) error {
 	w := aw.w
+	// Each runtime's queue may hand this worker Parallel jobs, so a worker
+	// offering several runtimes can be handed more than it runs at once:
+	// the one over goes back to the queue for another worker, rather than
+	// wait here counted as running.
 	select {
 	case w.slots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
+		return river.JobSnooze(fullSnooze)
 	}
 	defer func() { <-w.slots }()
 
