@@ -216,18 +216,7 @@ func TestKilledWorkersAttemptRunsElsewhere(t *testing.T) {
 		}
 		return answerTasks(r)
 	})
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "fixtures", "empty"), 0o755)
-	os.WriteFile(filepath.Join(dir, "fixtures", "empty", "README"), []byte("empty\n"), 0o644)
-	suite := filepath.Join(dir, "suite.yaml")
-	os.WriteFile(suite, []byte(`name: one
-models: ["`+localModel+`"]
-tasks:
-  - id: write-answer
-    prompt: "TASK write-answer: write 42 into answer.txt"
-    fixture: fixtures/empty
-    check: "grep -qx 42 answer.txt"
-`), 0o644)
+	suite := oneTaskSuite(t)
 
 	a := e.startWorker(t, "--name", "a", "--runtimes", "local", "--lease", "3s")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
