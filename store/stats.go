@@ -63,9 +63,34 @@ func (s *Store) Stats(ctx context.Context, q StatsQuery) (Stats, error) {
 	if _, err := s.SweepInterrupted(ctx); err != nil {
 		return Stats{}, fmt.Errorf("stats: %w", err)
 	}
+	sqlq, args := s.statsQuery(q)
+	rows, err := s.db.QueryContext(ctx, sqlq, args...)
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	defer rows.Close()
+	g := statsGroups{days: map[int64]*Bucket{}, models: map[string]*Bucket{}, dirs: map[string]*Bucket{}}
+	for rows.Next() {
+		if err := g.scan(rows); err != nil {
+			return Stats{}, fmt.Errorf("stats: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Stats{}, fmt.Errorf("stats: %w", err)
+	}
+	return g.stats(), nil
+}
+
+// statsQuery is the one pass that groups the runs q selects. On SQLite it
+// groups by (day, model, dir), and each group counts in the three
+// breakdowns (set 0). On PostgreSQL GROUPING SETS makes the three in the
+// same pass: a few hundred rows rather than one per (day, model, dir),
+// which over a long range is about one per run. GROUPING() says whose a
+// row is: 3 a day's, 5 a model's, 6 a dir's.
+func (s *Store) statsQuery(q StatsQuery) (string, []any) {
 	var (
 		where []string
-		args  []any
+		args  = []any{string(trace.StatusSucceeded), string(trace.StatusSucceeded), string(trace.StatusRunning)}
 	)
 	if !q.Since.IsZero() {
 		where = append(where, "started_at >= ?")
@@ -79,92 +104,86 @@ func (s *Store) Stats(ctx context.Context, q StatsQuery) (Stats, error) {
 	if len(where) > 0 {
 		cond = " WHERE " + strings.Join(where, " AND ")
 	}
-	// One pass groups the runs. On SQLite it groups by (day, model, dir),
-	// and each group counts in the three breakdowns (set 0). On PostgreSQL
-	// GROUPING SETS makes the three in the same pass: a few hundred rows
-	// rather than one per (day, model, dir), which over a long range is
-	// about one per run. GROUPING() says whose a row is: 3 a day's, 5 a
-	// model's, 6 a dir's.
 	agg := `count(*),
 		sum(CASE WHEN status = ? THEN 1 ELSE 0 END), sum(CASE WHEN status NOT IN (?, ?, '') THEN 1 ELSE 0 END),
 		coalesce(sum(cost_usd), 0.0), CAST(sum(input_tokens) AS BIGINT), CAST(sum(output_tokens) AS BIGINT),
 		CAST(sum(cache_read_tokens) AS BIGINT), CAST(sum(cache_creation_tokens) AS BIGINT)`
-	sqlq := `SELECT 0, started_at / ` + fmt.Sprint(nsPerDay) + ` AS day, model, dir, ` + agg + `
-		FROM runs` + cond + ` GROUP BY day, model, dir`
 	if s.pg != nil {
-		sqlq = `SELECT GROUPING(day, model, dir), day, model, dir, ` + agg + `
+		return `SELECT GROUPING(day, model, dir), day, model, dir, ` + agg + `
 		FROM (SELECT started_at / ` + fmt.Sprint(nsPerDay) + ` AS day, model, dir, status, cost_usd,
 			input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens FROM runs` + cond + `) AS r
-		GROUP BY GROUPING SETS ((day), (model), (dir))`
+		GROUP BY GROUPING SETS ((day), (model), (dir))`, args
 	}
-	args = append([]any{string(trace.StatusSucceeded), string(trace.StatusSucceeded), string(trace.StatusRunning)}, args...)
-	rows, err := s.db.QueryContext(ctx, sqlq, args...)
-	if err != nil {
-		return Stats{}, fmt.Errorf("stats: %w", err)
-	}
-	defer rows.Close()
+	return `SELECT 0, started_at / ` + fmt.Sprint(nsPerDay) + ` AS day, model, dir, ` + agg + `
+		FROM runs` + cond + ` GROUP BY day, model, dir`, args
+}
+
+// statsGroups adds up the rows of statsQuery.
+type statsGroups struct {
+	totals      Bucket
+	days        map[int64]*Bucket
+	models      map[string]*Bucket
+	dirs        map[string]*Bucket
+	first, last int64
+	seen        bool
+}
+
+func (g *statsGroups) scan(sc scanner) error {
 	var (
-		st     Stats
-		days   = map[int64]*Bucket{}
-		models = map[string]*Bucket{}
-		dirs   = map[string]*Bucket{}
-		first  int64
-		last   int64
-		seen   bool
+		set        int
+		day        sql.NullInt64
+		model, dir sql.NullString
+		b          Bucket
 	)
-	for rows.Next() {
-		var (
-			set        int
-			day        sql.NullInt64
-			model, dir sql.NullString
-			b          Bucket
-		)
-		err := rows.Scan(&set, &day, &model, &dir, &b.Runs, &b.Succeeded, &b.Failed, &b.CostUSD,
-			&b.Usage.InputTokens, &b.Usage.OutputTokens, &b.Usage.CacheReadTokens, &b.Usage.CacheCreationTokens)
-		if err != nil {
-			return Stats{}, fmt.Errorf("stats: %w", err)
-		}
-		// A group of SQLite's (set 0) counts in every breakdown.
-		if set == 0 || set == 5 {
-			bucket(models, model.String).add(b)
-		}
-		if set == 0 || set == 6 {
-			bucket(dirs, dir.String).add(b)
-		}
-		if set != 0 && set != 3 {
-			continue
-		}
-		d := day.Int64
-		st.Totals.add(b)
-		bucket(days, d).add(b)
-		if !seen || d < first {
-			first = d
-		}
-		if !seen || d > last {
-			last = d
-		}
-		seen = true
+	err := sc.Scan(&set, &day, &model, &dir, &b.Runs, &b.Succeeded, &b.Failed, &b.CostUSD,
+		&b.Usage.InputTokens, &b.Usage.OutputTokens, &b.Usage.CacheReadTokens, &b.Usage.CacheCreationTokens)
+	if err != nil {
+		return err
 	}
-	if err := rows.Err(); err != nil {
-		return Stats{}, fmt.Errorf("stats: %w", err)
+	// A group of SQLite's (set 0) counts in every breakdown.
+	if set == 0 || set == 5 {
+		bucket(g.models, model.String).add(b)
 	}
-	dayKeys := slices.Sorted(maps.Keys(days))
-	if seen && last-first <= maxDenseDays {
+	if set == 0 || set == 6 {
+		bucket(g.dirs, dir.String).add(b)
+	}
+	if set != 0 && set != 3 {
+		return nil
+	}
+	d := day.Int64
+	g.totals.add(b)
+	bucket(g.days, d).add(b)
+	if !g.seen || d < g.first {
+		g.first = d
+	}
+	if !g.seen || d > g.last {
+		g.last = d
+	}
+	g.seen = true
+	return nil
+}
+
+// stats is the sums: every day from the first to the last when the range
+// is short enough (days without runs too), else the days with runs.
+func (g *statsGroups) stats() Stats {
+	st := Stats{Totals: g.totals}
+	dayKeys := slices.Sorted(maps.Keys(g.days))
+	if g.seen && g.last-g.first <= maxDenseDays {
 		dayKeys = dayKeys[:0]
-		for d := first; d <= last; d++ {
+		for d := g.first; d <= g.last; d++ {
 			dayKeys = append(dayKeys, d)
 		}
 	}
 	st.ByDay = make([]Bucket, 0, len(dayKeys))
 	for _, d := range dayKeys {
 		b := Bucket{Key: time.Unix(d*(nsPerDay/int64(time.Second)), 0).UTC().Format(time.DateOnly)}
-		if g := days[d]; g != nil {
-			b.add(*g)
+		if day := g.days[d]; day != nil {
+			b.add(*day)
 		}
 		st.ByDay = append(st.ByDay, b)
 	}
-	st.ByModel, st.ByDir = byCost(models), byCost(dirs)
-	return st, nil
+	st.ByModel, st.ByDir = byCost(g.models), byCost(g.dirs)
+	return st
 }
 
 func bucket[K comparable](m map[K]*Bucket, k K) *Bucket {
