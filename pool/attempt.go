@@ -40,16 +40,8 @@ func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[attemptArgs]) 
 	}
 	defer func() { <-w.slots }()
 
-	// While the database is away the job waits here rather than failing:
-	// River could not record the failure either, and would leave the job
-	// running in its table, the attempt with it.
 	key := job.Args.key()
-	var lease store.Lease
-	err := w.Persist(ctx, "lease of attempt "+key.String(), func(ctx context.Context) error {
-		var err error
-		lease, err = w.Store.AcquireLease(ctx, key, w.Name, w.Lease, w.Now())
-		return err
-	})
+	lease, err := w.acquire(ctx, key)
 	var held *store.LeaseHeldError
 	switch {
 	case errors.Is(err, store.ErrAttemptDone):
@@ -59,6 +51,27 @@ func (aw *attemptWorker) Work(ctx context.Context, job *river.Job[attemptArgs]) 
 	case err != nil:
 		return err
 	}
+	return w.runAttempt(ctx, job, lease)
+}
+
+// acquire takes the attempt's lease. While the database is away the job
+// waits here rather than failing: River could not record the failure
+// either, and would leave the job running in its table, the attempt with
+// it.
+func (w *Worker) acquire(ctx context.Context, key store.AttemptKey) (store.Lease, error) {
+	var lease store.Lease
+	err := w.Persist(ctx, "lease of attempt "+key.String(), func(ctx context.Context) error {
+		var err error
+		lease, err = w.Store.AcquireLease(ctx, key, w.Name, w.Lease, w.Now())
+		return err
+	})
+	return lease, err
+}
+
+// runAttempt runs the leased attempt (or records it skipped, over the
+// bench's budget) and records its result.
+func (w *Worker) runAttempt(ctx context.Context, job *river.Job[attemptArgs], lease store.Lease) error {
+	key := lease.Key
 	a := trace.Attempt{Status: trace.AttemptRunning, StartedAt: w.Now()}
 	task, b, err := w.task(ctx, key)
 	if err == nil {
