@@ -255,3 +255,55 @@ func TestKilledWorkersAttemptRunsElsewhere(t *testing.T) {
 		t.Errorf("lost try %+v %v, want interrupted on a", lost, err)
 	}
 }
+
+// --max-cost holds across the pool: two workers, each attempt costing
+// more than the whole budget; the first attempt to finish spends it, and
+// the attempts that start after are recorded skipped, whichever worker
+// takes them.
+func TestPoolHoldsTheBudget(t *testing.T) {
+	e := poolEnv(t)
+	home := ""
+	for _, kv := range e.vars {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+	}
+	// The workers price the local model from their own config file: $10 per
+	// million input tokens, and every turn reports 100k.
+	cfg := filepath.Join(home, ".config", "lane", "config.yaml")
+	os.MkdirAll(filepath.Dir(cfg), 0o755)
+	os.WriteFile(cfg, []byte("prices:\n  "+localModel+": {input: 10, output: 0}\n"), 0o600)
+	e.model.SetResponder(func(r openaitest.Request) (openaitest.Turn, bool) {
+		turn, ok := answerTasks(r)
+		return turn.WithUsage(100_000, 10), ok
+	})
+	e.startWorker(t, "--name", "w1", "--runtimes", "local")
+	e.startWorker(t, "--name", "w2", "--runtimes", "local")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	r := e.lane(ctx, "bench", "--workers", "--max-cost", "0.5", "--repeat", "6", "-o", "json", oneTaskSuite(t))
+	wantExit(t, r, 0)
+
+	st := e.openStore()
+	benches, _ := st.ListBenches(context.Background(), 1)
+	attempts, err := st.Attempts(context.Background(), benches[0].ID)
+	if err != nil || len(attempts) != 6 {
+		t.Fatalf("attempts %+v %v", attempts, err)
+	}
+	ran, skipped := 0, 0
+	for _, a := range attempts {
+		switch a.Status {
+		case trace.AttemptSkipped:
+			skipped++
+		case trace.AttemptPassed, trace.AttemptFailed:
+			ran++
+			if a.CostUSD < 0.5 {
+				t.Errorf("attempt %d cost $%.2f, want each over the budget", a.N, a.CostUSD)
+			}
+		}
+	}
+	// Two workers may each start one before either has spent: at most two.
+	if ran < 1 || ran > 2 || skipped != 6-ran {
+		t.Errorf("%d attempts ran, %d skipped; want 1 or 2 ran and the rest skipped", ran, skipped)
+	}
+}
