@@ -40,10 +40,18 @@ type Factory struct {
 }
 
 // versionCache is where runtimes' verified versions are remembered: beside
-// the database.
+// a database file, in the state folder with a database URL.
 func (f *Factory) versionCache() string {
 	db, err := f.DBPath()
 	if err != nil {
+		return ""
+	}
+	if store.IsURL(db) {
+		// The versions are this machine's binaries': beside its state,
+		// never in a folder named after a URL.
+		if dir := f.StateDir(); dir != "" {
+			return filepath.Join(dir, "runtime-versions.json")
+		}
 		return ""
 	}
 	return filepath.Join(filepath.Dir(db), "runtime-versions.json")

@@ -61,3 +61,15 @@ func TestDoctorShowsNoDatabasePassword(t *testing.T) {
 		}
 	}
 }
+
+// With a database URL, the cache of runtime versions is this machine's
+// state, not a folder named after the URL.
+func TestVersionCacheBesideTheStateForAURL(t *testing.T) {
+	state := t.TempDir()
+	f := &Factory{Getenv: func(k string) string {
+		return map[string]string{"LANE_DB": "postgres://lane:pw@db:5432/lane", "XDG_STATE_HOME": state}[k]
+	}}
+	if got, want := f.versionCache(), filepath.Join(state, "lane", "runtime-versions.json"); got != want {
+		t.Errorf("versionCache() = %q, want %q", got, want)
+	}
+}
