@@ -27,6 +27,13 @@ var defaultSearch = searchTuning{sparseMatches: 1000, firstChunk: 256}
 
 const maxChunk = 1 << 16
 
+// searchWords splits a person's search text into its words: at spaces and
+// control characters, after invalid UTF-8 is made spaces.
+func searchWords(text string) []string {
+	text = strings.ToValidUTF8(text, " ")
+	return strings.FieldsFunc(text, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
+}
+
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }
 
 // ftsMatch turns a person's search text into an FTS5 query that SQLite
@@ -39,13 +46,11 @@ func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r)
 // be empty phrases and are left out; ftsMatch returns "" when no word is
 // left.
 func ftsMatch(text string) string {
-	text = strings.ToValidUTF8(text, " ")
-	words := strings.FieldsFunc(text, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
 	var (
 		b    strings.Builder
 		last string
 	)
-	for _, w := range words {
+	for _, w := range searchWords(text) {
 		if strings.IndexFunc(w, isWordRune) < 0 {
 			continue
 		}

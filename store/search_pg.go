@@ -131,13 +131,11 @@ func quoteLexeme(b *strings.Builder, l string) {
 // characters, ANDed; a word of several tokens a phrase; the last token a
 // prefix when it has two characters or more. "" when no word has a token.
 func searchQuery(text string) string {
-	text = strings.ToValidUTF8(text, " ")
-	words := strings.FieldsFunc(text, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
 	var (
 		b    strings.Builder
 		last string
 	)
-	for _, w := range words {
+	for _, w := range searchWords(text) {
 		toks := searchTokens(w)
 		if len(toks) == 0 {
 			continue
