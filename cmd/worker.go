@@ -27,6 +27,7 @@ type WorkerOptions struct {
 	Name     string
 	Lease    time.Duration
 	Keep     bool
+	Run      RunOptions // how each attempt runs, as lane bench's runtime flags say
 }
 
 // NewCmdWorker builds `lane worker`.
@@ -49,6 +50,9 @@ machine".`,
 	fl.StringVar(&opts.Name, "name", "", "the worker's name in the pool (default: the host name)")
 	fl.DurationVar(&opts.Lease, "lease", pool.DefaultLease, "how long an attempt stays this worker's without a heartbeat")
 	fl.BoolVar(&opts.Keep, "keep", false, "keep each attempt's folder")
+	// The runs of a worker are lane runs like any other: the same watchdogs,
+	// permission mode and sandbox by default, set on the worker's machine.
+	addRuntimeFlags(c, &opts.Run)
 	return c
 }
 
@@ -112,7 +116,7 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 		Store: st, Name: name, Runtimes: runtimes, Parallel: opts.Parallel, Lease: opts.Lease,
 		Log: slog.Default(), Now: time.Now,
 		RuntimeOf: func(model string) (string, error) {
-			t, err := cfg.Resolve(model, "", "", f.Getenv)
+			t, err := cfg.Resolve(model, opts.Run.Runtime, opts.Run.BaseURL, f.Getenv)
 			return t.Runtime, err
 		},
 	}
@@ -123,7 +127,7 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 	if err := os.MkdirAll(workDir, 0o700); err != nil {
 		return nil, fmt.Errorf("worker folder: %w", err)
 	}
-	bo := &BenchOptions{Keep: opts.Keep}
+	bo := &BenchOptions{Keep: opts.Keep, Run: opts.Run}
 	blob := func(ctx context.Context, digest string) ([]byte, error) {
 		var data []byte
 		err := w.Persist(ctx, "fixture "+digest, func(ctx context.Context) error {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"lane/internal/anthropictest"
 	"lane/internal/openaitest"
 	"lane/internal/pgtest"
 	"lane/store"
@@ -305,5 +306,42 @@ func TestPoolHoldsTheBudget(t *testing.T) {
 	// Two workers may each start one before either has spent: at most two.
 	if ran < 1 || ran > 2 || skipped != 6-ran {
 		t.Errorf("%d attempts ran, %d skipped; want 1 or 2 ran and the rest skipped", ran, skipped)
+	}
+}
+
+// A worker runs an attempt as lane bench would run it here, lane run's
+// defaults included: Claude Code writes a file only under the permission
+// mode lane gives a headless run.
+func TestWorkerRunsClaudeCodeAsLaneRunDoes(t *testing.T) {
+	e := poolEnv(t)
+	cs := anthropictest.NewServer(t)
+	home := filepath.Join(t.TempDir(), "home")
+	os.Mkdir(home, 0o755)
+	e.vars = append(e.vars, anthropictest.ClaudeEnv(cs.URL(), home)...)
+	e.vars = append(e.vars, "LANE_CLAUDE_BIN="+anthropictest.ClaudeBin(t), "HOME="+home)
+	cs.SetResponder(func(r anthropictest.Request) (anthropictest.Turn, bool) {
+		for _, m := range r.Messages {
+			for _, b := range m.Blocks() {
+				if b.Type == "tool_result" {
+					return anthropictest.Text("done"), true
+				}
+			}
+		}
+		return anthropictest.Tools(anthropictest.Bash("", "echo 42 > answer.txt")), true
+	})
+	e.startWorker(t, "--name", "w1", "--runtimes", "claude")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	wantExit(t, e.lane(ctx, "bench", "--workers", "--models", "sonnet", "-o", "json", oneTaskSuite(t)), 0)
+
+	st := e.openStore()
+	benches, _ := st.ListBenches(context.Background(), 1)
+	attempts, err := st.Attempts(context.Background(), benches[0].ID)
+	if err != nil || len(attempts) != 1 || attempts[0].Status != trace.AttemptPassed {
+		t.Fatalf("attempts %+v %v, want the one passed", attempts, err)
+	}
+	run, err := st.GetRun(context.Background(), attempts[0].RunID)
+	if err != nil || run.Capability.PermissionMode != "bypassPermissions" || run.Worker != "w1" {
+		t.Errorf("run %+v %v, want lane run's permission mode, on w1", run, err)
 	}
 }
