@@ -250,6 +250,25 @@ func (c *copier) judge(found bool, src, dst []any, srcRank, dstRank int) verdict
 	return keepIt
 }
 
+// judgeRecord is judge for a record of the source and the target's old
+// one (nil when it has none), by their columns (args) and their statuses;
+// it also returns rec's columns.
+func judgeRecord[T any](c *copier, rec, old *T, args func(*T) ([]any, error), status func(*T) trace.Status) (verdict, []any, error) {
+	src, err := args(rec)
+	if err != nil {
+		return 0, nil, err
+	}
+	var dst []any
+	oldRank := 0
+	if old != nil {
+		if dst, err = args(old); err != nil {
+			return 0, nil, err
+		}
+		oldRank = statusRank(status(old))
+	}
+	return c.judge(old != nil, src, dst, statusRank(status(rec)), oldRank), src, nil
+}
+
 func (v verdict) count(n *CopyCount) {
 	switch v {
 	case sameAsIt:
@@ -361,19 +380,10 @@ func (c *copier) putRuns(ctx context.Context, runs []*trace.Run) error {
 // has none), with the statements CreateRun and UpdateRun use: on
 // PostgreSQL they also write the run's words for search.
 func (c *copier) writeRun(ctx context.Context, tx *txn, r, old *trace.Run, n *CopyCount) error {
-	src, err := runArgs(r)
+	v, _, err := judgeRecord(c, r, old, runArgs, func(r *trace.Run) trace.Status { return r.Status })
 	if err != nil {
 		return err
 	}
-	var dst []any
-	oldRank := 0
-	if old != nil {
-		if dst, err = runArgs(old); err != nil {
-			return err
-		}
-		oldRank = statusRank(old.Status)
-	}
-	v := c.judge(old != nil, src, dst, statusRank(r.Status), oldRank)
 	if v != insertIt && v != updateIt {
 		v.count(n)
 		return nil
@@ -647,19 +657,11 @@ func (c *copier) putBenches(ctx context.Context, bs []*trace.Bench) error {
 // writeBench writes b as the rule says, given the target's old (nil when
 // it has none), with the statements CreateBench and UpdateBench use.
 func (c *copier) writeBench(ctx context.Context, tx *txn, b, old *trace.Bench, n *CopyCount) error {
-	src, err := benchArgs(b)
+	v, src, err := judgeRecord(c, b, old, benchArgs, func(b *trace.Bench) trace.Status { return b.Status })
 	if err != nil {
 		return err
 	}
-	var dst []any
-	oldRank := 0
-	if old != nil {
-		if dst, err = benchArgs(old); err != nil {
-			return err
-		}
-		oldRank = statusRank(old.Status)
-	}
-	switch v := c.judge(old != nil, src, dst, statusRank(b.Status), oldRank); v {
+	switch v {
 	case insertIt:
 		return insertCounted(ctx, tx, benchInsert+" ON CONFLICT (id) DO NOTHING", src, n)
 	case updateIt:
