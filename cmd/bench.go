@@ -101,7 +101,7 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 		bc.Progress = f.IO.ErrOut
 	}
 	bc.Run = attemptRunner(f, st, cfg, opts)
-	if bc.Pool, err = benchPool(ctx, f, st, cfg, opts); err != nil {
+	if bc.Pool, err = benchPool(ctx, f, st, cfg, opts, bc.Resume); err != nil {
 		return err
 	}
 	b, err := bench.Run(ctx, bc)
@@ -301,15 +301,10 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
-// benchPool is the pool of workers that --workers (or the resumed bench)
-// sends attempts to; nil for a bench that runs here.
-func benchPool(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, opts *BenchOptions) (bench.Pool, error) {
-	resumed := false
-	if opts.Resume != "" {
-		b, err := st.GetBench(ctx, opts.Resume)
-		resumed = err == nil && b.Workers
-	}
-	if !opts.Workers && !resumed {
+// benchPool is the pool of workers that --workers (or resume, a bench of
+// the pool) sends attempts to; nil for a bench that runs here.
+func benchPool(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, opts *BenchOptions, resume *trace.Bench) (bench.Pool, error) {
+	if !opts.Workers && (resume == nil || !resume.Workers) {
 		return nil, nil
 	}
 	if st.Pool() == nil {
