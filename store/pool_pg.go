@@ -200,12 +200,6 @@ func (s *Store) pgInterruptLostTries(ctx context.Context, tx pgx.Tx, key Attempt
 	return err
 }
 
-// InTx runs fn in a write transaction of a PostgreSQL store (to insert
-// River jobs with what the store records); ErrNeedsPostgres on SQLite.
-func (s *Store) InTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return s.pgWriteTx(ctx, fn)
-}
-
 // migrateLockKey is the session advisory lock under which another
 // library's migrations run (River's cannot run in one transaction).
 const migrateLockKey int64 = 0x6c616e65_00000002
