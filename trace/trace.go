@@ -32,7 +32,33 @@ const (
 	KindDelta      Kind = "delta"       // a partial message fragment (Text holds a text/thinking delta)
 	KindTodo       Kind = "todo"        // the agent's plan changed (Text: the rendered list)
 	KindTranscript Kind = "transcript"  // the local loop's whole conversation (Raw: JSON), kept for resume
+
+	// A person in the loop (interactive runs).
+	KindPermissionRequest  Kind = "permission_request"  // a tool call waits for a person (Permission, ToolUseID, ToolName, Input)
+	KindPermissionDecision Kind = "permission_decision" // how it was answered (Permission)
+	KindUserMessage        Kind = "user_message"        // a person's follow-up message reached the runtime (Text, By)
+	KindInterrupt          Kind = "interrupt"           // a person stopped the current turn (By)
 )
+
+// Permission is a request for a person's approval of a tool call, or its
+// answer.
+type Permission struct {
+	ID      string `json:"id"`
+	Summary string `json:"summary,omitempty"` // request: the command or path, one line
+	// decision
+	Allow    bool   `json:"allow,omitempty"`
+	Always   bool   `json:"always,omitempty"`
+	By       string `json:"by,omitempty"` // terminal, dashboard, cli, rule, timeout, lane
+	Message  string `json:"message,omitempty"`
+	WaitedMS int64  `json:"waited_ms,omitempty"`
+}
+
+// PermissionCounts are a run's requests for approval and their answers.
+type PermissionCounts struct {
+	Requests int `json:"requests"`
+	Allowed  int `json:"allowed"`
+	Denied   int `json:"denied"`
+}
 
 // Usage counts tokens. Cache reads and cache creation are kept apart from
 // plain input because they are priced differently.
@@ -133,6 +159,11 @@ type Event struct {
 	// error: a machine-readable kind (see ErrorKind) beside the human Text.
 	ErrorKind ErrorKind `json:"error_kind,omitempty"`
 
+	// permission_request, permission_decision
+	Permission *Permission `json:"permission,omitempty"`
+	// user_message, interrupt: who sent it (terminal, dashboard, cli)
+	By string `json:"by,omitempty"`
+
 	// Raw is the runtime's line, verbatim. It is stored beside the normalized
 	// form and never re-encoded, so it is excluded from the JSON payload.
 	Raw []byte `json:"-"`
@@ -229,6 +260,9 @@ type Run struct {
 
 	Capability        Capability      `json:"capability"`
 	PermissionDenials json.RawMessage `json:"permission_denials,omitempty"`
+	// Permissions counts the run's requests for a person's approval and
+	// the decisions on tool calls (a person's, a rule's, the timeout's).
+	Permissions PermissionCounts `json:"permissions"`
 
 	// The lane process that owns a running run; a run whose owner is gone is
 	// shown as interrupted.
