@@ -101,10 +101,11 @@ type Desk interface {
 	Steering(ctx context.Context, runID string) <-chan Steer
 	// Delivered records that s reached the runtime.
 	Delivered(ctx context.Context, s Steer) error
-	// Close ends what is still pending of the run (its requests answered
-	// by ByLane): nothing can answer them any more.
-	Close(ctx context.Context, runID string) error
 }
+
+// What a run left pending when it ended (a request nobody answered, a
+// message not delivered) is settled when the run's end is recorded: the
+// store answers the requests ByLane.
 
 // ErrAnswered is the error of an answer to a request that was answered
 // already (by a person, a rule or the timeout).

@@ -140,5 +140,3 @@ func (m *Memory) DeliveredSteers() []Steer {
 	defer m.mu.Unlock()
 	return append([]Steer{}, m.delivered...)
 }
-
-func (m *Memory) Close(context.Context, string) error { return nil }

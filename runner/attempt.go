@@ -75,8 +75,15 @@ func runAttempt(ctx context.Context, a *attempt, rec Recorder) (*trace.Run, erro
 			cause = a.observe(ev)
 		}
 		record(ev)
-		if ev.Kind == trace.KindSession && ev.SessionID != "" {
+		switch {
+		case ev.Kind == trace.KindSession && ev.SessionID != "":
 			run.SessionID = ev.SessionID
+		case ev.Kind == trace.KindPermissionRequest:
+			run.Permissions.Requests++
+		case ev.Kind == trace.KindPermissionDecision && ev.Permission != nil && ev.Permission.Allow:
+			run.Permissions.Allowed++
+		case ev.Kind == trace.KindPermissionDecision:
+			run.Permissions.Denied++
 		}
 		return cause
 	}

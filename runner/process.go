@@ -60,6 +60,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 	// watchdog that fires now only ends its lingering (a result printed
 	// after lane's interrupt does not count: see Exit.Settled).
 	var finished bool
+	var dlg dialog
 	a := &attempt{
 		run: &trace.Run{
 			ParentRunID: o.ParentRunID,
@@ -77,9 +78,13 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 				inv: inv, watchdogs: o.Watchdogs, shim: o.Shim, newSource: p.newSource, emit: emit,
 				settled: func() bool { return finished },
 				work:    stepWork(p.stepTurns),
+				dialog:  dlg,
 			})
 		},
 		observe: func(ev trace.Event) error {
+			if dlg != nil {
+				dlg.observe(ev)
+			}
 			tally.Observe(ev)
 			if ev.Kind != trace.KindStderr {
 				finished = p.final(ev)
@@ -100,6 +105,9 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		startHint: "check that " + o.Found.Path + " is executable",
 		next:      continueSession,
 		cleanup:   func() { os.RemoveAll(conf) },
+	}
+	if p.newDialog != nil && o.interactive() {
+		dlg = p.newDialog(o, a.run)
 	}
 	if p.shellLog != nil {
 		a.amend = newShellLog(p.shellLog(env), "run_shell_command").amend

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"lane/interact"
 	"lane/internal/proc"
 	"lane/provider"
 	"lane/sandbox"
@@ -91,6 +92,15 @@ type Options struct {
 	// Notice receives one-line notes for the person (the sandbox chosen);
 	// nil drops them.
 	Notice func(string)
+
+	// Interactive runs. Desk is where requests for approval go and
+	// steering comes from; nil runs unattended (nobody to ask, nothing to
+	// steer). AllowedTools and PermissionMode above are the rules and mode;
+	// DenyRules deny whatever the mode says.
+	Desk            interact.Desk
+	DenyRules       []string
+	ApprovalTimeout time.Duration // 0: interact.DefaultApprovalTimeout
+	Linger          time.Duration // after an interrupt; 0: DefaultLinger
 
 	// continuing: the task is already in History, as the last attempt
 	// left it (a retry of lane's own loop).

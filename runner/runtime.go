@@ -75,6 +75,10 @@ type process struct {
 	authHint string
 	// capability is what a run is allowed, as recorded with it.
 	capability func(o Options) trace.Capability
+	// newDialog, when set, makes an interactive run (Options.Desk set)
+	// two-way: the dialog owns the runtime's stdin (see dialog). run is the
+	// attempt's record; its ID is set once the run is recorded.
+	newDialog func(o Options, run *trace.Run) dialog
 }
 
 // DefaultRuntime runs a model named without a runtime or provider prefix.

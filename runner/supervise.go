@@ -88,6 +88,8 @@ type supervision struct {
 	// work, when not nil, says whether an event opens or closes work in
 	// flight other than a tool call (see newWatch).
 	work func(ev trace.Event) (key string, opens, closes bool)
+	// dialog, when not nil, owns the runtime's stdin (see dialog).
+	dialog dialog
 }
 
 // supervise runs s.inv, turns its stdout into events with s.newSource, and
@@ -99,19 +101,61 @@ func supervise(ctx context.Context, s supervision) (Exit, error) {
 	if s.watchdogs.Grace <= 0 {
 		s.watchdogs.Grace = defaultGrace
 	}
-	rt, err := startRuntime(s.inv, s.shim, s.watchdogs.Grace)
+	rt, err := startRuntime(s.inv, s.shim, s.watchdogs.Grace, s.dialog != nil)
 	if err != nil {
 		return Exit{}, err
+	}
+	newSource := s.newSource
+	if src, ok := s.dialog.(sourcer); ok {
+		newSource = src.source
 	}
 	sv := &supervisor{
 		s:      s,
 		rt:     rt,
-		out:    readOutput(rt, s.newSource),
+		out:    readOutput(rt, newSource),
 		watch:  newWatch(s.watchdogs, time.Now(), s.work),
 		timer:  time.NewTimer(time.Hour),
 		exited: rt.child.Done(),
 	}
-	return sv.run(ctx), nil
+	if s.dialog == nil {
+		return sv.run(ctx), nil
+	}
+	return sv.converse(ctx), nil
+}
+
+// converse runs the select loop with the dialog beside it, and returns
+// once both are over.
+func (sv *supervisor) converse(ctx context.Context) Exit {
+	dctx, endDialog := context.WithCancel(ctx)
+	posted := make(chan trace.Event)
+	stops := make(chan error, 1)
+	sv.posted, sv.stops = posted, stops
+	t := talk{
+		post: func(ev trace.Event) bool {
+			select {
+			case posted <- ev:
+				return true
+			case <-dctx.Done():
+				return false
+			}
+		},
+		stop: func(cause error) {
+			select {
+			case stops <- cause:
+			default: // a stop is on its way already
+			}
+		},
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer sv.rt.stdin.Close()
+		sv.s.dialog.begin(dctx, sv.rt.stdin, t)
+	}()
+	ex := sv.run(ctx)
+	endDialog()
+	<-done
+	return ex
 }
 
 // running is a started runtime: its process and its output pipes.
@@ -119,11 +163,12 @@ type running struct {
 	child          *proc.Child
 	cmd            *exec.Cmd
 	stdout, stderr *os.File // the read ends
+	stdin          *os.File // the write end, when a dialog owns stdin
 }
 
 // startRuntime starts inv (under shim unless it is "") in a process group
-// of its own, its output on pipes.
-func startRuntime(inv Invocation, shim string, grace time.Duration) (*running, error) {
+// of its own, its output on pipes, and its input on a pipe when piped.
+func startRuntime(inv Invocation, shim string, grace time.Duration, piped bool) (*running, error) {
 	// A runtime that cannot start is lane's to report, not the shim's.
 	if _, err := exec.LookPath(inv.Path); err != nil {
 		return nil, fmt.Errorf("start %s: %w", inv.Path, err)
@@ -149,7 +194,18 @@ func startRuntime(inv Invocation, shim string, grace time.Duration) (*running, e
 	cmd := exec.Command(inv.Path, inv.Args...)
 	cmd.Dir = inv.Dir
 	cmd.Env = inv.Env
-	if inv.Stdin != "" {
+	var inR, inW *os.File
+	switch {
+	case piped:
+		if inR, inW, err = os.Pipe(); err != nil {
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			return nil, fmt.Errorf("stdin pipe: %w", err)
+		}
+		cmd.Stdin = inR
+	case inv.Stdin != "":
 		cmd.Stdin = strings.NewReader(inv.Stdin)
 	} // else os/exec connects /dev/null
 	cmd.Stdout = outW
@@ -157,12 +213,18 @@ func startRuntime(inv Invocation, shim string, grace time.Duration) (*running, e
 	child, err := proc.Start(cmd, proc.Options{DeathSignal: deathSignal})
 	outW.Close()
 	errW.Close()
+	if inR != nil {
+		inR.Close()
+	}
 	if err != nil {
 		outR.Close()
 		errR.Close()
+		if inW != nil {
+			inW.Close()
+		}
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	return &running{child: child, cmd: cmd, stdout: outR, stderr: errR}, nil
+	return &running{child: child, cmd: cmd, stdout: outR, stderr: errR, stdin: inW}, nil
 }
 
 // output is what the runtime prints, read by two goroutines: its stdout
@@ -216,6 +278,9 @@ type supervisor struct {
 	stopping bool
 	stopped  chan []int
 	stopDone bool
+	// The dialog's events and stop requests; nil without a dialog.
+	posted <-chan trace.Event
+	stops  <-chan error
 }
 
 // run is the select loop: it hands out the runtime's output, drives the
@@ -251,6 +316,10 @@ func (sv *supervisor) run(ctx context.Context) Exit {
 		case <-ctxDone:
 			ctxDone = nil
 			sv.beginStop(stopCause(ctx))
+		case ev := <-sv.posted:
+			sv.onEvents([]trace.Event{ev}, true)
+		case cause := <-sv.stops:
+			sv.beginStop(cause)
 		}
 	}
 	sv.rt.stdout.Close()

@@ -19,7 +19,7 @@ import (
 // ever) is as stuck as a silent one. While a tool call is pending (a tool
 // call with an id, until its result) or work is in flight (see newWatch),
 // the idle watchdog waits: a tool that runs for ten minutes is silent but
-// alive. The hard watchdog counts from the start, whatever happens.
+// alive; so it does while a request waits for a person's approval. The hard watchdog counts from the start, whatever happens.
 type watch struct {
 	limits Watchdogs
 	start  time.Time
@@ -28,6 +28,7 @@ type watch struct {
 	last   time.Time       // the last progress
 	calls  map[string]bool // pending tool calls, by ToolUseID
 	steps  map[string]bool // work in flight, by work's key
+	asks   map[string]bool // requests waiting for a person, by their id
 }
 
 // newWatch watches a run that started at start. work, when not nil, says
@@ -35,7 +36,7 @@ type watch struct {
 // (opencode's steps, which hide the tools running inside them); a close
 // with an empty key closes all of it.
 func newWatch(limits Watchdogs, start time.Time, work func(ev trace.Event) (key string, opens, closes bool)) *watch {
-	return &watch{limits: limits, start: start, work: work, calls: map[string]bool{}, steps: map[string]bool{}}
+	return &watch{limits: limits, start: start, work: work, calls: map[string]bool{}, steps: map[string]bool{}, asks: map[string]bool{}}
 }
 
 // observe tells w that ev happened at now.
@@ -53,6 +54,14 @@ func (w *watch) observe(ev trace.Event, now time.Time) {
 		}
 	case trace.KindToolResult:
 		delete(w.calls, ev.ToolUseID)
+	case trace.KindPermissionRequest:
+		if ev.Permission != nil {
+			w.asks[ev.Permission.ID] = true // a person thinking is not a hang
+		}
+	case trace.KindPermissionDecision:
+		if ev.Permission != nil {
+			delete(w.asks, ev.Permission.ID)
+		}
 	}
 	if w.work == nil {
 		return
@@ -86,7 +95,7 @@ func (w *watch) armed() []armed {
 	if !w.seen && w.limits.FirstByte > 0 {
 		add(WatchdogFirstByte, w.limits.FirstByte, w.start)
 	}
-	if w.seen && w.limits.Idle > 0 && len(w.calls) == 0 && len(w.steps) == 0 {
+	if w.seen && w.limits.Idle > 0 && len(w.calls) == 0 && len(w.steps) == 0 && len(w.asks) == 0 {
 		add(WatchdogIdle, w.limits.Idle, w.last)
 	}
 	return out
