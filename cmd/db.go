@@ -133,6 +133,8 @@ func copySummary(st store.CopyStats) string {
 		{"attempt", "attempts", st.Attempts},
 		{"attempt run", "attempt runs", st.AttemptRuns},
 		{"blob", "blobs", st.Blobs},
+		{"request for approval", "requests for approval", st.Approvals},
+		{"message", "messages", st.Steers},
 	}
 	parts := make([]string, len(kinds))
 	for i, k := range kinds {

@@ -71,7 +71,7 @@ func (c *CopyCount) add(d CopyCount) {
 
 // CopyStats counts what Copy did, kind by kind.
 type CopyStats struct {
-	Runs, Events, Benches, Attempts, AttemptRuns, Blobs CopyCount
+	Runs, Events, Benches, Attempts, AttemptRuns, Blobs, Approvals, Steers CopyCount
 }
 
 func (s *CopyStats) add(d CopyStats) {
@@ -81,6 +81,8 @@ func (s *CopyStats) add(d CopyStats) {
 	s.Attempts.add(d.Attempts)
 	s.AttemptRuns.add(d.AttemptRuns)
 	s.Blobs.add(d.Blobs)
+	s.Approvals.add(d.Approvals)
+	s.Steers.add(d.Steers)
 }
 
 // Copy copies the history of from into to and returns what it did, also
@@ -138,7 +140,7 @@ func Copy(ctx context.Context, from, to *Store, opts CopyOptions) (CopyStats, er
 	if err := c.benches(ctx); err != nil {
 		return c.stats, fmt.Errorf("copy: %w", err)
 	}
-	for _, t := range []copyTable{attemptTable, attemptRunTable, blobTable} {
+	for _, t := range []copyTable{attemptTable, attemptRunTable, blobTable, approvalTable, steerTable} {
 		if err := c.table(ctx, t); err != nil {
 			return c.stats, fmt.Errorf("copy: %w", err)
 		}
@@ -735,6 +737,19 @@ var (
 		cols:  []string{"digest", "size", "data"},
 		key:   1,
 		count: func(s *CopyStats) *CopyCount { return &s.Blobs },
+	}
+	approvalTable = copyTable{
+		name: "approvals",
+		cols: []string{"id", "run_id", "tool_use_id", "tool", "summary", "input", "suggestions", "dir",
+			"asked_at", "deadline", "decided_at", "allow", "always", "answered_by", "message"},
+		key:   1,
+		count: func(s *CopyStats) *CopyCount { return &s.Approvals },
+	}
+	steerTable = copyTable{
+		name:  "steers",
+		cols:  []string{"id", "run_id", "kind", "text", "deliver_now", "sender", "sent_at", "delivered_at"},
+		key:   1,
+		count: func(s *CopyStats) *CopyCount { return &s.Steers },
 	}
 )
 

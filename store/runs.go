@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -22,6 +23,7 @@ var runColumns = []string{
 	"error_kind", "error_message", "error_hint", "contradiction", "result_text",
 	"cap_dir", "add_dirs", "allowed_tools", "permission_mode", "mcp_isolated", "permission_denials",
 	"owner_pid", "owner_start", "owner_host", "worker",
+	"permission_requests", "permissions_allowed", "permissions_denied",
 }
 
 var (
@@ -64,6 +66,7 @@ func runArgs(r *trace.Run) ([]any, error) {
 		string(r.ErrorKind), r.ErrorMessage, r.ErrorHint, r.Contradiction, r.ResultText,
 		r.Capability.Dir, addDirs, tools, r.Capability.PermissionMode, r.Capability.MCPIsolated, denials,
 		r.OwnerPID, int64(r.OwnerStart), r.OwnerHost, r.Worker,
+		r.Permissions.Requests, r.Permissions.Allowed, r.Permissions.Denied,
 	}, nil
 }
 
@@ -85,6 +88,7 @@ func scanRun(sc scanner) (*trace.Run, error) {
 		&errKind, &r.ErrorMessage, &r.ErrorHint, &r.Contradiction, &r.ResultText,
 		&r.Capability.Dir, &addDirs, &tools, &r.Capability.PermissionMode, &r.Capability.MCPIsolated, &denials,
 		&r.OwnerPID, &ownerStart, &r.OwnerHost, &r.Worker,
+		&r.Permissions.Requests, &r.Permissions.Allowed, &r.Permissions.Denied,
 	)
 	if err != nil {
 		return nil, err
@@ -132,7 +136,25 @@ func (s *Store) UpdateRun(ctx context.Context, r *trace.Run) error {
 	if err != nil {
 		return fmt.Errorf("update run %s: %w", r.ID, err)
 	}
-	return s.updateRecord(ctx, "run", r.ID, q, args, ErrNotFound)
+	if !r.Status.Finished() {
+		return s.updateRecord(ctx, "run", r.ID, q, args, ErrNotFound)
+	}
+	// The run's end settles the requests that still wait: nobody can
+	// answer them any more.
+	err = s.writeTx(ctx, func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return cmp.Or(err, ErrNotFound)
+		}
+		return settleApprovals(ctx, tx, r.ID, cmp.Or(r.EndedAt, time.Now()))
+	})
+	if err != nil {
+		return fmt.Errorf("update run %s: %w", r.ID, err)
+	}
+	return nil
 }
 
 // runStatement returns the INSERT (or the UPDATE) of r and its arguments,

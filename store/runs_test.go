@@ -76,6 +76,7 @@ func fullRun(t *testing.T, id string) *trace.Run {
 		OwnerStart:        start,
 		OwnerHost:         "host-a",
 		Worker:            "worker-1",
+		Permissions:       trace.PermissionCounts{Requests: 3, Allowed: 2, Denied: 1},
 	}
 }
 
