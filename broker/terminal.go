@@ -33,13 +33,14 @@ type Terminal struct {
 // NewTerminal asks on in (a terminal device) and writes to out.
 func NewTerminal(in *os.File, out io.Writer) *Terminal { return &Terminal{in: in, out: out} }
 
-// OpenTerminal opens the controlling terminal, when the process has one.
-func OpenTerminal(out io.Writer) (*Terminal, error) {
+// OpenTerminal opens the controlling terminal, when the process has one,
+// to ask and answer on.
+func OpenTerminal() (*Terminal, error) {
 	f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open the terminal: %w", err)
 	}
-	return NewTerminal(f, out), nil
+	return NewTerminal(f, f), nil
 }
 
 // Close closes the terminal.

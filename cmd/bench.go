@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"lane/broker"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -189,8 +190,12 @@ func attemptRunner(f *Factory, st *store.Store, cfg *config.File, opts *BenchOpt
 // recordedRunner is attemptRunner with, for a lane worker, its hooks.
 func recordedRunner(f *Factory, st *store.Store, cfg *config.File, opts *BenchOptions, hooks *workerHooks) bench.RunFunc {
 	quiet := IO{Out: discard{}, ErrOut: f.IO.ErrOut}
+	// Nobody sits at a bench's terminal, but its attempts can still be
+	// approved, steered and cancelled from elsewhere.
+	desk := broker.New(st, broker.Options{})
 	return func(ctx context.Context, spec bench.RunSpec) (*trace.Run, error) {
 		ro := opts.Run
+		ro.desk = desk
 		ro.Dir, ro.Model, ro.Task = spec.Dir, spec.Model, spec.Prompt
 		ro.MaxTurns, ro.MaxCost, ro.OutputFormat = spec.MaxTurns, spec.MaxCostUSD, formatNone
 		if spec.Timeout > 0 {

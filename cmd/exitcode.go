@@ -104,11 +104,17 @@ func runExitCode(r *trace.Run) int {
 	return ExitRunFailed
 }
 
-// isNotFound says err is about a run, bench or event that is not there (or
-// an id prefix that fits several): a plain failure, not a mistake in how
-// lane was called.
+// isNotFound says err is about a run, bench, event or request that is not
+// there (or an id prefix that fits several), or one that can no longer be
+// acted on (a request answered already, a run that has ended): a plain
+// failure, not a mistake in how lane was called.
 func isNotFound(err error) bool {
-	return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrAmbiguous)
+	for _, target := range []error{store.ErrNotFound, store.ErrAmbiguous, store.ErrApprovalNotFound, store.ErrAnswered, store.ErrRunEnded} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }
 
 // showsUsage says whether Main follows err with a pointer to --help.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"lane/broker"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -35,8 +36,11 @@ type Factory struct {
 	Environ func() []string
 	// Shim is the binary every runtime is started under (see runner's
 	// shim.go): lane's own, or "" to start runtimes directly.
-	Shim   string
-	dbPath string
+	Shim string
+	// OpenTerminal, when set, opens the terminal a person answers lane
+	// run's requests for approval at (nil: nobody sits at one).
+	OpenTerminal func() (*broker.Terminal, error)
+	dbPath       string
 }
 
 // versionCache is where runtimes' verified versions are remembered: beside
@@ -132,6 +136,11 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		NewCmdDoctor(f),
 		NewCmdDB(f),
 		NewCmdWorker(f),
+		NewCmdApprovals(f),
+		NewCmdApprove(f),
+		NewCmdSend(f),
+		NewCmdInterrupt(f),
+		NewCmdCancel(f),
 	)
 	return root
 }
@@ -144,6 +153,9 @@ func Main(args []string, in *os.File, out, errOut *os.File) int {
 		Environ: os.Environ,
 		// The running binary itself, even if an upgrade has replaced the file.
 		Shim: "/proc/self/exe",
+	}
+	if view.IsTerminal(in) {
+		f.OpenTerminal = broker.OpenTerminal
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -12,7 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lane/broker"
 	"lane/config"
+	"lane/interact"
 	"lane/runner"
 	"lane/sandbox"
 	"lane/store"
@@ -49,6 +51,12 @@ type RunOptions struct {
 	MaxCost     float64
 	Fallback    string
 	BashTimeout time.Duration
+
+	// Interactive runs.
+	ApprovalTimeout time.Duration
+	Linger          time.Duration
+	// desk is where the run's requests and steering go (set by the command).
+	desk interact.Desk
 
 	// Set by lane resume.
 	ParentRunID         string
@@ -133,7 +141,9 @@ func addRunFlags(c *cobra.Command, opts *RunOptions) {
 func addRuntimeFlags(c *cobra.Command, opts *RunOptions) {
 	fl := c.Flags()
 	fl.StringSliceVar(&opts.AllowedTools, "allowed-tools", runner.DefaultAllowedTools(), "tools the agent may use")
-	fl.StringVar(&opts.PermissionMode, "permission-mode", "bypassPermissions", "Claude Code permission mode (a headless run cannot answer prompts)")
+	fl.StringVar(&opts.PermissionMode, "permission-mode", "bypassPermissions", "bypassPermissions (approve every tool call), default (ask a person for anything --allowed-tools does not allow), acceptEdits (edits in the folder approved, the rest asks) or plan (no changes), for every runtime")
+	fl.DurationVar(&opts.ApprovalTimeout, "approval-timeout", interact.DefaultApprovalTimeout, "deny a tool call that nobody approved within this time")
+	fl.DurationVar(&opts.Linger, "linger", runner.DefaultLinger, "after an interrupt, how long the run waits for a follow-up message before it ends")
 	fl.BoolVar(&opts.AllowMCP, "allow-mcp", false, "let the runtime load your MCP servers (default: isolated with --strict-mcp-config)")
 	fl.StringVar(&opts.ClaudeBin, "claude-bin", "", "Claude Code binary (default $LANE_CLAUDE_BIN, PATH, usual install places)")
 	fl.DurationVar(&opts.FirstByteTimeout, "first-byte-timeout", 2*time.Minute, "fail if the runtime prints nothing this long after starting (0: off)")
@@ -194,6 +204,9 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if opts.ToolMode != "native" && opts.ToolMode != "text" {
 		return usageErrorf(fmt.Errorf("unknown --tool-mode %q (want native or text)", opts.ToolMode))
 	}
+	if opts.ApprovalTimeout < 0 || opts.Linger < 0 {
+		return usageErrorf(errors.New("--approval-timeout and --linger must not be negative"))
+	}
 	cfg, err := config.Load(config.Path(f.Getenv))
 	if err != nil {
 		return usageErrorf(err)
@@ -211,6 +224,9 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		fmt.Fprintln(f.IO.ErrOut, "lane: warning:", err)
 	}
 	rec := newRunRecorder(st, f.IO, opts.OutputFormat)
+	desk, closeDesk := runDesk(f, st, cfg, opts, rec)
+	defer closeDesk()
+	opts.desk = desk
 	run, err := executeRun(ctx, f, st, rec, cfg, opts, dir, addDirs)
 	if err != nil {
 		return err
@@ -268,6 +284,9 @@ func newJob(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, 
 	}
 	rt, _ := runner.Lookup(t.Runtime) // Resolve accepts only the table's names
 	o := runOptions(f, cfg, t, opts, dir, addDirs)
+	if err := runner.CheckPermissions(o); err != nil {
+		return runner.Job{}, usageErrorf(err)
+	}
 	o.Bin = opts.RuntimeBin
 	if rt.Name == runner.DefaultRuntime && opts.ClaudeBin != "" {
 		o.Bin = opts.ClaudeBin
@@ -305,8 +324,12 @@ func runOptions(f *Factory, cfg *config.File, t config.Target, opts *RunOptions,
 		KeyEnv:       t.KeyEnv,
 
 		ContextWindow:       t.ContextWindow,
-		AllowedTools:        opts.AllowedTools,
+		AllowedTools:        allowRules(cfg, opts),
 		PermissionMode:      opts.PermissionMode,
+		DenyRules:           cfg.Permissions.Deny,
+		Desk:                opts.desk,
+		ApprovalTimeout:     opts.ApprovalTimeout,
+		Linger:              opts.Linger,
 		AllowMCP:            opts.AllowMCP,
 		AppendSystemPrompt:  opts.AppendSystemPrompt,
 		ResumeSession:       opts.Resume,
@@ -354,4 +377,31 @@ func openRun(ctx context.Context, st *store.Store, id string) (*trace.Run, error
 		return nil, fmt.Errorf("no run has an id starting with %q (see lane runs): %w", id, store.ErrNotFound)
 	}
 	return r, err
+}
+
+// allowRules are --allowed-tools and, in the modes that ask, the config
+// file's allow rules: in bypassPermissions the list also limits the tools
+// the agent sees, which the config's rules must not widen.
+func allowRules(cfg *config.File, opts *RunOptions) []string {
+	if !interact.Mode(opts.PermissionMode).Asks() || len(cfg.Permissions.Allow) == 0 {
+		return opts.AllowedTools
+	}
+	return append(append([]string{}, opts.AllowedTools...), cfg.Permissions.Allow...)
+}
+
+// runDesk is the desk of lane run's runs: the database, and this terminal
+// when a person sits at it (stdin is a terminal, the run is shown as text,
+// and its mode may ask).
+func runDesk(f *Factory, st *store.Store, cfg *config.File, opts *RunOptions, rec *runRecorder) (interact.Desk, func()) {
+	o := broker.Options{}
+	if f.OpenTerminal != nil && opts.OutputFormat == formatText && interact.Mode(opts.PermissionMode).Asks() {
+		if term, err := f.OpenTerminal(); err == nil {
+			o.Terminal = term
+			if rec.printer != nil {
+				rec.printer.Asking = true
+			}
+			return broker.New(st, o), func() { term.Close() }
+		}
+	}
+	return broker.New(st, o), func() {}
 }

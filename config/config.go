@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"lane/interact"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,16 @@ type File struct {
 	// Prices override the price table, in USD per million tokens, keyed by
 	// "provider:model" or a bare model id.
 	Prices map[string]Price `yaml:"prices"`
+	// Permissions are rules in Claude Code's syntax for every run: allow
+	// spares a person the question (in the modes that ask), deny refuses
+	// whatever the mode.
+	Permissions Permissions `yaml:"permissions"`
+}
+
+// Permissions are the config file's permission rules.
+type Permissions struct {
+	Allow []string `yaml:"allow"`
+	Deny  []string `yaml:"deny"`
 }
 
 // Endpoint is a model server.
@@ -78,6 +89,9 @@ func Load(path string) (*File, error) {
 	dec.KnownFields(true)
 	// An empty file decodes to io.EOF: no configuration.
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := f.Permissions.check(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	for name, ep := range f.Endpoints {
@@ -304,4 +318,13 @@ func orDefault(v, def string) string {
 		return v
 	}
 	return def
+}
+
+func (p Permissions) check() error {
+	for _, list := range [][]string{p.Allow, p.Deny} {
+		if _, err := interact.ParseRules(list); err != nil {
+			return fmt.Errorf("permissions: %w", err)
+		}
+	}
+	return nil
 }

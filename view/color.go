@@ -30,6 +30,9 @@ func useColor(getenv func(string) string, terminal bool) bool {
 	return terminal
 }
 
+// IsTerminal reports whether f is a terminal.
+func IsTerminal(f *os.File) bool { return f != nil && isTerminal(f) }
+
 // isTerminal reports whether f is a terminal. It asks through SyscallConn
 // rather than Fd, which would switch f to blocking mode.
 func isTerminal(f *os.File) bool {

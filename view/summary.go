@@ -29,6 +29,9 @@ func (p *Printer) Summary(r *trace.Run) error {
 	if d := runDuration(r); d > 0 {
 		parts = append(parts, humanDuration(d))
 	}
+	if pc := r.Permissions; pc.Requests > 0 || pc.Denied > 0 {
+		parts = append(parts, plural(pc.Requests, "request")+" ("+count(int64(pc.Allowed))+" allowed, "+count(int64(pc.Denied))+" denied)")
+	}
 	if r.Worker != "" {
 		parts = append(parts, "worker "+r.Worker)
 	}

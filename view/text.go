@@ -230,3 +230,10 @@ func compactJSON(raw json.RawMessage) string {
 	}
 	return b.String()
 }
+
+// Clean is s safe to print on one line: escape sequences and control
+// characters removed, line breaks flattened.
+func Clean(s string) string { return flat(s) }
+
+// Truncate cuts s to at most max columns, with an ellipsis.
+func Truncate(s string, max int) string { return truncate(s, max) }

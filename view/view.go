@@ -33,6 +33,10 @@ type Printer struct {
 	calls       map[string]call // tool_use_id → the call
 	lastCall    string          // tool_use_id of the call just shown, "" once anything else was
 	lastError   string          // the text of the error event just shown, "" once anything else was
+
+	// Asking: the person at this terminal is asked each request directly
+	// (lane run's own terminal), so the request itself is not shown again.
+	Asking bool
 }
 
 type call struct {
@@ -115,6 +119,8 @@ func (p *Printer) render(b *strings.Builder, ev trace.Event) {
 		for _, l := range lines(ev.Text) {
 			p.line(b, depth, dim, "stderr: "+l)
 		}
+	case trace.KindPermissionRequest, trace.KindPermissionDecision, trace.KindUserMessage, trace.KindInterrupt:
+		p.person(b, depth, ev)
 	}
 	// usage, result, delta, raw, tool_output (the result sums it up),
 	// transcript and kinds this version does not know: nothing.
