@@ -37,7 +37,7 @@ func openPair(t *testing.T) (run, other *store.Store) {
 	return run, other
 }
 
-func liveRun(t *testing.T, st *store.Store) *trace.Run {
+func liveRun(t testing.TB, st *store.Store) *trace.Run {
 	t.Helper()
 	start, err := proc.StartTime(os.Getpid())
 	if err != nil {
