@@ -43,7 +43,8 @@ func liveRun(t testing.TB, st *store.Store) *trace.Run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &trace.Run{ID: trace.NewRunID(), Status: trace.StatusRunning, StartedAt: time.Now(), OwnerPID: os.Getpid(), OwnerStart: start}
+	r := &trace.Run{ID: trace.NewRunID(), Status: trace.StatusRunning, StartedAt: time.Now(), OwnerPID: os.Getpid(), OwnerStart: start,
+		Capability: trace.Capability{Steer: []string{"message", "interrupt", "cancel"}}}
 	if err := st.CreateRun(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}

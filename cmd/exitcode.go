@@ -109,7 +109,7 @@ func runExitCode(r *trace.Run) int {
 // acted on (a request answered already, a run that has ended): a plain
 // failure, not a mistake in how lane was called.
 func isNotFound(err error) bool {
-	for _, target := range []error{store.ErrNotFound, store.ErrAmbiguous, store.ErrApprovalNotFound, store.ErrAnswered, store.ErrRunEnded} {
+	for _, target := range []error{store.ErrNotFound, store.ErrAmbiguous, store.ErrApprovalNotFound, store.ErrAnswered, store.ErrRunEnded, store.ErrNotSteerable} {
 		if errors.Is(err, target) {
 			return true
 		}

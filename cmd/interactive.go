@@ -228,7 +228,7 @@ func steer(ctx context.Context, f *Factory, s store.Steer) (store.Steer, error) 
 	if errors.As(err, &ended) && s.Kind == string(interact.SteerMessage) {
 		return out, fmt.Errorf("%w; continue it with: lane resume %s %q", err, view.ShortID(ended.RunID), s.Text)
 	}
-	if isNotFound(err) && !errors.Is(err, store.ErrRunEnded) {
+	if errors.Is(err, store.ErrNotFound) {
 		return out, fmt.Errorf("no run has an id starting with %q (see lane runs): %w", s.RunID, err)
 	}
 	return out, err

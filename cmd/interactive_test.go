@@ -37,7 +37,8 @@ func waitingRun(t *testing.T, st *store.Store) (*trace.Run, store.Approval) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := &trace.Run{ID: trace.NewRunID(), Status: trace.StatusRunning, StartedAt: time.Now(), OwnerPID: os.Getpid(), OwnerStart: start}
+	run := &trace.Run{ID: trace.NewRunID(), Status: trace.StatusRunning, StartedAt: time.Now(), OwnerPID: os.Getpid(), OwnerStart: start,
+		Capability: trace.Capability{Steer: []string{"message", "interrupt", "cancel"}}}
 	if err := st.CreateRun(ctx, run); err != nil {
 		t.Fatal(err)
 	}

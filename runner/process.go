@@ -109,6 +109,13 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 	if p.newDialog != nil && o.interactive() {
 		dlg = p.newDialog(o, a.run)
 	}
+	if o.interactive() {
+		a.run.Capability.Steer = twoWaySteer()
+		if dlg == nil {
+			dlg = newOneWay(o, a.run, su.stdin)
+			a.run.Capability.Steer = oneWaySteer()
+		}
+	}
 	if p.shellLog != nil {
 		a.amend = newShellLog(p.shellLog(env), "run_shell_command").amend
 	}

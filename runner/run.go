@@ -213,7 +213,11 @@ func runAttempts(ctx context.Context, rt *Runtime, o Options, rec Recorder) (*tr
 // newAttempt builds attempt number n of the task o describes.
 func (rt *Runtime) newAttempt(o Options, n int) (*attempt, error) {
 	if rt.inProcess != nil {
-		return rt.inProcess(o, n)
+		a, err := rt.inProcess(o, n)
+		if err == nil && o.interactive() {
+			a.run.Capability.Steer = twoWaySteer()
+		}
+		return a, err
 	}
 	return processAttempt(rt, o, n)
 }

@@ -77,7 +77,9 @@ type process struct {
 	capability func(o Options) trace.Capability
 	// newDialog, when set, makes an interactive run (Options.Desk set)
 	// two-way: the dialog owns the runtime's stdin (see dialog). run is the
-	// attempt's record; its ID is set once the run is recorded.
+	// attempt's record; its ID is set once the run is recorded. It may
+	// return nil: that run is driven one way, and a person can only cancel
+	// it (see oneWay).
 	newDialog func(o Options, run *trace.Run) dialog
 }
 

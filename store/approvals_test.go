@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ import (
 func liveRun(t *testing.T, s *Store, id string) *trace.Run {
 	t.Helper()
 	pid, start := selfOwner(t)
-	r := &trace.Run{ID: id, Status: trace.StatusRunning, StartedAt: t0, OwnerPID: pid, OwnerStart: start}
+	r := &trace.Run{ID: id, Status: trace.StatusRunning, StartedAt: t0, OwnerPID: pid, OwnerStart: start,
+		Capability: trace.Capability{Steer: []string{"message", "interrupt", "cancel"}}}
 	if err := s.CreateRun(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +140,30 @@ func TestSteersAreDeliveredOnce(t *testing.T) {
 		all, _ := s.Steers(ctx, "run-c")
 		if len(all) != 2 || all[0].DeliveredAt.IsZero() || !all[1].DeliveredAt.IsZero() {
 			t.Errorf("all = %+v", all)
+		}
+	})
+}
+
+func TestSteeringARunThatTakesNone(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := be.open(t)
+		pid, start := selfOwner(t)
+		r := &trace.Run{ID: "one-way", Runtime: "codex", Status: trace.StatusRunning, StartedAt: t0, OwnerPID: pid, OwnerStart: start,
+			Capability: trace.Capability{Steer: []string{"cancel"}}}
+		if err := s.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.SendSteer(ctx, Steer{RunID: r.ID, Kind: "message", Text: "hi", From: "cli"})
+		if !errors.Is(err, ErrNotSteerable) || !strings.Contains(err.Error(), "lane resume") {
+			t.Errorf("message to a one-way run: %v", err)
+		}
+		if _, err := s.SendSteer(ctx, Steer{RunID: r.ID, Kind: "cancel", From: "cli"}); err != nil {
+			t.Errorf("cancel of a one-way run: %v", err)
+		}
+		got, _ := s.GetRun(ctx, r.ID)
+		if strings.Join(got.Capability.Steer, ",") != "cancel" {
+			t.Errorf("capability read back as %+v", got.Capability)
 		}
 	})
 }

@@ -23,7 +23,7 @@ var runColumns = []string{
 	"error_kind", "error_message", "error_hint", "contradiction", "result_text",
 	"cap_dir", "add_dirs", "allowed_tools", "permission_mode", "mcp_isolated", "permission_denials",
 	"owner_pid", "owner_start", "owner_host", "worker",
-	"permission_requests", "permissions_allowed", "permissions_denied",
+	"permission_requests", "permissions_allowed", "permissions_denied", "cap_steer",
 }
 
 var (
@@ -50,6 +50,10 @@ func runArgs(r *trace.Run) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode allowed_tools: %w", err)
 	}
+	steer, err := jsonList(r.Capability.Steer)
+	if err != nil {
+		return nil, fmt.Errorf("encode cap_steer: %w", err)
+	}
 	var denials any
 	if len(r.PermissionDenials) > 0 {
 		denials = string(r.PermissionDenials)
@@ -66,7 +70,7 @@ func runArgs(r *trace.Run) ([]any, error) {
 		string(r.ErrorKind), r.ErrorMessage, r.ErrorHint, r.Contradiction, r.ResultText,
 		r.Capability.Dir, addDirs, tools, r.Capability.PermissionMode, r.Capability.MCPIsolated, denials,
 		r.OwnerPID, int64(r.OwnerStart), r.OwnerHost, r.Worker,
-		r.Permissions.Requests, r.Permissions.Allowed, r.Permissions.Denied,
+		r.Permissions.Requests, r.Permissions.Allowed, r.Permissions.Denied, steer,
 	}, nil
 }
 
@@ -78,6 +82,7 @@ func scanRun(sc scanner) (*trace.Run, error) {
 		status, errKind         string
 		started, ended, exit    sql.NullInt64
 		addDirs, tools, denials sql.NullString
+		steer                   sql.NullString
 		ownerStart              int64
 	)
 	err := sc.Scan(
@@ -88,7 +93,7 @@ func scanRun(sc scanner) (*trace.Run, error) {
 		&errKind, &r.ErrorMessage, &r.ErrorHint, &r.Contradiction, &r.ResultText,
 		&r.Capability.Dir, &addDirs, &tools, &r.Capability.PermissionMode, &r.Capability.MCPIsolated, &denials,
 		&r.OwnerPID, &ownerStart, &r.OwnerHost, &r.Worker,
-		&r.Permissions.Requests, &r.Permissions.Allowed, &r.Permissions.Denied,
+		&r.Permissions.Requests, &r.Permissions.Allowed, &r.Permissions.Denied, &steer,
 	)
 	if err != nil {
 		return nil, err
@@ -106,6 +111,9 @@ func scanRun(sc scanner) (*trace.Run, error) {
 	}
 	if r.Capability.AllowedTools, err = parseList(tools); err != nil {
 		return nil, fmt.Errorf("decode allowed_tools of run %s: %w", r.ID, err)
+	}
+	if r.Capability.Steer, err = parseList(steer); err != nil {
+		return nil, fmt.Errorf("decode cap_steer of run %s: %w", r.ID, err)
 	}
 	if denials.Valid {
 		r.PermissionDenials = json.RawMessage(denials.String)

@@ -70,6 +70,7 @@ func fullRun(t *testing.T, id string) *trace.Run {
 			AllowedTools:   []string{"Read", "Bash(git *)"},
 			PermissionMode: "acceptEdits",
 			MCPIsolated:    true,
+			Steer:          []string{"message", "interrupt", "cancel"},
 		},
 		PermissionDenials: json.RawMessage(`[{"tool_name":"Bash"}]`),
 		OwnerPID:          pid,

@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"lane/trace"
@@ -33,6 +35,9 @@ func (s *Store) SendSteer(ctx context.Context, st Steer) (Steer, error) {
 	if run.Status != trace.StatusRunning {
 		return st, &RunEndedError{RunID: run.ID, Status: run.Status}
 	}
+	if !slices.Contains(run.Capability.Steer, st.Kind) {
+		return st, &NotSteerableError{RunID: run.ID, Runtime: run.Runtime, Kind: st.Kind}
+	}
 	if st.ID == "" {
 		st.ID = trace.NewRunID()
 	}
@@ -61,6 +66,26 @@ func (s *Store) SendSteer(ctx context.Context, st Steer) (Steer, error) {
 	}
 	return st, nil
 }
+
+// ErrNotSteerable matches a *NotSteerableError.
+var ErrNotSteerable = errors.New("the run cannot take this while it runs")
+
+// NotSteerableError says a live run cannot take a kind of steering: its
+// runtime is driven one way (or nobody can reach it).
+type NotSteerableError struct {
+	RunID, Runtime, Kind string
+}
+
+func (e *NotSteerableError) Error() string {
+	what := map[string]string{"message": "messages", "interrupt": "interrupts", "cancel": "a cancel"}[e.Kind]
+	if what == "" {
+		what = e.Kind
+	}
+	return fmt.Sprintf("run %s (%s) takes no %s while it runs; after it ends, continue it with lane resume", e.RunID, e.Runtime, what)
+}
+
+// Is reports whether target is ErrNotSteerable.
+func (e *NotSteerableError) Is(target error) bool { return target == ErrNotSteerable }
 
 // UndeliveredSteers lists what was sent to the run and has not reached its
 // runtime yet, oldest first.

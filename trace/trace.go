@@ -223,6 +223,9 @@ type Capability struct {
 	AllowedTools   []string `json:"allowed_tools,omitempty"`
 	PermissionMode string   `json:"permission_mode,omitempty"`
 	MCPIsolated    bool     `json:"mcp_isolated"`
+	// Steer lists what a person can send the run while it runs: message,
+	// interrupt, cancel (none for a run nobody can reach).
+	Steer []string `json:"steer,omitempty"`
 }
 
 // Run is the record of one invocation of a runtime.

@@ -7,6 +7,9 @@
 
 ALTER TABLE runs ADD COLUMN permission_requests BIGINT  NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN permissions_allowed BIGINT  NOT NULL DEFAULT 0;
+-- cap_steer: what a person can send the run while it runs (a JSON list of
+-- message, interrupt, cancel).
+ALTER TABLE runs ADD COLUMN cap_steer TEXT;
 ALTER TABLE runs ADD COLUMN permissions_denied  BIGINT  NOT NULL DEFAULT 0;
 
 -- approvals: decided_at is NULL while the request waits; the first answer

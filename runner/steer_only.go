@@ -1,0 +1,46 @@
+package runner
+
+import (
+	"context"
+	"io"
+
+	"lane/interact"
+	"lane/trace"
+)
+
+// oneWay is the dialog of an interactive run on a runtime lane drives one
+// way only (its JSON stream mode): lane cannot answer it, tell it more or
+// stop its turn, but a person can still cancel the run.
+type oneWay struct {
+	o     Options
+	run   *trace.Run
+	stdin string // what the runtime reads on stdin, written once
+}
+
+func newOneWay(o Options, run *trace.Run, stdin string) dialog {
+	return &oneWay{o: o, run: run, stdin: stdin}
+}
+
+func (d *oneWay) observe(trace.Event) {}
+
+func (d *oneWay) begin(ctx context.Context, stdin io.WriteCloser, t talk) {
+	if d.stdin != "" {
+		_, _ = io.WriteString(stdin, d.stdin)
+	}
+	stdin.Close()
+	// The run's capability offers only cancel (see oneWaySteer), so the
+	// store refuses anything else at once, with a word on lane resume.
+	for s := range d.o.Desk.Steering(ctx, d.run.ID) {
+		if s.Kind == interact.SteerCancel {
+			t.stop(ErrCancelled)
+		}
+		_ = d.o.Desk.Delivered(context.WithoutCancel(ctx), s)
+	}
+}
+
+// Steering kinds a run takes while it runs, recorded in its capability.
+func twoWaySteer() []string {
+	return []string{string(interact.SteerMessage), string(interact.SteerInterrupt), string(interact.SteerCancel)}
+}
+
+func oneWaySteer() []string { return []string{string(interact.SteerCancel)} }
