@@ -18,7 +18,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
+	"lane/interact"
 	"lane/provider"
 	"lane/tools"
 	"lane/trace"
@@ -47,6 +49,23 @@ type Config struct {
 	SubagentMaxTurns int                // 0: 20
 	History          []provider.Message // a resumed conversation
 	SessionID        string             // new if empty; a resume keeps it
+
+	// Interactive runs (see interactive.go); all nil runs unattended.
+	// Approve decides whether a call of one of Tools may run (the loop's
+	// own tools need no approval), subagents' calls included; emit records
+	// the request and decision among the events of the calling loop. A
+	// call that is not allowed gets a result saying so instead of running.
+	Approve func(ctx context.Context, call provider.ToolCall, emit func(trace.Event)) (interact.Decision, error)
+	// Steering brings what people send into the run until it is closed:
+	// follow-up messages join the conversation before the next model call
+	// (one that comes with the final answer makes the loop go on), an
+	// interrupt or a message sent Now cuts the turn in progress, a cancel
+	// ends the Run. Delivered is told of each once it took effect.
+	Steering  <-chan interact.Steer
+	Delivered func(interact.Steer)
+	// Linger is how long an interrupted loop waits for a follow-up before
+	// it ends (StopInterrupted); 0: DefaultLinger.
+	Linger time.Duration
 }
 
 // Stop reasons.
@@ -56,12 +75,15 @@ const (
 	StopMaxCost   = "max_cost"
 	StopError     = "error"
 	StopCancelled = "cancelled"
+	// StopInterrupted ends a loop that a person interrupted and that no
+	// follow-up message reached within Config.Linger.
+	StopInterrupted = "interrupted"
 )
 
 // Result is how a Run ended.
 type Result struct {
 	Text       string // the final assistant text (the last non-empty one)
-	StopReason string // StopDone, StopMaxTurns, StopMaxCost, StopError or StopCancelled
+	StopReason string // StopDone, StopMaxTurns, StopMaxCost, StopError, StopCancelled or StopInterrupted
 	Turns      int    // model calls of the main loop
 	ToolCalls  int    // subagents' included
 	Usage      trace.Usage
@@ -70,7 +92,8 @@ type Result struct {
 	SessionID  string
 	Transcript []provider.Message // the whole conversation, for resume
 	// Err is the provider failure (*provider.Error) when StopReason is
-	// StopError, the context's cause when it is StopCancelled.
+	// StopError, the context's cause when it is StopCancelled (ErrCancelled
+	// when a person cancelled), an *InterruptedError for StopInterrupted.
 	Err error
 }
 
@@ -87,6 +110,12 @@ const (
 func Run(ctx context.Context, cfg Config, prompt string, emit func(trace.Event)) Result {
 	cfg = withDefaults(cfg)
 	l := newLoop(cfg, &emitter{fn: emit}, "")
+	if cfg.Steering != nil {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		l.steer = newSteering(cfg, cancel)
+	}
 	l.emit(trace.Event{
 		Kind: trace.KindSession, Subtype: "init",
 		Model: cfg.Model, Cwd: cfg.Dir, Tools: l.names,
@@ -150,7 +179,8 @@ type loop struct {
 	textMode bool
 
 	tools  map[string]tools.Tool
-	names  []string // tool names in the order the model sees them
+	gated  map[string]bool // the caller's tools, which Approve decides
+	names  []string        // tool names in the order the model sees them
 	specs  []provider.ToolSpec
 	skills []skill
 	system string
@@ -173,6 +203,8 @@ type loop struct {
 	compacted   bool    // compacted since the last response
 	lastText    string
 	targets     map[string]callTarget // by tool call id, for micro compaction
+
+	steer *steering // the main loop's, in interactive runs; nil otherwise
 }
 
 func newLoop(cfg Config, out *emitter, parent string) *loop {
@@ -183,6 +215,7 @@ func newLoop(cfg Config, out *emitter, parent string) *loop {
 		maxTurns:  cfg.MaxTurns,
 		textMode:  cfg.ToolMode == "text",
 		tools:     make(map[string]tools.Tool),
+		gated:     make(map[string]bool),
 		costKnown: cfg.Price != nil,
 		targets:   make(map[string]callTarget),
 	}
@@ -202,6 +235,7 @@ func newLoop(cfg Config, out *emitter, parent string) *loop {
 	for _, t := range cfg.Tools {
 		if t != nil {
 			add(t)
+			l.gated[t.Spec().Name] = true
 		}
 	}
 	add(todoTool{l})
@@ -255,36 +289,72 @@ func (l *loop) run(ctx context.Context) (string, error) {
 		if l.overBudget() {
 			return StopMaxCost, nil
 		}
-		if err := l.maybeCompact(ctx); err != nil {
-			return l.failure(ctx, err)
-		}
-		l.microCompact()
-		resp, err := l.call(ctx)
-		if err != nil {
-			var pe *provider.Error
-			if errors.As(err, &pe) && pe.Kind == provider.ErrContextTooLong && !l.compacted && ctx.Err() == nil {
-				// The API counted more than we knew of: compact and try again.
-				if err := l.compact(ctx, "auto", "", "the API refused the prompt as too long"); err != nil {
-					return l.failure(ctx, err)
-				}
-				continue
-			}
-			return l.failure(ctx, err)
-		}
-		l.turns++
-		calls := l.record(resp)
-		if len(calls) == 0 {
-			if cutOff(resp.StopReason) {
-				l.msgs = append(l.msgs, provider.Message{Role: provider.RoleUser,
-					Content: "Your reply was cut off at the output token limit. Continue where it stopped."})
-				continue
-			}
-			return StopDone, nil
-		}
-		if err := l.runCalls(ctx, calls); err != nil {
-			return StopCancelled, err
+		if stop, err := l.turn(ctx); stop != "" {
+			return stop, err
 		}
 	}
+}
+
+// turn takes in what people sent since the last turn and runs one step,
+// which an interrupt may cut. It returns "" when the loop goes on.
+func (l *loop) turn(ctx context.Context) (string, error) {
+	l.steer.drain()
+	if by := l.steer.takeCut(); by != nil {
+		return l.interrupted(ctx, *by, false)
+	}
+	l.deliver()
+	tctx, end := l.steer.during(ctx)
+	stop, err := l.step(tctx)
+	by := end()
+	switch {
+	case by != nil && ctx.Err() == nil:
+		return l.interrupted(ctx, *by, stop == StopDone)
+	case stop == StopDone && l.followUp():
+		return "", nil
+	}
+	return stop, err
+}
+
+// followUp reports whether a message waits that makes the loop go on
+// after the model's final answer.
+func (l *loop) followUp() bool {
+	l.steer.drain()
+	return l.steer.queued() && l.turns < l.maxTurns && !l.overBudget()
+}
+
+// step is one model call and the tools it asks for; it returns "" when
+// the loop goes on.
+func (l *loop) step(ctx context.Context) (string, error) {
+	if err := l.maybeCompact(ctx); err != nil {
+		return l.failure(ctx, err)
+	}
+	l.microCompact()
+	resp, err := l.call(ctx)
+	if err != nil {
+		var pe *provider.Error
+		if errors.As(err, &pe) && pe.Kind == provider.ErrContextTooLong && !l.compacted && ctx.Err() == nil {
+			// The API counted more than we knew of: compact and try again.
+			if err := l.compact(ctx, "auto", "", "the API refused the prompt as too long"); err != nil {
+				return l.failure(ctx, err)
+			}
+			return "", nil
+		}
+		return l.failure(ctx, err)
+	}
+	l.turns++
+	calls := l.record(resp)
+	if len(calls) == 0 {
+		if cutOff(resp.StopReason) {
+			l.msgs = append(l.msgs, provider.Message{Role: provider.RoleUser,
+				Content: "Your reply was cut off at the output token limit. Continue where it stopped."})
+			return "", nil
+		}
+		return StopDone, nil
+	}
+	if err := l.runCalls(ctx, calls); err != nil {
+		return StopCancelled, err
+	}
+	return "", nil
 }
 
 func cutOff(stopReason string) bool { return stopReason == "max_tokens" || stopReason == "length" }
@@ -377,32 +447,41 @@ func (l *loop) account(msgID string, resp provider.Response) {
 }
 
 // runCalls runs every call of one reply, in order, and appends the results.
-// It returns the context's cause when the run was cancelled.
+// It returns the context's cause when the run was cancelled or the turn
+// interrupted.
 func (l *loop) runCalls(ctx context.Context, calls []pendingCall) error {
 	l.todoTouched = false
+	approvals := l.askAll(ctx, calls)
+	defer awaitAll(approvals)
 	for i, c := range calls {
+		l.toolCalls++
 		if ctx.Err() != nil {
 			// Answer the rest so that the transcript stays a valid conversation.
-			for _, c := range calls[i:] {
-				l.toolCalls++
-				l.addResult(c.ToolCall, tools.Result{Output: "not run: the run was cancelled", IsError: true})
-			}
-			return context.Cause(ctx)
+			l.addResult(c.ToolCall, notRun(ctx))
+			continue
 		}
-		l.toolCalls++
-		var res tools.Result
-		if c.fail != "" {
-			res = tools.Result{Output: c.fail, IsError: true}
-		} else {
-			res = l.runTool(ctx, c.ToolCall)
-		}
-		l.addResult(c.ToolCall, res)
+		l.addResult(c.ToolCall, l.dispatch(ctx, c, approvals[i]))
 	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
 	l.remindTodo()
 	return nil
+}
+
+// dispatch runs one call, once it is allowed.
+func (l *loop) dispatch(ctx context.Context, c pendingCall, a *asked) tools.Result {
+	if c.fail != "" {
+		return tools.Result{Output: c.fail, IsError: true}
+	}
+	if res := approved(ctx, c.Name, a); res != nil {
+		return *res
+	}
+	res := l.runTool(ctx, c.ToolCall)
+	if ctx.Err() != nil {
+		res = cutShort(ctx, res)
+	}
+	return res
 }
 
 func (l *loop) addResult(c provider.ToolCall, res tools.Result) {
@@ -449,7 +528,7 @@ func (l *loop) finish(stop string, err error) Result {
 	if l.parent != "" {
 		return r
 	}
-	if err != nil {
+	if err != nil && stop != StopInterrupted { // a person's interrupt is no error of the loop's
 		ev := trace.Event{Kind: trace.KindError, Text: err.Error(), ErrorKind: errorKind(stop, err)}
 		var pe *provider.Error
 		if errors.As(err, &pe) && pe.Hint != "" {
@@ -497,6 +576,8 @@ func resultSubtype(stop string) string {
 		return "error_max_turns"
 	case StopMaxCost:
 		return "error_max_cost"
+	case StopInterrupted:
+		return "error_interrupted"
 	}
 	return "error"
 }
