@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
 	"lane/agent"
+	"lane/interact"
 	"lane/provider"
 	"lane/sandbox"
 	"lane/tools"
@@ -56,24 +58,31 @@ func localAttempt(o Options, n int) (*attempt, error) {
 		SessionID:     o.ResumeSession,
 	}
 	var res agent.Result
-	return &attempt{
-		run: &trace.Run{
-			ParentRunID: o.ParentRunID,
-			Attempt:     n,
-			Runtime:     "local",
-			Model:       o.Label,
-			Dir:         o.Dir,
-			Prompt:      o.Prompt,
-			SessionID:   o.ResumeSession,
-			Capability: trace.Capability{
-				Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: localToolNames(ac.Tools),
-				PermissionMode: "sandbox:" + string(sb.Mode), MCPIsolated: true,
-			},
+	run := &trace.Run{
+		ParentRunID: o.ParentRunID,
+		Attempt:     n,
+		Runtime:     "local",
+		Model:       o.Label,
+		Dir:         o.Dir,
+		Prompt:      o.Prompt,
+		SessionID:   o.ResumeSession,
+		Capability: trace.Capability{
+			Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: localToolNames(ac.Tools),
+			PermissionMode: "sandbox:" + string(sb.Mode), MCPIsolated: true,
 		},
+	}
+	return &attempt{
+		run: run,
 		execute: func(ctx context.Context, emit func(trace.Event) error) (Exit, error) {
 			prompt := o.Prompt
 			if o.continuing {
 				prompt = "" // the task is in the history already
+			}
+			ac := ac
+			if o.interactive() {
+				sctx, endSteering := context.WithCancel(ctx) // the desk's steering ends with the loop
+				defer endSteering()
+				o.converse(sctx, &ac, run)
 			}
 			var stop error
 			res, stop = runLoop(ctx, ac, prompt, o.Watchdogs, emit)
@@ -96,13 +105,104 @@ func localAttempt(o Options, n int) (*attempt, error) {
 	}, nil
 }
 
+// converse makes ac an interactive run's: its tool calls pass the run's
+// gate (mode, rules, a person) and people's steering comes from the desk
+// until ctx ends.
+func (o Options) converse(ctx context.Context, ac *agent.Config, run *trace.Run) {
+	judged := o
+	judged.Dir = ac.Dir // the folder as the model sees it, symlinks resolved
+	gate := judged.newGate(run, nil)
+	ac.Approve = func(ctx context.Context, call provider.ToolCall, emit func(trace.Event)) (interact.Decision, error) {
+		return approveLocal(ctx, *gate, ac.Dir, call, emit)
+	}
+	ac.Steering = o.Desk.Steering(ctx, run.ID)
+	ac.Delivered = func(s interact.Steer) {
+		if err := o.Desk.Delivered(context.WithoutCancel(ctx), s); err != nil {
+			slog.Warn("record a delivered message", "run", run.ID, "steer", s.ID, "err", err)
+		}
+	}
+	ac.Linger = o.linger()
+}
+
+// approveLocal passes one call of lane's own tools through the gate, whose
+// events go to emit (the calling loop's, a subagent's included). A request
+// that the end of its turn leaves unanswered (an interrupt) is closed with
+// a decision of lane's, so that the trace holds no request left open.
+func approveLocal(ctx context.Context, gate interact.Gate, dir string, call provider.ToolCall, emit func(trace.Event)) (interact.Decision, error) {
+	var open *trace.Event
+	gate.Emit = func(ev trace.Event) {
+		switch ev.Kind {
+		case trace.KindPermissionRequest:
+			open = &ev
+		case trace.KindPermissionDecision:
+			open = nil
+		}
+		emit(ev)
+	}
+	req := interact.Request{ToolUseID: call.ID, Tool: call.Name, Input: call.Arguments, Dir: dir}
+	d, err := gate.Check(ctx, localCall(call.Name, call.Arguments), req)
+	if err != nil && open != nil {
+		emit(trace.Event{
+			Kind: trace.KindPermissionDecision, ToolUseID: call.ID, ToolName: call.Name,
+			Permission: &trace.Permission{ID: open.Permission.ID, By: string(interact.ByLane),
+				Message: "the turn ended before anyone answered: " + context.Cause(ctx).Error()},
+		})
+	}
+	return d, err
+}
+
+// claudeName is Claude Code's name for one of lane's own tools, which the
+// permission rules use; "" for a tool Claude Code has no match for.
+func claudeName(tool string) string {
+	switch tool {
+	case "bash":
+		return "Bash"
+	case "read_file":
+		return "Read"
+	case "write_file":
+		return "Write"
+	case "edit_file":
+		return "Edit"
+	case "glob":
+		return "Glob"
+	case "grep":
+		return "Grep"
+	}
+	return ""
+}
+
+// localCall is a call of lane's own tools as the permission rules see it:
+// Claude Code's tool name, the command of bash, the path of the others (a
+// search without one searches the folder).
+func localCall(name string, args json.RawMessage) interact.Call {
+	tool := claudeName(name)
+	if tool == "" {
+		return interact.Call{Tool: name, Kind: interact.KindOther}
+	}
+	var in struct {
+		Command string `json:"command"`
+		Path    string `json:"path"`
+	}
+	_ = json.Unmarshal(args, &in) // arguments that do not fit are the tool's to refuse
+	c := interact.Call{Tool: tool, Kind: interact.KindOf(tool)}
+	if c.Kind == interact.KindExecute {
+		c.Command = in.Command
+		return c
+	}
+	if in.Path == "" {
+		in.Path = "."
+	}
+	c.Paths = []string{in.Path}
+	return c
+}
+
 // runLoop runs the agent loop under the watchdogs, handing its events to
 // emit, and returns how it ended and what stopped it (a watchdog, or the
 // caller's cancellation), if anything did.
 func runLoop(ctx context.Context, ac agent.Config, prompt string, limits Watchdogs, emit func(trace.Event) error) (agent.Result, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	wd := newWatchTimer(newWatch(limits, time.Now(), nil), time.Now, func(cause error) { cancel(cause) })
+	wd := newWatchTimer(newWatch(limits, time.Now(), lingering), time.Now, func(cause error) { cancel(cause) })
 	defer wd.stop()
 	var mu sync.Mutex // subagents and tool output emit from other goroutines
 	res := agent.Run(ctx, ac, prompt, func(ev trace.Event) {
@@ -113,6 +213,19 @@ func runLoop(ctx context.Context, ac agent.Config, prompt string, limits Watchdo
 		_ = emit(ev) // the loop's events name no cause to stop on
 	})
 	return res, context.Cause(ctx)
+}
+
+// lingering is the work in flight of an interrupted loop: a person's
+// follow-up is awaited (for --linger, not --idle-timeout) from the
+// interrupt until a message is delivered or the loop ends.
+func lingering(ev trace.Event) (key string, opens, closes bool) {
+	switch ev.Kind {
+	case trace.KindInterrupt:
+		return "linger", true, false
+	case trace.KindUserMessage, trace.KindResult:
+		return "linger", false, true
+	}
+	return "", false, false
 }
 
 // newProvider builds the model API client of lane's own loop.
@@ -145,8 +258,16 @@ func judgeLocal(run *trace.Run, res agent.Result, stopCause error) {
 		return
 	}
 	switch res.StopReason {
-	case "done":
+	case agent.StopDone:
 		run.Status = trace.StatusSucceeded
+	case agent.StopCancelled, agent.StopInterrupted: // a person's cancel, or an interrupt nobody followed up
+		run.Status, run.ErrorKind, run.ErrorMessage = trace.StatusCancelled, trace.ErrorCancelled, ErrCancelled.Error()
+		if res.Err != nil {
+			run.ErrorMessage = res.Err.Error()
+		}
+		if res.StopReason == agent.StopInterrupted {
+			run.ErrorHint = "lane resume continues the conversation"
+		}
 	case "max_turns":
 		run.Status, run.ErrorKind = trace.StatusFailed, trace.ErrorMaxTurns
 		run.ErrorMessage = fmt.Sprintf("reached the turn limit (%d turns)", res.Turns)
