@@ -15,7 +15,9 @@
 // response.output_text.done, response.content_part.done,
 // response.output_item.done; for each call, response.output_item.added (a
 // function_call), response.function_call_arguments.delta in pieces,
-// response.function_call_arguments.done, response.output_item.done; and
+// response.function_call_arguments.done, response.output_item.done (a
+// freeform call, see Patch: a custom_tool_call with
+// response.custom_tool_call_input.delta and .done); and
 // response.completed with the output and the usage. Each event has an
 // "event:" line and a sequence_number. Codex 0.171.0 itself only needs
 // response.output_item.done and response.completed.

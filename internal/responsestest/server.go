@@ -331,6 +331,13 @@ func newReply(req Request, turn Turn) *reply {
 		if id == "" {
 			id = fmt.Sprintf("call_test_%04d_%d", req.N, i)
 		}
+		if c.Freeform {
+			r.items = append(r.items, object{
+				"id": fmt.Sprintf("ctc_test_%04d_%d", req.N, i), "type": "custom_tool_call", "status": "completed",
+				"call_id": id, "name": c.Name, "input": c.Arguments,
+			})
+			continue
+		}
 		r.items = append(r.items, object{
 			"id": fmt.Sprintf("fc_test_%04d_%d", req.N, i), "type": "function_call", "status": "completed",
 			"call_id": id, "name": c.Name, "arguments": c.Arguments,
@@ -409,6 +416,16 @@ func (r *reply) events() []object {
 			}
 			evs = append(evs, object{"type": "response.function_call_arguments.done", "item_id": id,
 				"output_index": i, "arguments": args})
+		case "custom_tool_call":
+			input := item["input"].(string)
+			added["input"] = ""
+			evs = append(evs, object{"type": "response.output_item.added", "output_index": i, "item": added})
+			for _, piece := range scripttest.Split(input, n) {
+				evs = append(evs, object{"type": "response.custom_tool_call_input.delta", "item_id": id,
+					"output_index": i, "delta": piece})
+			}
+			evs = append(evs, object{"type": "response.custom_tool_call_input.done", "item_id": id,
+				"output_index": i, "input": input})
 		}
 		evs = append(evs, object{"type": "response.output_item.done", "output_index": i, "item": item})
 	}

@@ -166,6 +166,33 @@ func TestStreamShape(t *testing.T) {
 	}
 }
 
+func TestPatchIsACustomToolCall(t *testing.T) {
+	const patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"
+	srv := NewServer(t, ToolCalls(Patch("p1", patch)).Chunks(2))
+	var types []string
+	var input strings.Builder
+	var item map[string]any
+	for _, ev := range events(t, post(t, srv.URL(), codexBody)) {
+		types = append(types, ev.typ())
+		switch ev.typ() {
+		case "response.custom_tool_call_input.delta":
+			input.WriteString(ev.data["delta"].(string))
+		case "response.output_item.done":
+			item = ev.data["item"].(map[string]any)
+		}
+	}
+	want := "response.created response.in_progress response.output_item.added " +
+		"response.custom_tool_call_input.delta response.custom_tool_call_input.delta " +
+		"response.custom_tool_call_input.done response.output_item.done response.completed"
+	if strings.Join(types, " ") != want {
+		t.Fatalf("events %q", types)
+	}
+	if input.String() != patch || item["type"] != "custom_tool_call" || item["call_id"] != "p1" ||
+		item["name"] != ApplyPatch || item["input"] != patch {
+		t.Errorf("input %q, item %v", input.String(), item)
+	}
+}
+
 func TestScriptSpentAndJSON(t *testing.T) {
 	srv := NewServer(t, Text("one"))
 	events(t, post(t, srv.URL(), `{"model":"m","stream":true,"input":"hi"}`))

@@ -46,11 +46,15 @@ type Turn struct {
 
 type usage struct{ input, output, cached, reasoning int }
 
-// A ToolCall is one function_call output item of a scripted reply.
+// A ToolCall is one function_call output item of a scripted reply, or a
+// custom_tool_call when Freeform.
 type ToolCall struct {
 	ID        string // the call_id; "" gets a generated one, unique within the server
 	Name      string
-	Arguments string // JSON text
+	Arguments string // JSON text; a freeform call's input, as it is
+	// Freeform makes it a call of a custom tool, whose input is text rather
+	// than JSON (Codex's apply_patch for models it knows, e.g. gpt-5.5).
+	Freeform bool
 }
 
 // Call builds a function call. args is marshalled to JSON, except that a
@@ -82,6 +86,18 @@ func Call(id, name string, args any) ToolCall {
 // runs cmd with the user's shell as `/bin/bash -lc CMD`.
 func Exec(id, cmd string) ToolCall {
 	return Call(id, ExecCommand, map[string]string{"cmd": cmd})
+}
+
+// ApplyPatch is the name of Codex's file editing tool. Codex offers it, as
+// a freeform custom tool, only to models it knows (e.g. gpt-5.5, not
+// test-model); see Patch.
+const ApplyPatch = "apply_patch"
+
+// Patch is a call of Codex's apply_patch, a freeform tool whose input is
+// the patch text: "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End
+// Patch\n".
+func Patch(id, patch string) ToolCall {
+	return ToolCall{ID: id, Name: ApplyPatch, Arguments: patch, Freeform: true}
 }
 
 // Text answers with one assistant message holding text.
@@ -197,7 +213,11 @@ func (t Turn) String() string {
 		parts = append(parts, fmt.Sprintf("text %q", scripttest.Truncate(t.text, 40)))
 	}
 	for _, c := range t.calls {
-		parts = append(parts, "function_call "+c.Name)
+		if c.Freeform {
+			parts = append(parts, "custom_tool_call "+c.Name)
+		} else {
+			parts = append(parts, "function_call "+c.Name)
+		}
 	}
 	if t.breakAfter > 0 {
 		parts = append(parts, fmt.Sprintf("break after %d events", t.breakAfter-1))
