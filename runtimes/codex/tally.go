@@ -46,12 +46,18 @@ type Tally struct {
 
 	retries   int
 	lastRetry string // the last retry's line
-	failMsg   string // the first turn.failed's message
-	fatal     string // a fatal error not yet followed by turn.completed
+	failMsg   string // the message of the first turn.failed since the last completed turn
+	// lastFailed: the last turn to end failed (app-server runs take
+	// several turns, and a later one may complete).
+	lastFailed bool
+	fatal      string // a fatal error not yet followed by turn.completed
 }
 
 // Observe takes the next event of the run.
 func (t *Tally) Observe(ev trace.Event) {
+	if ev.ParentToolUseID != "" {
+		return // a subagent's thread (app-server): its turns and usage are its own
+	}
 	switch ev.Kind {
 	case trace.KindSession:
 		if ev.SessionID != "" {
@@ -61,24 +67,26 @@ func (t *Tally) Observe(ev trace.Event) {
 			t.Model = ev.Model
 		}
 	case trace.KindTask:
-		if ev.Subtype == "turn.started" {
+		if ev.Subtype == "turn.started" || ev.Subtype == NotifyTurnStarted {
 			t.started++
 		}
 	case trace.KindUsage:
-		if ev.Subtype == "turn.completed" {
+		// app-server reports the thread's total after each model call too.
+		if ev.Usage != nil && (ev.Subtype == "turn.completed" || ev.Subtype == NotifyTokenUsage || ev.Subtype == NotifyTurnCompleted) {
+			t.total, t.haveTotal = *ev.Usage, true
+		}
+		if ev.Subtype == "turn.completed" || ev.Subtype == NotifyTurnCompleted {
 			t.completed++
-			t.fatal = ""
-			if ev.Usage != nil {
-				t.total, t.haveTotal = *ev.Usage, true
-			}
+			t.fatal, t.lastFailed = "", false
 		}
 	case trace.KindError:
 		switch ev.Subtype {
-		case "turn.failed":
+		case "turn.failed", NotifyTurnCompleted:
 			t.failed++
-			if t.failMsg == "" {
+			if !t.lastFailed {
 				t.failMsg = ev.Text
 			}
+			t.lastFailed = true
 		case "error":
 			t.fatal = ev.Text
 		}
@@ -149,7 +157,7 @@ func (t *Tally) Retries() int { return t.retries }
 // turn, or a fatal error that no completed turn followed.
 func (t *Tally) failure() (string, bool) {
 	switch {
-	case t.failed > 0:
+	case t.lastFailed:
 		return t.failMsg, true
 	case t.fatal != "":
 		return t.fatal, true
