@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"lane/config"
 	"lane/internal/proc"
 	"lane/store"
 	"lane/trace"
@@ -146,5 +147,25 @@ func TestSendInterruptCancelQueueSteering(t *testing.T) {
 	}
 	if _, err := laneAt(t, db, "send", "nosuchrun", "hi"); ExitCode(err) != ExitRunFailed {
 		t.Errorf("send to an unknown run: exit %d", ExitCode(err))
+	}
+}
+
+func TestAllowRules(t *testing.T) {
+	cfg := &config.File{Permissions: config.Permissions{Allow: []string{"Bash(git status:*)"}}}
+	for _, tt := range []struct {
+		mode    string
+		allowed []string
+		want    string
+	}{
+		{"bypassPermissions", nil, "Read,Write,Edit,Bash,Glob,Grep"},
+		{"bypassPermissions", []string{"Read"}, "Read"}, // the config's rules never widen what the agent sees
+		{"default", nil, "Read,Glob,Grep,Bash(git status:*)"},
+		{"acceptEdits", []string{"Read", "Edit"}, "Read,Edit,Bash(git status:*)"},
+		{"plan", nil, "Read,Write,Edit,Bash,Glob,Grep"},
+	} {
+		got := allowRules(cfg, &RunOptions{PermissionMode: tt.mode, AllowedTools: tt.allowed})
+		if strings.Join(got, ",") != tt.want {
+			t.Errorf("%s %v: %v, want %s", tt.mode, tt.allowed, got, tt.want)
+		}
 	}
 }

@@ -140,7 +140,8 @@ func addRunFlags(c *cobra.Command, opts *RunOptions) {
 // lane bench shares with lane run.
 func addRuntimeFlags(c *cobra.Command, opts *RunOptions) {
 	fl := c.Flags()
-	fl.StringSliceVar(&opts.AllowedTools, "allowed-tools", runner.DefaultAllowedTools(), "tools the agent may use")
+	fl.StringSliceVar(&opts.AllowedTools, "allowed-tools", nil, "tools (and permission rules) the agent may use without asking (default "+
+		strings.Join(runner.DefaultAllowedTools(), ",")+"; in the modes that ask, "+strings.Join(runner.ReadOnlyTools(), ",")+")")
 	fl.StringVar(&opts.PermissionMode, "permission-mode", "bypassPermissions", "bypassPermissions (approve every tool call), default (ask a person for anything --allowed-tools does not allow), acceptEdits (edits in the folder approved, the rest asks) or plan (no changes), for every runtime")
 	fl.DurationVar(&opts.ApprovalTimeout, "approval-timeout", interact.DefaultApprovalTimeout, "deny a tool call that nobody approved within this time")
 	fl.DurationVar(&opts.Linger, "linger", runner.DefaultLinger, "after an interrupt, how long the run waits for a follow-up message before it ends")
@@ -381,12 +382,21 @@ func openRun(ctx context.Context, st *store.Store, id string) (*trace.Run, error
 
 // allowRules are --allowed-tools and, in the modes that ask, the config
 // file's allow rules: in bypassPermissions the list also limits the tools
-// the agent sees, which the config's rules must not widen.
+// the agent sees, which the config's rules must not widen. Without
+// --allowed-tools, a mode that asks allows only reading without asking.
 func allowRules(cfg *config.File, opts *RunOptions) []string {
-	if !interact.Mode(opts.PermissionMode).Asks() || len(cfg.Permissions.Allow) == 0 {
-		return opts.AllowedTools
+	asks := interact.Mode(opts.PermissionMode).Asks()
+	allowed := opts.AllowedTools
+	switch {
+	case allowed == nil && asks:
+		allowed = runner.ReadOnlyTools()
+	case allowed == nil:
+		allowed = runner.DefaultAllowedTools()
 	}
-	return append(append([]string{}, opts.AllowedTools...), cfg.Permissions.Allow...)
+	if !asks || len(cfg.Permissions.Allow) == 0 {
+		return allowed
+	}
+	return append(append([]string{}, allowed...), cfg.Permissions.Allow...)
 }
 
 // runDesk is the desk of lane run's runs: the database, and this terminal

@@ -270,6 +270,10 @@ func (p *Policy) Judge(c Call) (Verdict, string) {
 			return Deny, "denied by the rule " + r.String()
 		}
 	}
+	if p.Mode == ModePlan && c.Kind != KindRead && c.Kind != KindSearch {
+		// No rule makes plan mode change things.
+		return Deny, "plan mode: no changes may be made; present the plan instead"
+	}
 	p.mu.Lock()
 	rules := append(append([]Rule{}, p.allow...), p.always...)
 	p.mu.Unlock()
@@ -282,10 +286,7 @@ func (p *Policy) Judge(c Call) (Verdict, string) {
 	case ModeBypass, "":
 		return Allow, "permission mode bypassPermissions"
 	case ModePlan:
-		if c.Kind == KindRead || c.Kind == KindSearch {
-			return Allow, "plan mode allows reading"
-		}
-		return Deny, "plan mode: no changes may be made; present the plan instead"
+		return Allow, "plan mode allows reading"
 	case ModeAcceptEdits:
 		if c.Kind == KindEdit && len(c.Paths) > 0 && p.inside(c.Paths) {
 			return Allow, "acceptEdits allows edits inside the folder"

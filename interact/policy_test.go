@@ -81,6 +81,10 @@ func TestModes(t *testing.T) {
 		{ModePlan, inside, Deny},
 		{ModePlan, make, Deny},
 	}
+	// Plan mode changes nothing, whatever the rules allow.
+	if v, _ := NewPolicy(ModePlan, []Rule{{Tool: "Bash"}, {Tool: "Write"}}, nil, []string{"/proj"}).Judge(make); v != Deny {
+		t.Errorf("plan mode with Bash allowed: %v", v)
+	}
 	for _, tt := range tests {
 		p := NewPolicy(tt.mode, allow, deny, []string{"/proj"})
 		if got, why := p.Judge(tt.call); got != tt.want {
