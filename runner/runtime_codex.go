@@ -9,7 +9,9 @@ import (
 	"lane/trace"
 )
 
-// codexRuntime is OpenAI's Codex CLI: `codex exec --json … -- TASK`.
+// codexRuntime is OpenAI's Codex CLI: `codex exec --json … -- TASK`, or,
+// in an interactive run, `codex app-server` driven by a dialog (see
+// codex_dialog.go).
 func codexRuntime() *Runtime {
 	return &Runtime{
 		Name: "codex", Title: "Codex", Package: "@openai/codex",
@@ -25,20 +27,29 @@ func codexRuntime() *Runtime {
 			newJudge: func(o Options) judge {
 				return &cliJudge{o: o, tally: &codex.Tally{Model: o.pricedModel(), PriorUsage: o.PriorSessionUsage}}
 			},
+			// exec's turn ends it; an app-server run ends with the result
+			// its dialog posts (a turn's end may be followed by another).
 			final: func(ev trace.Event) bool {
-				return (ev.Kind == trace.KindUsage || ev.Kind == trace.KindError) && (ev.Subtype == "turn.completed" || ev.Subtype == "turn.failed")
+				return ev.Kind == trace.KindResult ||
+					(ev.Kind == trace.KindUsage || ev.Kind == trace.KindError) && (ev.Subtype == "turn.completed" || ev.Subtype == "turn.failed")
 			},
 			stopOn:     authRefusal,
 			authHint:   "the model API refused the key: check OPENAI_API_KEY (or `codex login`)",
-			capability: unattended,
+			capability: codexCapability,
+			newDialog:  newCodexDialog,
 		},
 	}
 }
 
-// codexSetup: `codex exec --json …`; an endpoint is a provider given with
-// -c overrides (Codex speaks only the Responses API to it).
+// codexSetup: `codex exec --json …`, or `codex app-server` in an
+// interactive run (its dialog gives it the folder, the model and the task);
+// an endpoint is a provider given with -c overrides (Codex speaks only the
+// Responses API to it).
 func codexSetup(o Options, conf string) (setup, error) {
-	var env []string
+	if o.interactive() {
+		args, env := codexProvider(o)
+		return setup{args: append([]string{"app-server"}, args...), env: env}, nil
+	}
 	args := []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}
 	if o.ResumeSession == "" {
 		args = append(args, "-C", o.Dir)
@@ -49,13 +60,8 @@ func codexSetup(o Options, conf string) (setup, error) {
 	if o.Model != "" {
 		args = append(args, "-m", o.Model)
 	}
-	if o.BaseURL != "" {
-		args = append(args,
-			"-c", `model_provider="lane"`,
-			"-c", `model_providers.lane={name="lane",base_url=`+tomlString(o.BaseURL)+
-				`,env_key=`+tomlString(codexKeyEnv)+`,wire_api="responses"}`)
-		env = append(env, codexKeyEnv+"="+o.keyFrom(o.Env))
-	}
+	provider, env := codexProvider(o)
+	args = append(args, provider...)
 	if o.AppendSystemPrompt != "" {
 		args = append(args, "-c", "developer_instructions="+tomlString(o.AppendSystemPrompt))
 	}
@@ -63,6 +69,30 @@ func codexSetup(o Options, conf string) (setup, error) {
 		args = append(args, "resume", o.ResumeSession)
 	}
 	return setup{args: append(args, "--", o.Prompt), env: env}, nil
+}
+
+// codexProvider is the endpoint lane points Codex at, as -c overrides and
+// the variable that holds its key; nothing without one.
+func codexProvider(o Options) (args, env []string) {
+	if o.BaseURL == "" {
+		return nil, nil
+	}
+	args = []string{
+		"-c", `model_provider="lane"`,
+		"-c", `model_providers.lane={name="lane",base_url=` + tomlString(o.BaseURL) +
+			`,env_key=` + tomlString(codexKeyEnv) + `,wire_api="responses"}`,
+	}
+	return args, []string{codexKeyEnv + "=" + o.keyFrom(o.Env)}
+}
+
+// codexCapability is what a Codex run may do: everything, unattended;
+// what its permission mode and rules allow, in an interactive run, where
+// Codex asks lane before its commands and patches.
+func codexCapability(o Options) trace.Capability {
+	if !o.interactive() {
+		return unattended(o)
+	}
+	return trace.Capability{Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: o.AllowedTools, PermissionMode: string(o.mode())}
 }
 
 // codexKeyEnv is the variable lane gives Codex the endpoint's key in.

@@ -143,6 +143,9 @@ type ThreadParams struct {
 	ApprovalPolicy        string `json:"approvalPolicy,omitempty"`
 	Sandbox               string `json:"sandbox,omitempty"`
 	DeveloperInstructions string `json:"developerInstructions,omitempty"`
+	// ExcludeTurns spares a resumed thread's history in the answer (Codex
+	// warns that sending it is deprecated).
+	ExcludeTurns bool `json:"excludeTurns,omitempty"`
 }
 
 // UserInput is one part of a user message.
@@ -482,6 +485,12 @@ func (d *AppDecoder) decode(n int64, line []byte) []trace.Event {
 	switch {
 	case m.IsResponse():
 		raw.Subtype = "response"
+		// thread/start's answer names the thread; thread/resume's is all
+		// that a resumed thread gets (no thread/started follows).
+		if id := m.ThreadID(); id != "" && d.thread == "" {
+			d.thread = id
+			raw.Kind, raw.SessionID = trace.KindSession, id
+		}
 		return []trace.Event{raw}
 	case m.IsRequest() || m.Method == "":
 		return []trace.Event{raw}

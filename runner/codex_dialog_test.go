@@ -1,0 +1,493 @@
+package runner
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"lane/interact"
+	"lane/internal/clitest"
+	"lane/internal/responsestest"
+	"lane/runtimes/codex"
+	"lane/trace"
+)
+
+// These tests run the real Codex CLI (testdata/runtimes) as `codex
+// app-server` in interactive runs against the scripted Responses API, with
+// interact.Memory as the person.
+
+// codexCapture, when set, is where the tests write both sides of each
+// run's app-server traffic: NAME.jsonl what Codex printed, NAME.sent.jsonl
+// what lane wrote (go test ./runner -run TestCodexInteractive
+// -codex-capture=$PWD/runtimes/codex/testdata/appserver).
+var codexCapture = flag.String("codex-capture", "", "write the Codex app-server traffic of the interactive tests into this folder")
+
+// codexRig is one interactive Codex run: the scripted model, the person's
+// desk, the options and what was recorded.
+type codexRig struct {
+	t    *testing.T
+	srv  *responsestest.Server
+	desk *interact.Memory
+	o    Options
+	rec  *signalRecorder
+	ctx  context.Context
+}
+
+func newCodexRig(t *testing.T, turns ...responsestest.Turn) *codexRig {
+	t.Helper()
+	bin := clitest.Bin(t, "codex")
+	srv := responsestest.NewServer(t, turns...)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	t.Cleanup(cancel)
+	r := &codexRig{
+		t: t, srv: srv, desk: interact.NewMemory(), rec: newSignalRecorder(), ctx: ctx,
+	}
+	r.o = Options{
+		Found: &Binary{Path: bin, Version: "codex-cli 0.171.0"}, Dir: t.TempDir(), Prompt: "write hello.txt",
+		Model: "test-model", Label: "test-model", BaseURL: srv.URL(), KeyEnv: "OPENAI_API_KEY",
+		Env:       append(clitest.Env(t.TempDir()), "OPENAI_API_KEY=sk-test"),
+		Desk:      r.desk,
+		Watchdogs: Watchdogs{Hard: 80 * time.Second}, TempDir: t.TempDir(),
+		PermissionMode: "default", AllowedTools: []string{"Read"},
+	}
+	return r
+}
+
+// capture wraps Codex in a script that keeps both sides of its traffic.
+func (r *codexRig) capture(name string) {
+	if *codexCapture == "" {
+		return
+	}
+	script := filepath.Join(r.t.TempDir(), "codex")
+	body := fmt.Sprintf("#!/bin/sh\ntee %q | %q \"$@\" | tee %q\n",
+		filepath.Join(*codexCapture, name+".sent.jsonl"), r.o.Found.Path, filepath.Join(*codexCapture, name+".jsonl"))
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	r.o.Found = &Binary{Path: script, Version: r.o.Found.Version}
+}
+
+// start runs the run in the background; wait returns it.
+func (r *codexRig) start() func() *trace.Run {
+	done := make(chan *trace.Run, 1)
+	go func() {
+		run, err := runOn(r.ctx, "codex", r.o, r.rec)
+		if err != nil {
+			r.t.Error(err)
+		}
+		done <- run
+	}()
+	return func() *trace.Run {
+		select {
+		case run := <-done:
+			r.t.Logf("run %s: %s %s %s", run.ID, run.Status, run.ErrorKind, run.ErrorMessage)
+			return run
+		case <-time.After(100 * time.Second):
+			r.t.Fatal("the run did not end")
+			return nil
+		}
+	}
+}
+
+// asked waits for the next request for approval.
+func (r *codexRig) asked() interact.Request {
+	r.t.Helper()
+	select {
+	case req := <-r.desk.Asked:
+		return req
+	case <-r.ctx.Done():
+		r.t.Fatal("no request for approval came")
+		return interact.Request{}
+	}
+}
+
+// await waits for the first recorded event of kind.
+func (r *codexRig) await(kind trace.Kind) trace.Event {
+	r.t.Helper()
+	for {
+		select {
+		case ev := <-r.rec.seen:
+			if ev.Kind == kind {
+				return ev
+			}
+		case <-r.ctx.Done():
+			r.t.Fatalf("no %s event was recorded", kind)
+			return trace.Event{}
+		}
+	}
+}
+
+func (r *codexRig) events(run *trace.Run) []trace.Event {
+	r.rec.mu.Lock()
+	defer r.rec.mu.Unlock()
+	return slices.Clone(r.rec.events[run.ID])
+}
+
+func (r *codexRig) request(n int) responsestest.Request {
+	r.t.Helper()
+	reqs := r.srv.Requests()
+	if len(reqs) < n {
+		r.t.Fatalf("%d requests to the model, want at least %d", len(reqs), n)
+	}
+	return reqs[n-1]
+}
+
+// signalRecorder is a memRecorder that also hands every event to seen.
+type signalRecorder struct {
+	*memRecorder
+	seen chan trace.Event
+}
+
+func newSignalRecorder() *signalRecorder {
+	return &signalRecorder{memRecorder: newMemRecorder(), seen: make(chan trace.Event, 4096)}
+}
+
+func (s *signalRecorder) Event(ev trace.Event) error {
+	select {
+	case s.seen <- ev:
+	default:
+	}
+	return s.memRecorder.Event(ev)
+}
+
+func findEvent(evs []trace.Event, kind trace.Kind) (int, trace.Event) {
+	for i, ev := range evs {
+		if ev.Kind == kind {
+			return i, ev
+		}
+	}
+	return -1, trace.Event{}
+}
+
+func TestCodexInteractiveApproveCommand(t *testing.T) {
+	r := newCodexRig(t,
+		responsestest.ToolCalls(responsestest.Exec("call_1", "echo hi > hello.txt")),
+		responsestest.Text("Done: wrote hello.txt"))
+	r.capture("approve")
+	wait := r.start()
+	req := r.asked()
+	if req.Tool != "command_execution" || req.ToolUseID != "call_1" || req.Summary != "echo hi > hello.txt" || req.Dir != r.o.Dir {
+		t.Errorf("request %+v", req)
+	}
+	if _, err := os.Stat(filepath.Join(r.o.Dir, "hello.txt")); err == nil {
+		t.Error("the command ran before it was approved")
+	}
+	if err := r.desk.Answer(req.ID, interact.Decision{Allow: true, By: interact.ByTerminal}); err != nil {
+		t.Fatal(err)
+	}
+	run := wait()
+
+	if run.Status != trace.StatusSucceeded || run.ResultText != "Done: wrote hello.txt" || run.SessionID == "" {
+		t.Fatalf("run: %s %s %q, result %q, session %q", run.Status, run.ErrorKind, run.ErrorMessage, run.ResultText, run.SessionID)
+	}
+	if b, err := os.ReadFile(filepath.Join(r.o.Dir, "hello.txt")); err != nil || string(b) != "hi\n" {
+		t.Errorf("hello.txt = %q, %v", b, err)
+	}
+	if run.Permissions != (trace.PermissionCounts{Requests: 1, Allowed: 1}) || run.Capability.PermissionMode != "default" {
+		t.Errorf("permissions %+v, capability %+v", run.Permissions, run.Capability)
+	}
+	if run.ToolCalls != 1 || run.Usage.InputTokens != 200 || run.Usage.OutputTokens != 40 {
+		t.Errorf("tool calls %d, usage %+v", run.ToolCalls, run.Usage)
+	}
+	evs := r.events(run)
+	call, _ := findEvent(evs, trace.KindToolCall)
+	asked, askEv := findEvent(evs, trace.KindPermissionRequest)
+	decided, decision := findEvent(evs, trace.KindPermissionDecision)
+	result, _ := findEvent(evs, trace.KindToolResult)
+	final, res := findEvent(evs, trace.KindResult)
+	if call < 0 || !(call < asked && asked < decided && decided < result && result < final) {
+		t.Errorf("events out of order: call %d, request %d, decision %d, result %d, final %d", call, asked, decided, result, final)
+	}
+	if askEv.ToolUseID != "call_1" || decision.Permission == nil || !decision.Permission.Allow || decision.Permission.By != "terminal" {
+		t.Errorf("request %+v, decision %+v", askEv, decision.Permission)
+	}
+	if res.Result == nil || res.Result.Subtype != "success" || res.Result.Text != "Done: wrote hello.txt" {
+		t.Errorf("result %+v", res.Result)
+	}
+	if out, ok := r.request(2).Output("call_1"); !ok || !strings.Contains(out, "Process exited with code 0") {
+		t.Errorf("the model got %q", out)
+	}
+}
+
+func TestCodexInteractiveDenyWithMessage(t *testing.T) {
+	r := newCodexRig(t,
+		responsestest.ToolCalls(responsestest.Exec("call_1", "echo hi > hello.txt")),
+		responsestest.Text("Understood, I will not write it"))
+	r.capture("deny")
+	wait := r.start()
+	req := r.asked()
+	if err := r.desk.Answer(req.ID, interact.Decision{Message: "not in this folder", By: interact.ByDashboard}); err != nil {
+		t.Fatal(err)
+	}
+	run := wait()
+
+	if run.Status != trace.StatusSucceeded || run.Permissions != (trace.PermissionCounts{Requests: 1, Denied: 1}) {
+		t.Fatalf("run: %s %q, permissions %+v", run.Status, run.ErrorMessage, run.Permissions)
+	}
+	if _, err := os.Stat(filepath.Join(r.o.Dir, "hello.txt")); err == nil {
+		t.Error("hello.txt was written after a denial")
+	}
+	second := r.request(2)
+	out, _ := second.Output("call_1")
+	users := strings.Join(second.Texts("user"), "\n")
+	if !strings.Contains(out, "rejected") || !strings.Contains(users, "denied: not in this folder") {
+		t.Errorf("the model got output %q and user messages %q", out, users)
+	}
+	_, tool := findEvent(r.events(run), trace.KindToolResult)
+	if !tool.IsError {
+		t.Errorf("the declined command's result %+v", tool)
+	}
+}
+
+func TestCodexInteractiveFollowUp(t *testing.T) {
+	r := newCodexRig(t,
+		responsestest.ToolCalls(responsestest.Exec("call_1", "echo hi > hello.txt")),
+		responsestest.Text("Done, and bye"))
+	r.capture("send")
+	wait := r.start()
+	req := r.asked()
+	// A message sent while the turn runs reaches it (turn/steer) before
+	// the approval lets it go on.
+	r.desk.Send(interact.Steer{ID: "s1", Kind: interact.SteerMessage, Text: "also say bye", From: interact.ByCLI})
+	msg := r.await(trace.KindUserMessage)
+	if err := r.desk.Answer(req.ID, interact.Decision{Allow: true, By: interact.ByCLI}); err != nil {
+		t.Fatal(err)
+	}
+	run := wait()
+
+	if run.Status != trace.StatusSucceeded || msg.Text != "also say bye" || msg.By != "cli" {
+		t.Fatalf("run %s %q; message %+v", run.Status, run.ErrorMessage, msg)
+	}
+	if users := r.request(2).Texts("user"); !slices.Contains(users, "also say bye") {
+		t.Errorf("the model's second request has user messages %q", users)
+	}
+	if d := r.desk.DeliveredSteers(); len(d) != 1 || d[0].ID != "s1" {
+		t.Errorf("delivered %+v", d)
+	}
+}
+
+func TestCodexInteractiveInterruptThenMessage(t *testing.T) {
+	r := newCodexRig(t, responsestest.Hang(), responsestest.Text("Carried on"))
+	r.o.PermissionMode = "bypassPermissions"
+	r.capture("interrupt")
+	wait := r.start()
+	if _, err := r.srv.WaitRequests(r.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	r.desk.Send(interact.Steer{ID: "i1", Kind: interact.SteerInterrupt, From: interact.ByTerminal})
+	intr := r.await(trace.KindInterrupt)
+	r.await(trace.KindTask) // turn/completed, interrupted
+	r.desk.Send(interact.Steer{ID: "m1", Kind: interact.SteerMessage, Text: "carry on", From: interact.ByTerminal})
+	run := wait()
+
+	if run.Status != trace.StatusSucceeded || run.ResultText != "Carried on" || intr.By != "terminal" {
+		t.Fatalf("run %s %q result %q; interrupt %+v", run.Status, run.ErrorMessage, run.ResultText, intr)
+	}
+	if users := r.request(2).Texts("user"); users[len(users)-1] != "carry on" {
+		t.Errorf("second request's user messages %q", users)
+	}
+	if run.Turns < 2 {
+		t.Errorf("turns %d", run.Turns)
+	}
+}
+
+func TestCodexInteractiveMessageNowInterrupts(t *testing.T) {
+	r := newCodexRig(t, responsestest.Hang(), responsestest.Text("Did the other thing"))
+	r.o.PermissionMode = "bypassPermissions"
+	wait := r.start()
+	if _, err := r.srv.WaitRequests(r.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	r.desk.Send(interact.Steer{Kind: interact.SteerMessage, Text: "do the other thing", Now: true, From: interact.ByDashboard})
+	run := wait()
+	if run.Status != trace.StatusSucceeded || run.ResultText != "Did the other thing" {
+		t.Fatalf("run %s %q result %q", run.Status, run.ErrorMessage, run.ResultText)
+	}
+	evs := r.events(run)
+	i, _ := findEvent(evs, trace.KindInterrupt)
+	j, msg := findEvent(evs, trace.KindUserMessage)
+	if i < 0 || j < i || msg.By != "dashboard" {
+		t.Errorf("interrupt at %d, message at %d %+v", i, j, msg)
+	}
+	if users := r.request(2).Texts("user"); users[len(users)-1] != "do the other thing" {
+		t.Errorf("second request's user messages %q", users)
+	}
+}
+
+func TestCodexInteractiveInterruptWithoutFollowUpIsCancelled(t *testing.T) {
+	r := newCodexRig(t, responsestest.Hang())
+	r.o.PermissionMode, r.o.Linger = "bypassPermissions", 300*time.Millisecond
+	wait := r.start()
+	if _, err := r.srv.WaitRequests(r.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	r.desk.Send(interact.Steer{Kind: interact.SteerInterrupt, From: interact.ByCLI})
+	run := wait()
+	if run.Status != trace.StatusCancelled || !strings.Contains(run.ErrorMessage, "no message followed") {
+		t.Errorf("run %s %q", run.Status, run.ErrorMessage)
+	}
+}
+
+func TestCodexInteractiveCancel(t *testing.T) {
+	r := newCodexRig(t, responsestest.Hang())
+	wait := r.start()
+	if _, err := r.srv.WaitRequests(r.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	r.desk.Send(interact.Steer{Kind: interact.SteerCancel, From: interact.ByCLI})
+	if run := wait(); run.Status != trace.StatusCancelled {
+		t.Errorf("run %s %q", run.Status, run.ErrorMessage)
+	}
+}
+
+// Codex offers apply_patch only to models it knows: gpt-5.5 here.
+func TestCodexInteractivePatch(t *testing.T) {
+	const patch = "*** Begin Patch\n*** Add File: new.txt\n+hello\n*** End Patch\n"
+	for _, mode := range []string{"default", "acceptEdits"} {
+		t.Run(mode, func(t *testing.T) {
+			r := newCodexRig(t, responsestest.ToolCalls(responsestest.Patch("p1", patch)), responsestest.Text("Added"))
+			r.o.Model, r.o.PermissionMode = "gpt-5.5", mode
+			if mode == "default" {
+				r.capture("patch")
+			}
+			wait := r.start()
+			if mode == "default" {
+				req := r.asked()
+				want := "add " + filepath.Join(r.o.Dir, "new.txt")
+				if req.Tool != "file_change" || req.Summary != want {
+					t.Errorf("request %+v, want summary %q", req, want)
+				}
+				if err := r.desk.Answer(req.ID, interact.Decision{Allow: true, By: interact.ByTerminal}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run := wait()
+			if run.Status != trace.StatusSucceeded {
+				t.Fatalf("run %s %q", run.Status, run.ErrorMessage)
+			}
+			if b, err := os.ReadFile(filepath.Join(r.o.Dir, "new.txt")); err != nil || string(b) != "hello\n" {
+				t.Errorf("new.txt = %q, %v", b, err)
+			}
+			wantAsked := map[string]int{"default": 1, "acceptEdits": 0}[mode]
+			if run.Permissions.Requests != wantAsked {
+				t.Errorf("%d requests for approval, want %d", run.Permissions.Requests, wantAsked)
+			}
+		})
+	}
+}
+
+// The same scripted runs as `codex exec --json`'s captures in
+// runtimes/codex/testdata/captures, through app-server.
+func TestCodexInteractiveLikeExec(t *testing.T) {
+	t.Run("tool then text", func(t *testing.T) {
+		r := newCodexRig(t, responsestest.ToolCalls(responsestest.Exec("call_1", "echo hi > hello.txt; ls")).WithUsage(1000, 10),
+			responsestest.Text("Done: wrote hello.txt").WithUsage(1200, 5))
+		r.o.PermissionMode = "bypassPermissions"
+		r.capture("a_tool_then_text")
+		run := r.start()()
+		if run.Status != trace.StatusSucceeded || run.Usage.InputTokens != 2200 || run.Usage.OutputTokens != 15 ||
+			run.ToolCalls != 1 || run.ResultText != "Done: wrote hello.txt" || run.Permissions.Requests != 0 {
+			t.Errorf("run %s, usage %+v, tools %d, result %q, permissions %+v", run.Status, run.Usage, run.ToolCalls, run.ResultText, run.Permissions)
+		}
+	})
+	t.Run("failing command", func(t *testing.T) {
+		r := newCodexRig(t, responsestest.ToolCalls(responsestest.Exec("call_1", "ls /nonexistent")), responsestest.Text("It failed"))
+		r.o.PermissionMode = "bypassPermissions"
+		r.capture("c_tool_error_bash")
+		run := r.start()()
+		_, res := findEvent(r.events(run), trace.KindToolResult)
+		if run.Status != trace.StatusSucceeded || !res.IsError || !strings.Contains(res.Output, "No such file") {
+			t.Errorf("run %s, tool result %+v", run.Status, res)
+		}
+	})
+	t.Run("401", func(t *testing.T) {
+		refusals := make([]responsestest.Turn, 6) // Codex tries 6 times by default
+		for i := range refusals {
+			refusals[i] = responsestest.Status(401, "")
+		}
+		r := newCodexRig(t, refusals...)
+		r.capture("d_http401")
+		run := r.start()()
+		if run.Status != trace.StatusFailed || run.ErrorKind != trace.ErrorAuth || !strings.Contains(run.ErrorMessage, "401 Unauthorized") {
+			t.Errorf("run %s/%s %q", run.Status, run.ErrorKind, run.ErrorMessage)
+		}
+	})
+}
+
+func TestCodexInteractiveResume(t *testing.T) {
+	r := newCodexRig(t, responsestest.Text("first answer"), responsestest.Text("second answer"))
+	r.o.PermissionMode, r.o.Prompt = "bypassPermissions", "first task"
+	first := r.start()()
+	if first.Status != trace.StatusSucceeded || first.SessionID == "" {
+		t.Fatalf("first run %s %q, session %q", first.Status, first.ErrorMessage, first.SessionID)
+	}
+	r.o.ResumeSession, r.o.Prompt, r.o.PriorSessionUsage = first.SessionID, "second task", first.Usage // as lane resume does
+	r.capture("resume")
+	second := r.start()()
+	if second.Status != trace.StatusSucceeded || second.SessionID != first.SessionID || second.ResultText != "second answer" ||
+		second.Usage.InputTokens != 100 || second.Usage.OutputTokens != 20 {
+		t.Fatalf("resumed run %s %q, session %q, result %q, usage %+v", second.Status, second.ErrorMessage, second.SessionID,
+			second.ResultText, second.Usage)
+	}
+	users, assistants := r.request(2).Texts("user"), r.request(2).Texts("assistant")
+	if !slices.Contains(users, "first task") || users[len(users)-1] != "second task" || !slices.Equal(assistants, []string{"first answer"}) {
+		t.Errorf("resumed request: user %q, assistant %q", users, assistants)
+	}
+}
+
+func TestCodexSetupInteractive(t *testing.T) {
+	o := Options{Dir: "/proj", Prompt: "-fix it", Model: "m1", BaseURL: "http://127.0.0.1:9/v1", KeyEnv: "MY_KEY",
+		Env: []string{"MY_KEY=sk-1"}, Desk: interact.NewMemory()}
+	su, err := codexSetup(o, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(su.args, " ")
+	if su.args[0] != "app-server" || !strings.Contains(joined, `base_url="http://127.0.0.1:9/v1"`) ||
+		strings.Contains(joined, "fix it") || strings.Contains(joined, "exec") || !slices.Contains(su.env, codexKeyEnv+"=sk-1") {
+		t.Errorf("args %q, env %q", su.args, su.env)
+	}
+	if c := codexCapability(o); c.PermissionMode != "bypassPermissions" {
+		t.Errorf("capability %+v", c)
+	}
+	o.PermissionMode, o.AllowedTools = "acceptEdits", []string{"Bash(git status:*)"}
+	if c := codexCapability(o); c.PermissionMode != "acceptEdits" || !slices.Equal(c.AllowedTools, o.AllowedTools) {
+		t.Errorf("capability %+v", c)
+	}
+	o.Desk = nil
+	if c := codexCapability(o); c.PermissionMode != "bypassPermissions" {
+		t.Errorf("an unattended run's capability %+v", c)
+	}
+}
+
+func TestCodexCall(t *testing.T) {
+	cmd := codex.Approval{ItemID: "c1", Command: `/bin/bash -lc 'git status'`}
+	call, req := codexCall(codex.MethodCommandApproval, cmd, nil, "/proj")
+	if call.Tool != "Bash" || call.Kind != interact.KindExecute || call.Command != "git status" ||
+		req.Tool != "command_execution" || req.Summary != "git status" || string(req.Input) != `{"command":"git status"}` {
+		t.Errorf("command: %+v %+v", call, req)
+	}
+	pol := interact.NewPolicy(interact.ModeDefault, []interact.Rule{{Tool: "Bash", Pattern: "git status:*"}}, nil, []string{"/proj"})
+	if v, _ := pol.Judge(call); v != interact.Allow {
+		t.Errorf("Bash(git status:*) does not allow %+v", call)
+	}
+	add := []codex.FileChange{{Path: "/proj/a.txt", Kind: "add"}}
+	call, req = codexCall(codex.MethodFileChangeApproval, codex.Approval{ItemID: "p1"}, add, "/proj")
+	if call.Tool != "Write" || call.Kind != interact.KindEdit || !slices.Equal(call.Paths, []string{"/proj/a.txt"}) ||
+		req.Tool != "file_change" || req.Summary != "add /proj/a.txt" {
+		t.Errorf("add: %+v %+v", call, req)
+	}
+	edit := append(add, codex.FileChange{Path: "/proj/b.go", Kind: "update"})
+	if call, _ = codexCall(codex.MethodFileChangeApproval, codex.Approval{}, edit, "/proj"); call.Tool != "Edit" || len(call.Paths) != 2 {
+		t.Errorf("edit: %+v", call)
+	}
+	if v, _ := interact.NewPolicy(interact.ModeAcceptEdits, nil, nil, []string{"/proj"}).Judge(call); v != interact.Allow {
+		t.Errorf("acceptEdits asks for an edit inside the folder: %+v", call)
+	}
+}
