@@ -297,6 +297,26 @@ func TestCodexInteractiveInterruptThenMessage(t *testing.T) {
 	}
 }
 
+// While an interrupted run waits for a follow-up, --idle-timeout does not
+// end it: --linger does.
+func TestCodexInteractiveLingerHoldsTheIdleWatchdog(t *testing.T) {
+	r := newCodexRig(t, responsestest.Hang(), responsestest.Text("Carried on"))
+	r.o.PermissionMode, r.o.Watchdogs.Idle = "bypassPermissions", 300*time.Millisecond
+	wait := r.start()
+	if _, err := r.srv.WaitRequests(r.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	r.desk.Send(interact.Steer{Kind: interact.SteerInterrupt, From: interact.ByTerminal})
+	r.await(trace.KindInterrupt)
+	// Five idle timeouts of silence: a bound on what is observed, not a
+	// synchronization.
+	time.Sleep(5 * r.o.Watchdogs.Idle)
+	r.desk.Send(interact.Steer{Kind: interact.SteerMessage, Text: "carry on", From: interact.ByTerminal})
+	if run := wait(); run.Status != trace.StatusSucceeded || run.ResultText != "Carried on" {
+		t.Errorf("run %s %q, result %q", run.Status, run.ErrorMessage, run.ResultText)
+	}
+}
+
 func TestCodexInteractiveMessageNowInterrupts(t *testing.T) {
 	r := newCodexRig(t, responsestest.Hang(), responsestest.Text("Did the other thing"))
 	r.o.PermissionMode = "bypassPermissions"

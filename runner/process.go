@@ -77,7 +77,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 			return supervise(ctx, supervision{
 				inv: inv, watchdogs: o.Watchdogs, shim: o.Shim, newSource: p.newSource, emit: emit,
 				settled: func() bool { return finished },
-				work:    stepWork(p.stepTurns),
+				work:    processWork(p.stepTurns, o.interactive()),
 				dialog:  dlg,
 			})
 		},
@@ -179,6 +179,26 @@ func applyVerdict(run *trace.Run, v trace.Verdict, ex Exit) {
 		if len(ex.StderrTail) > 0 {
 			run.ErrorMessage += "; last stderr:\n" + strings.Join(ex.StderrTail, "\n")
 		}
+	}
+}
+
+// processWork is the work in flight of a process runtime's run other
+// than its tool calls: opencode's steps, and, in an interactive run, an
+// interrupted turn waiting for a follow-up (for --linger, as lane's own
+// loop does: see lingering).
+func processWork(steps, interactive bool) func(trace.Event) (string, bool, bool) {
+	step := stepWork(steps)
+	if !interactive {
+		return step
+	}
+	return func(ev trace.Event) (string, bool, bool) {
+		if key, opens, closes := lingering(ev); opens || closes {
+			return key, opens, closes
+		}
+		if step != nil {
+			return step(ev)
+		}
+		return "", false, false
 	}
 }
 
