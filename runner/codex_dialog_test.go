@@ -511,3 +511,39 @@ func TestCodexCall(t *testing.T) {
 		t.Errorf("acceptEdits asks for an edit inside the folder: %+v", call)
 	}
 }
+
+func TestCodexInteractiveApprovalTimeout(t *testing.T) {
+	r := newCodexRig(t, responsestest.ToolCalls(responsestest.Exec("call_1", "echo hi > hello.txt")), responsestest.Text("Nobody answered"))
+	r.o.ApprovalTimeout = 300 * time.Millisecond
+	run := r.start()()
+	if run.Status != trace.StatusSucceeded || run.Permissions != (trace.PermissionCounts{Requests: 1, Denied: 1}) {
+		t.Fatalf("run %s %q, permissions %+v", run.Status, run.ErrorMessage, run.Permissions)
+	}
+	if _, err := os.Stat(filepath.Join(r.o.Dir, "hello.txt")); err == nil {
+		t.Error("the command ran unapproved")
+	}
+	_, dec := findEvent(r.events(run), trace.KindPermissionDecision)
+	if users := strings.Join(r.request(2).Texts("user"), "\n"); dec.Permission.By != "timeout" || !strings.Contains(users, "nobody approved the call within 300ms") {
+		t.Errorf("decision %+v; the model was told %q", dec.Permission, users)
+	}
+}
+
+// "Always" spares the same command the second time.
+func TestCodexInteractiveAlways(t *testing.T) {
+	r := newCodexRig(t,
+		responsestest.ToolCalls(responsestest.Exec("call_1", "echo a >> log.txt")),
+		responsestest.ToolCalls(responsestest.Exec("call_2", "echo a >> log.txt")),
+		responsestest.Text("Twice"))
+	wait := r.start()
+	req := r.asked()
+	if err := r.desk.Answer(req.ID, interact.Decision{Allow: true, Always: true, By: interact.ByTerminal}); err != nil {
+		t.Fatal(err)
+	}
+	run := wait()
+	if b, err := os.ReadFile(filepath.Join(r.o.Dir, "log.txt")); run.Status != trace.StatusSucceeded || err != nil || string(b) != "a\na\n" {
+		t.Fatalf("run %s %q, log.txt %q %v", run.Status, run.ErrorMessage, b, err)
+	}
+	if run.Permissions.Requests != 1 || len(r.desk.Asked) != 0 {
+		t.Errorf("permissions %+v, %d more asked", run.Permissions, len(r.desk.Asked))
+	}
+}
