@@ -48,7 +48,7 @@ func (e *badRequest) Error() string { return e.msg }
 func badf(format string, args ...any) error { return &badRequest{fmt.Sprintf(format, args...)} }
 
 // writeStoreError answers err: 400 for a bad parameter, 404 for an unknown
-// run, 400 for an ambiguous prefix, 500 otherwise.
+// run or request, 400 for an ambiguous prefix, 500 otherwise.
 func writeStoreError(w http.ResponseWriter, err error) {
 	var br *badRequest
 	switch {
@@ -56,7 +56,7 @@ func writeStoreError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusBadRequest, br.msg)
 	case errors.Is(err, store.ErrBadCursor):
 		writeError(w, http.StatusBadRequest, "before is not a cursor this API handed out")
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrApprovalNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, store.ErrAmbiguous):
 		writeError(w, http.StatusBadRequest, err.Error())

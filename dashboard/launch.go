@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"lane/internal/proc"
-	"lane/trace"
 )
 
 const (
@@ -210,38 +209,6 @@ func (s *Server) signalChildren(sig syscall.Signal) {
 	for cmd := range s.children {
 		_ = syscall.Kill(-cmd.Process.Pid, sig)
 	}
-}
-
-// cancelRun interrupts a running run's owner, whichever lane process it is;
-// the owner records the run as cancelled.
-func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
-	run, err := s.st.GetRun(r.Context(), r.PathValue("id"))
-	if err != nil {
-		writeStoreError(w, err)
-		return
-	}
-	if run.Status != trace.StatusRunning {
-		writeError(w, http.StatusConflict, fmt.Sprintf("run %s is %s, not running", run.ID, run.Status))
-		return
-	}
-	// GetRun marked the run interrupted if its owner had exited; the
-	// owner can still exit in between.
-	if run.OwnerPID == os.Getpid() || !proc.Alive(run.OwnerPID, run.OwnerStart) {
-		writeError(w, http.StatusConflict, fmt.Sprintf("run %s has no live lane process to stop", run.ID))
-		return
-	}
-	if err := syscall.Kill(run.OwnerPID, syscall.SIGINT); err != nil {
-		status := http.StatusInternalServerError
-		switch {
-		case errors.Is(err, syscall.ESRCH):
-			status = http.StatusConflict
-		case errors.Is(err, syscall.EPERM):
-			status = http.StatusForbidden
-		}
-		writeError(w, status, fmt.Sprintf("stop run %s: signal lane process %d: %v", run.ID, run.OwnerPID, err))
-		return
-	}
-	writeJSON(w, http.StatusAccepted, map[string]bool{"cancelled": true})
 }
 
 // tailBuffer keeps the last max bytes written to it.

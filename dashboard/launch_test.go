@@ -39,18 +39,58 @@ func TestStartAndCancelRun(t *testing.T) {
 	if !res["cancelled"] {
 		t.Errorf("cancel answered %v", res)
 	}
-	// The fake lane got SIGINT and recorded the run cancelled.
+	// The fake lane read the cancel from the store and recorded the run
+	// cancelled.
 	readRun(t, c, s.RunID, func(r *trace.Run) bool { return r.Status == trace.StatusCancelled })
 	e.doJSON("POST", "/api/runs/"+s.RunID+"/cancel", nil, 409, nil)
 	e.doJSON("POST", "/api/runs/nope/cancel", nil, 404, nil)
+	steers, err := e.other.Steers(context.Background(), s.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steers) != 1 || steers[0].Kind != "cancel" || steers[0].From != "dashboard" || steers[0].DeliveredAt.IsZero() {
+		t.Errorf("steering of the cancelled run: %+v, want one cancel from the dashboard, delivered", steers)
+	}
 
-	// The dashboard does not signal itself.
-	createRun(t, e.other, "mine")
-	e.doJSON("POST", "/api/runs/mine/cancel", nil, 409, nil)
+	// A run whose lane process died here is interrupted, not cancelled.
+	pid, start := exitedOwner(t)
+	dead := &trace.Run{ID: "dead", Status: trace.StatusRunning, StartedAt: time.Now().UTC(), OwnerPID: pid, OwnerStart: start}
+	if err := e.other.CreateRun(context.Background(), dead); err != nil {
+		t.Fatal(err)
+	}
+	var er struct{ Error string }
+	e.doJSON("POST", "/api/runs/dead/cancel", nil, 409, &er)
+	if !strings.Contains(er.Error, "interrupted, not running") {
+		t.Errorf("cancel of a run whose process died: %q", er.Error)
+	}
+}
+
+// A run on another machine (a lane worker's) is cancelled through the
+// store: the dashboard cannot signal its process, and must not signal the
+// worker, which runs other runs too.
+func TestCancelRunElsewhere(t *testing.T) {
+	e := newEnv(t, envOpt{})
+	r := &trace.Run{ID: "pooled", Status: trace.StatusRunning, StartedAt: time.Now().UTC(), Worker: "gpu-box-9",
+		OwnerPID: 1, OwnerStart: 1, OwnerHost: "gpu-box-9.lan", Capability: trace.Capability{Steer: []string{"cancel"}}}
+	if err := e.other.CreateRun(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]bool
+	e.doJSON("POST", "/api/runs/pooled/cancel", nil, 202, &res)
+	if !res["cancelled"] {
+		t.Errorf("cancel answered %v", res)
+	}
+	steers, err := e.other.UndeliveredSteers(context.Background(), "pooled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steers) != 1 || steers[0].Kind != "cancel" || steers[0].From != "dashboard" {
+		t.Errorf("queued for the worker: %+v", steers)
+	}
 }
 
 // A run owned by a lane process the dashboard did not start is cancelled
-// the same way.
+// the same way: through the store, which that process reads.
 func TestCancelRunOfAnotherProcess(t *testing.T) {
 	e := newEnv(t, envOpt{})
 	c := e.dial("", nil)
@@ -96,7 +136,7 @@ func TestCancelRunOfAnotherProcess(t *testing.T) {
 	}
 	var ee *exec.ExitError
 	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Errorf("helper ended with %v, want exit 130 after SIGINT", err)
+		t.Errorf("helper ended with %v, want exit 130 after the cancel", err)
 	}
 }
 

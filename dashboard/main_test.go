@@ -321,12 +321,18 @@ func selfOwner(t testing.TB) (int, uint64) {
 	return os.Getpid(), start
 }
 
-// createRun records a running run owned by the test process.
+// steerAll is what a lane run of a runtime it drives both ways takes while
+// it runs.
+var steerAll = []string{"message", "interrupt", "cancel"}
+
+// createRun records a running run owned by the test process, as lane run
+// records a run of Claude Code.
 func createRun(t testing.TB, st *store.Store, id string) *trace.Run {
 	t.Helper()
 	pid, start := selfOwner(t)
 	r := &trace.Run{ID: id, Status: trace.StatusRunning, Runtime: "claude", Model: "sonnet", Dir: "/w",
-		Prompt: "task " + id, StartedAt: time.Now().UTC(), OwnerPID: pid, OwnerStart: start}
+		Prompt: "task " + id, StartedAt: time.Now().UTC(), OwnerPID: pid, OwnerStart: start,
+		Capability: trace.Capability{Dir: "/w", Steer: steerAll}}
 	if err := st.CreateRun(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
@@ -348,9 +354,11 @@ func appendEvents(t testing.TB, st *store.Store, run string, from, to int64, tex
 
 // fakeLane is `LANE_DB=WHERE lane run --dir DIR --model=MODEL -o
 // stream-json -`: it records a running run owned by itself with the task
-// from stdin, prints its first event, and on SIGINT records the run
-// cancelled and exits 130. Model "bad" is a usage error; model "show-db"
-// prints its arguments and LANE_DB to stderr and exits 2.
+// from stdin, prints its first event, and on SIGINT, or on a cancel sent
+// to its run through the store (which it reads every 10 ms, as lane's own
+// desk does), records the run cancelled and exits 130. Model "bad" is a
+// usage error; model "show-db" prints its arguments and LANE_DB to stderr
+// and exits 2.
 func fakeLane(args []string) int {
 	want := []string{"run", "--dir", "", "", "-o", "stream-json", "-"}
 	if len(args) != len(want) || !strings.HasPrefix(args[3], "--model=") {
@@ -393,7 +401,8 @@ func fakeLane(args []string) int {
 	defer st.Close()
 	start, _ := proc.StartTime(os.Getpid())
 	run := &trace.Run{ID: trace.NewRunID(), Status: trace.StatusRunning, Runtime: "claude", Model: model, Dir: args[2],
-		Prompt: string(task), StartedAt: time.Now().UTC(), OwnerPID: os.Getpid(), OwnerStart: start}
+		Prompt: string(task), StartedAt: time.Now().UTC(), OwnerPID: os.Getpid(), OwnerStart: start,
+		Capability: trace.Capability{Dir: args[2], Steer: steerAll}}
 	if err := st.CreateRun(ctx, run); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 6
@@ -409,10 +418,8 @@ func fakeLane(args []string) int {
 	for i := range 2000 {
 		enc.Encode(trace.Event{RunID: run.ID, Seq: int64(i + 2), Kind: trace.KindText, Text: strings.Repeat("x", 100)})
 	}
-	select {
-	case <-sigs:
-	case <-time.After(time.Minute):
-		return 1
+	if code := awaitCancel(ctx, st, run.ID, sigs); code != 0 {
+		return code
 	}
 	run.Status, run.EndedAt, run.ErrorKind = trace.StatusCancelled, time.Now().UTC(), trace.ErrorCancelled
 	if err := st.UpdateRun(ctx, run); err != nil {
@@ -421,6 +428,39 @@ func fakeLane(args []string) int {
 	}
 	enc.Encode(run)
 	return 130
+}
+
+// awaitCancel returns 0 once sigs has a signal or a cancel of the run is
+// in the store (marked delivered), or an exit code after a minute or a
+// failing store.
+func awaitCancel(ctx context.Context, st *store.Store, runID string, sigs <-chan os.Signal) int {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	giveUp := time.After(time.Minute)
+	for {
+		select {
+		case <-sigs:
+			return 0
+		case <-giveUp:
+			return 1
+		case <-tick.C:
+		}
+		steers, err := st.UndeliveredSteers(ctx, runID)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 6
+		}
+		for _, s := range steers {
+			if s.Kind != "cancel" {
+				continue
+			}
+			if err := st.MarkSteerDelivered(ctx, s.ID, time.Now()); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 6
+			}
+			return 0
+		}
+	}
 }
 
 // fakeLaneBin writes a script that runs the test binary as fakeLane.
