@@ -27,7 +27,8 @@ const chromium = "/usr/bin/chromium"
 
 var updateScreenshot = flag.Bool("screenshot", false,
 	"write the screenshots: TestBrowser the run page's to testdata/screenshot.png, TestBrowserBench the bench page's to testdata/bench.png, "+
-		"TestBrowserWorkers the workers page's to testdata/workers.png, TestBrowserPoolBench a pool bench's to testdata/bench-pool.png")
+		"TestBrowserWorkers the workers page's to testdata/workers.png, TestBrowserPoolBench a pool bench's to testdata/bench-pool.png, "+
+		"TestBrowserApprovals a run's page with requests waiting to testdata/approvals.png")
 
 // hostile is a tool output that must reach the page as text only.
 const hostile = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>`
@@ -881,4 +882,263 @@ func writeLongTrace(e *browserEnv, n int64) *trace.Run {
 		e.t.Fatal(err)
 	}
 	return run
+}
+
+// TestBrowserApprovals follows a live run that asks for a person: its
+// requests show at the top of its page, escaped, and leave it once
+// answered here (the store records the answer) or elsewhere; the runs list
+// marks the run, the tab's title counts the requests, a notification
+// announces a new one; the message box and Interrupt queue steering in the
+// store; the trace shows requests, decisions, messages and interrupts.
+func TestBrowserApprovals(t *testing.T) {
+	e := startBrowserEnv(t, nil)
+	ctx := context.Background()
+	now := time.Now()
+	run := &trace.Run{Status: trace.StatusRunning, Runtime: "claude", Model: "sonnet", Dir: "/work/demo",
+		Prompt: "clean the build", StartedAt: now, Capability: trace.Capability{Dir: "/work/demo", Steer: steerAll}}
+	w := e.newRun(run)
+	defer w.Close(ctx)
+	write(t, w, trace.Event{Seq: 1, Time: now, Kind: trace.KindText, Text: "I'll clean up."})
+
+	e.do("open the run", 30*time.Second,
+		chromedp.Navigate(e.url+"/runs/"+run.ID),
+		chromedp.WaitVisible(chromedp.CSS(`.run-head dl.kv`)),
+		chromedp.WaitVisible(chromedp.CSS(`section.steer textarea`)),
+		chromedp.WaitReady(chromedp.CSS(seqSel(1))))
+	if n := eval[int](e, `document.querySelectorAll('section.asks .ask').length`); n != 0 {
+		t.Fatalf("%d requests shown before any was made", n)
+	}
+	// The browser's notifications, as a person who allows them when asked.
+	eval[bool](e, `(() => {
+		window.__notes = [];
+		window.Notification = class {
+			static permission = 'default';
+			static async requestPermission() { this.permission = 'granted'; return 'granted'; }
+			constructor(title, opts) { window.__notes.push({title, body: opts.body, tag: opts.tag}); }
+		};
+		return true;
+	})()`)
+	e.do("turn notifications on", 10*time.Second,
+		chromedp.Click(chromedp.CSS(`#notify`)),
+		chromedp.WaitVisible(chromedp.CSS(`#notify[aria-pressed="true"]`)))
+
+	// A request whose every field is markup.
+	input, _ := json.Marshal(map[string]string{"command": hostile, "description": "clean"})
+	ask := func(tool, summary string, in json.RawMessage) store.Approval {
+		t.Helper()
+		a, err := e.writer.OpenApproval(ctx, store.Approval{RunID: run.ID, ToolUseID: "toolu_" + tool, Tool: tool, Summary: summary,
+			Dir: `/work/<b>demo</b>`, Input: in, AskedAt: time.Now().UTC(), Deadline: time.Now().Add(10 * time.Minute).UTC()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	a := ask("Bash", hostile, input)
+	card := fmt.Sprintf(`section.asks .ask[data-id=%q]`, a.ID)
+	e.do("the request appears", 20*time.Second, chromedp.WaitVisible(chromedp.CSS(card+` button.allow`)))
+	type shown struct {
+		Tool, Sum, Dir, Input, Meta, Title, Waiting string
+		Notes                                       []struct{ Title, Body string }
+	}
+	got := eval[shown](e, `(() => {
+		const c = document.querySelector('`+card+`');
+		return {
+			Tool: c.querySelector('.ask-tool').textContent, Sum: c.querySelector('.ask-sum').textContent,
+			Dir: c.querySelector('.ask-dir').textContent, Input: c.querySelector('.ask-input').textContent,
+			Meta: c.querySelector('.ask-meta').textContent, Title: document.title,
+			Waiting: document.getElementById('waiting').textContent, Notes: window.__notes,
+		};
+	})()`)
+	if got.Tool != "Bash" || got.Sum != hostile || got.Dir != `/work/<b>demo</b>` || !strings.Contains(got.Input, `"command": "<img src=x onerror=\"window.__pwned=1\"><script>`) {
+		t.Errorf("the request shows as %+v", got)
+	}
+	if !strings.Contains(got.Meta, "waiting ") || !strings.Contains(got.Meta, "denied in 9m") {
+		t.Errorf("its wait and deadline: %q", got.Meta)
+	}
+	if !strings.HasPrefix(got.Title, "(1) lane") || got.Waiting != "1 request waits for you" {
+		t.Errorf("title %q, top bar %q", got.Title, got.Waiting)
+	}
+	if len(got.Notes) != 1 || got.Notes[0].Title != "lane: Bash waits for your approval" || !strings.Contains(got.Notes[0].Body, hostile) {
+		t.Errorf("notifications %+v, want one for the request", got.Notes)
+	}
+	type safety struct {
+		Pwned   bool `json:"pwned"`
+		Scripts int  `json:"scripts"`
+		Marks   int  `json:"marks"`
+	}
+	if s := eval[safety](e, `({pwned: typeof window.__pwned !== 'undefined', scripts: document.scripts.length,
+		marks: document.querySelectorAll('img, b, #app script').length})`); s.Pwned || s.Scripts != 1 || s.Marks != 0 {
+		t.Errorf("the request became markup: %+v", s)
+	}
+
+	// Allow: the store has the answer, the request leaves the top.
+	e.do("allow", 20*time.Second,
+		chromedp.Click(chromedp.CSS(card+` button.allow`)),
+		chromedp.WaitNotPresent(chromedp.CSS(card)))
+	if s, err := e.writer.GetApproval(ctx, a.ID); err != nil || !s.Allow || s.Always || s.By != "dashboard" || s.Pending() {
+		t.Errorf("after Allow the store has %+v (%v)", s, err)
+	}
+	if title := eval[string](e, `document.title`); strings.HasPrefix(title, "(") {
+		t.Errorf("title %q after the answer", title)
+	}
+
+	// Deny with a message, and Always for the run.
+	b := ask("Write", "/etc/hosts", json.RawMessage(`{"file_path":"/etc/hosts"}`))
+	c := ask("Read", "go.mod", json.RawMessage(`{"file_path":"go.mod"}`))
+	bCard, cCard := fmt.Sprintf(`section.asks .ask[data-id=%q]`, b.ID), fmt.Sprintf(`section.asks .ask[data-id=%q]`, c.ID)
+	e.do("two requests", 20*time.Second,
+		chromedp.WaitVisible(chromedp.CSS(bCard+` button.deny`)),
+		chromedp.WaitVisible(chromedp.CSS(cCard+` button.always`)))
+	if title := eval[string](e, `document.title`); !strings.HasPrefix(title, "(2) lane") {
+		t.Errorf("title %q with two requests", title)
+	}
+	if *updateScreenshot {
+		shotCtx, cancelShot := context.WithTimeout(e.ctx, 20*time.Second)
+		png, err := chromedp.Run(shotCtx, chromedp.CaptureScreenshot())
+		cancelShot()
+		if err != nil {
+			e.fatal("screenshot", err)
+		}
+		if err := os.WriteFile(filepath.Join("testdata", "approvals.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote testdata/approvals.png (%d bytes)", len(png))
+	}
+	e.do("deny with a message", 20*time.Second,
+		chromedp.SetValue(chromedp.CSS(bCard+` input.ask-msg`), "not outside the repo"),
+		chromedp.Click(chromedp.CSS(bCard+` button.deny`)),
+		chromedp.WaitNotPresent(chromedp.CSS(bCard)),
+		chromedp.Click(chromedp.CSS(cCard+` button.always`)),
+		chromedp.WaitNotPresent(chromedp.CSS(cCard)))
+	if s, _ := e.writer.GetApproval(ctx, b.ID); s.Allow || s.Message != "not outside the repo" || s.By != "dashboard" {
+		t.Errorf("after Deny the store has %+v", s)
+	}
+	if s, _ := e.writer.GetApproval(ctx, c.ID); !s.Allow || !s.Always || s.By != "dashboard" {
+		t.Errorf("after Always the store has %+v", s)
+	}
+
+	// Answered in the run's terminal: it leaves the page too.
+	d := ask("Bash", "git push", json.RawMessage(`{"command":"git push"}`))
+	dCard := fmt.Sprintf(`section.asks .ask[data-id=%q]`, d.ID)
+	e.do("another request", 20*time.Second, chromedp.WaitVisible(chromedp.CSS(dCard)))
+	if _, err := e.writer.DecideApproval(ctx, d.ID, store.Answer{By: "terminal"}); err != nil {
+		t.Fatal(err)
+	}
+	e.do("answered elsewhere", 20*time.Second, chromedp.WaitNotPresent(chromedp.CSS(dCard)))
+
+	// The trace shows what the run's gate records.
+	write(t, w,
+		trace.Event{Seq: 2, Time: now.Add(time.Second), Kind: trace.KindPermissionRequest, ToolUseID: "toolu_Bash", ToolName: "Bash",
+			Input: input, Permission: &trace.Permission{ID: a.ID, Summary: hostile}},
+		trace.Event{Seq: 3, Time: now.Add(4 * time.Second), Kind: trace.KindPermissionDecision, ToolUseID: "toolu_Bash",
+			Permission: &trace.Permission{ID: a.ID, Allow: true, By: "dashboard", WaitedMS: 3000}},
+		trace.Event{Seq: 4, Time: now.Add(5 * time.Second), Kind: trace.KindPermissionDecision, ToolName: "Write",
+			Permission: &trace.Permission{ID: b.ID, By: "dashboard", Message: "not <i>outside</i> the repo", WaitedMS: 61000}},
+		trace.Event{Seq: 5, Time: now.Add(6 * time.Second), Kind: trace.KindUserMessage, Text: "then run <b>the tests</b>", By: "dashboard"},
+		trace.Event{Seq: 6, Time: now.Add(7 * time.Second), Kind: trace.KindInterrupt, By: "cli"},
+	)
+	e.do("the trace shows them", 20*time.Second, chromedp.WaitVisible(chromedp.CSS(seqSel(6))))
+	texts := eval[[]string](e, `[2, 3, 4, 5, 6].map((n) => document.querySelector('.timeline [data-seq="' + n + '"] .body').textContent)`)
+	want := []string{
+		"asks approvalBash " + hostile,
+		"allowedBash in the dashboard after 3.0s",
+		"deniedWrite in the dashboard after 1m 01snot <i>outside</i> the repo",
+		"messagefrom the dashboardthen run <b>the tests</b>",
+		"interruptedthe turn was stopped from the command line",
+	}
+	for i := range want {
+		if i >= len(texts) || !strings.HasPrefix(texts[i], want[i]) {
+			t.Errorf("event %d shows %q, want %q", i+2, texts[i], want[i])
+		}
+	}
+	if s := eval[safety](e, `({pwned: typeof window.__pwned !== 'undefined', scripts: document.scripts.length,
+		marks: document.querySelectorAll('img, b, i, #app script').length})`); s.Pwned || s.Scripts != 1 || s.Marks != 0 {
+		t.Errorf("the trace's requests became markup: %+v", s)
+	}
+
+	// The message box and Interrupt queue steering for the run's process.
+	e.do("queue a message, send one now, interrupt", 20*time.Second,
+		chromedp.SetValue(chromedp.CSS(`section.steer textarea`), "and update the changelog"),
+		chromedp.Click(chromedp.CSS(`section.steer button.send-queued`)),
+		chromedp.WaitVisible(chromedp.CSS(`section.steer .steer-note .sent[data-now="false"]`)),
+		chromedp.SetValue(chromedp.CSS(`section.steer textarea`), "stop, use make clean"),
+		chromedp.Click(chromedp.CSS(`section.steer button.send-now`)),
+		chromedp.WaitVisible(chromedp.CSS(`section.steer .steer-note .sent[data-now="true"]`)),
+		chromedp.Click(chromedp.CSS(`.run-head button.interrupt`)),
+		chromedp.WaitVisible(chromedp.CSS(`.run-head .action-note`)))
+	// Each note shows once the server has answered, after the store committed.
+	steersOf := func() []string {
+		t.Helper()
+		st, err := e.writer.UndeliveredSteers(ctx, run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range st {
+			out = append(out, fmt.Sprintf("%s %q now=%v from %s", s.Kind, s.Text, s.Now, s.From))
+		}
+		return out
+	}
+	if got, want := steersOf(), []string{
+		`message "and update the changelog" now=false from dashboard`,
+		`message "stop, use make clean" now=true from dashboard`,
+		`interrupt "" now=false from dashboard`,
+	}; !slices.Equal(got, want) {
+		t.Errorf("steering queued %v, want %v", got, want)
+	}
+
+	// The runs list marks a run that waits.
+	f := ask("Bash", "rm -rf dist", json.RawMessage(`{"command":"rm -rf dist"}`))
+	row := fmt.Sprintf(`table.runs tr[data-id=%q]`, run.ID)
+	e.do("the runs list", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`#nav a[href="/"]`)),
+		chromedp.WaitVisible(chromedp.CSS(row+`.waits td.status-cell a.waiting`)))
+	if got := eval[string](e, `document.querySelector('`+row+` a.waiting').textContent`); got != "waits for you" {
+		t.Errorf("the row says %q", got)
+	}
+	if n := eval[int](e, `window.__notes.length`); n != 5 {
+		t.Errorf("%d notifications, want one for each of the 5 requests", n)
+	}
+	if _, err := e.writer.DecideApproval(ctx, f.ID, store.Answer{By: "cli", Allow: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.do("the mark goes", 20*time.Second, chromedp.WaitNotPresent(chromedp.CSS(row+` a.waiting`)))
+
+	// A run lane drives one way takes a cancel, and says why it takes no
+	// message.
+	oneWay := &trace.Run{Status: trace.StatusRunning, Runtime: "gemini", Model: "gemini-2.5-pro", Dir: "/work/demo",
+		Prompt: "one way", StartedAt: time.Now(), Capability: trace.Capability{Steer: []string{"cancel"}}}
+	if err := e.newRun(oneWay).Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.do("a one-way run", 20*time.Second,
+		chromedp.Navigate(e.url+"/runs/"+oneWay.ID),
+		chromedp.WaitVisible(chromedp.CSS(`section.steer .steer-deaf`)))
+	type oneWayPage struct {
+		Deaf      string `json:"deaf"`
+		Form      bool   `json:"form"`
+		Interrupt int    `json:"interrupt"`
+		Cancel    bool   `json:"cancel"`
+	}
+	if got := eval[oneWayPage](e, `({deaf: document.querySelector('.steer-deaf').textContent,
+		form: !!document.querySelector('section.steer form').offsetParent,
+		interrupt: document.querySelectorAll('.run-head button.interrupt').length,
+		cancel: !document.querySelector('.run-head button.danger').disabled})`); !strings.Contains(got.Deaf, "takes no messages while it runs (lane drives gemini one way)") ||
+		!strings.Contains(got.Deaf, "lane resume "+oneWay.ID) || got.Form || got.Interrupt != 0 || !got.Cancel {
+		t.Errorf("a one-way run's page: %+v", got)
+	}
+	e.do("back to the runs", 20*time.Second, chromedp.Click(chromedp.CSS(`#nav a[href="/"]`)), chromedp.WaitVisible(chromedp.CSS(`table.runs`)))
+
+	// The run ends: no message box, no requests.
+	run.Status, run.EndedAt = trace.StatusSucceeded, time.Now()
+	if err := e.writer.UpdateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	e.do("back to the ended run", 20*time.Second,
+		chromedp.Click(chromedp.CSS(row+` td.prompt a`)),
+		chromedp.WaitVisible(chromedp.CSS(`.run-head h1 .st-succeeded`)),
+		chromedp.WaitNotVisible(chromedp.CSS(`section.steer`)))
+	if n := eval[int](e, `document.querySelectorAll('.run-head button.interrupt, .run-head button.danger').length`); n != 0 {
+		t.Errorf("%d run buttons on an ended run", n)
+	}
 }

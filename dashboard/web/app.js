@@ -6,9 +6,12 @@
 //
 // Safety rule: recorded data reaches the DOM as text only (lib/dom.js).
 
+import { approvals, notifyToggle } from './lib/approvals.js';
+import { h } from './lib/dom.js';
 import { live } from './lib/live.js';
 import { startRouter } from './lib/router.js';
 import { noteRun } from './lib/suggest.js';
+import { runPath } from './lib/widgets.js';
 import { viewBenchDetail } from './views/bench.js';
 import { viewBenches } from './views/benches.js';
 import { viewCosts } from './views/costs.js';
@@ -35,5 +38,22 @@ const routes = [
 live.on((msg) => { if (msg.type === 'run') noteRun(msg.run); });
 
 document.getElementById('new-run').addEventListener('click', newRunDialog());
+notifyToggle(document.getElementById('notify'));
+approvals.on(showWaiting(document.getElementById('waiting')));
 live.connect(document.getElementById('conn'));
+approvals.start();
 startRouter(document.getElementById('app'), routes);
+
+// showWaiting returns what keeps the top bar's link to the requests that
+// wait for a person: it leads to the run of the one that has waited
+// longest.
+function showWaiting(link) {
+  return (list) => {
+    link.hidden = !list.length;
+    if (!list.length) return;
+    const oldest = list[list.length - 1];
+    link.setAttribute('href', runPath(oldest.run_id));
+    link.replaceChildren(h('span', { class: 'count' }, String(list.length)),
+      list.length === 1 ? ' request waits for you' : ' requests wait for you');
+  };
+}

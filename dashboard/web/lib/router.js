@@ -3,6 +3,7 @@
 // given by app.js, so this module imports no view (no import cycle).
 
 import { h } from './dom.js';
+import { setTitle } from './title.js';
 
 let root = null;
 let routes = [];    // [pattern, view(root, params) → lifetime, nav route]
@@ -37,7 +38,7 @@ function render() {
     current = view(root, params) || null;
     return;
   }
-  document.title = 'lane · not found';
+  setTitle('lane · not found');
   root.append(h('h1', null, 'Not found'), h('p', null, h('a', { href: '/' }, 'Back to the runs')));
 }
 

@@ -17,6 +17,11 @@ export function statusEl(status) {
 
 export const isRunning = (run) => run && run.status === 'running';
 
+// takes tells whether a live run takes a kind of steering (message,
+// interrupt, cancel) from a person: its capability lists those its
+// runtime and its lane process can take while it runs.
+export const takes = (run, kind) => isRunning(run) && (run.capability?.steer || []).includes(kind);
+
 export const runPath = (id) => `/runs/${encodeURIComponent(id)}`;
 export const runLink = (id, text, cls) => h('a', { href: runPath(id), class: cls }, text ?? shortID(id));
 

@@ -7,13 +7,14 @@ import { add, h } from '../lib/dom.js';
 import { fmtCost } from '../lib/format.js';
 import { lifetime, refresher } from '../lib/lifetime.js';
 import { live } from '../lib/live.js';
+import { setTitle } from '../lib/title.js';
 import { errorBox, statusEl, timeEl } from '../lib/widgets.js';
 import { benchDurEl, progressTitle } from './bench-common.js';
 import { MODEL_COLORS, failedAttempts, modelTable, taskGrid, workerTable } from './bench-parts.js';
 import { benchScatter } from './bench-scatter.js';
 
 export function viewBenchDetail(root, [id]) {
-  document.title = 'lane · bench';
+  setTitle('lane · bench');
   const life = lifetime();
   const head = h('div', { class: 'run-head' }, h('h1', null, 'Bench ', h('code', null, id)));
   const body = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
@@ -56,7 +57,7 @@ export function viewBenchDetail(root, [id]) {
 function renderBenchHead(head, res) {
   const b = res.bench;
   const attempts = res.attempts || [];
-  document.title = `lane · bench ${b.name || b.id}`;
+  setTitle(`lane · bench ${b.name || b.id}`);
   const p = countAttempts(attempts);
   const cost = attempts.reduce((a, x) => a + (x.cost_usd || 0), 0);
   // A pool bench's pending attempts are in the queue; each worker runs its

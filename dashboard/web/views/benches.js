@@ -6,13 +6,14 @@ import { fmtCost, shortID } from '../lib/format.js';
 import { lifetime, refresher } from '../lib/lifetime.js';
 import { live } from '../lib/live.js';
 import { navigate } from '../lib/router.js';
+import { setTitle } from '../lib/title.js';
 import { errorBox, statusEl, timeEl } from '../lib/widgets.js';
 import { benchDurEl, benchPath, progressTitle } from './bench-common.js';
 
 const COLUMNS = [['Status'], ['Bench'], ['Models'], ['Passed / attempts', 'num'], ['Cost', 'num'], ['Duration', 'num'], ['Started']];
 
 export function viewBenches(root) {
-  document.title = 'lane · bench';
+  setTitle('lane · bench');
   const life = lifetime();
   const tbody = h('tbody');
   const table = h('table', { class: 'benches' },

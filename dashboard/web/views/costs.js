@@ -8,12 +8,13 @@ import { hbars, legend, vbars } from '../lib/charts.js';
 import { lifetime } from '../lib/lifetime.js';
 import { navigate } from '../lib/router.js';
 import { costTick, tokenTick } from '../lib/ticks.js';
+import { setTitle } from '../lib/title.js';
 import { errorBox } from '../lib/widgets.js';
 
 const DAY = 86400000;
 
 export function viewCosts(root) {
-  document.title = 'lane · costs';
+  setTitle('lane · costs');
   const life = lifetime();
   const params = new URLSearchParams(location.search);
   const today = new Date();

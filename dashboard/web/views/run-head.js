@@ -1,19 +1,20 @@
 // The header of a run's page: its status and prompt, its facts, its error,
-// its prompt and result text, and its actions (export, cancel).
+// its prompt and result text, and its actions (export, interrupt, cancel).
 
 import { api, post } from '../lib/api.js';
 import { add, h } from '../lib/dom.js';
 import { lazyDetails } from '../lib/collapse.js';
 import { fmtCost, fmtTokens, oneLine } from '../lib/format.js';
 import { md } from '../lib/markdown.js';
+import { setTitle } from '../lib/title.js';
 import {
-  STATUS_LABEL, durEl, errorBox, isRunning, runLink, statusEl, timeEl, tokensTitle,
+  STATUS_LABEL, durEl, errorBox, isRunning, runLink, statusEl, takes, timeEl, tokensTitle,
 } from '../lib/widgets.js';
 
 // renderRunHead fills head with run (and its children runs), keeping the
 // prompt and result open or closed as the reader left them.
 export function renderRunHead(head, run, children) {
-  document.title = `lane · ${STATUS_LABEL[run.status] || run.status} · ${oneLine(run.prompt, 40)}`;
+  setTitle(`lane · ${STATUS_LABEL[run.status] || run.status} · ${oneLine(run.prompt, 40)}`);
   const wasOpen = (sel, def) => { const d = head.querySelector(sel); return d ? d.open : def; };
   const promptOpen = wasOpen('details.prompt', (run.prompt || '').length < 600);
   const resultOpen = wasOpen('details.result-text', false);
@@ -36,26 +37,52 @@ export function runLoadError(head, id, err) {
 
 export const fetchRun = (id, signal) => api(`/api/runs/${encodeURIComponent(id)}`, { signal });
 
-// runActions: Export JSONL, and Cancel while the run runs.
+// runActions: Export JSONL; while the run runs, Interrupt (stop the
+// current turn; the run stays open for a message) and Cancel (end it), as
+// far as the run takes them.
 function runActions(run) {
   const actions = h('div', { class: 'actions' },
     h('a', { href: `/api/runs/${encodeURIComponent(run.id)}/export`, class: 'button', download: `${run.id}.jsonl` }, 'Export JSONL'));
   if (!isRunning(run)) return actions;
-  const btn = h('button', { type: 'button', class: 'danger' }, 'Cancel run');
+  const send = (what) => () => post(`/api/runs/${encodeURIComponent(run.id)}/${what}`);
+  const note = h('span', { class: 'muted action-note', 'aria-live': 'polite', hidden: true });
+  const interrupt = takes(run, 'interrupt') && actionButton(actions, {
+    cls: 'interrupt', label: 'Interrupt', busy: 'Interrupting…', act: send('interrupt'),
+    title: 'Stop the current turn the runtime\'s own way; the run stays open for a follow-up message',
+    // Another turn may need it again: the button comes back.
+    done: (btn) => { btn.disabled = false; btn.textContent = 'Interrupt'; note.textContent = 'interrupt sent'; note.hidden = false; },
+  });
+  const cancel = takes(run, 'cancel')
+    ? actionButton(actions, {
+      cls: 'danger', label: 'Cancel run', busy: 'Cancelling…', act: send('cancel'),
+      ask: () => confirm('Cancel this run?'),
+    })
+    : h('button', { type: 'button', class: 'danger', disabled: true,
+      title: 'Its lane process takes no steering from here: stop it where it runs' }, 'Cancel run');
+  actions.prepend(...[note, interrupt, cancel].filter(Boolean));
+  return actions;
+}
+
+// actionButton is a button that posts once per click (after ask(), when
+// given, says yes): busy while it posts, then left disabled until the
+// header is drawn again unless done(btn) says otherwise; an error shows in
+// actions.
+function actionButton(actions, { cls, label, busy, title, act, ask, done }) {
+  const btn = h('button', { type: 'button', class: cls, title }, label);
   btn.addEventListener('click', async () => {
-    if (!confirm('Cancel this run?')) return;
+    if (ask && !ask()) return;
     btn.disabled = true;
-    btn.textContent = 'Cancelling…';
+    btn.textContent = busy;
     try {
-      await post(`/api/runs/${encodeURIComponent(run.id)}/cancel`);
+      await act();
+      done?.(btn);
     } catch (err) {
       btn.disabled = false;
-      btn.textContent = 'Cancel run';
+      btn.textContent = label;
       actions.append(errorBox(err));
     }
   });
-  actions.prepend(btn);
-  return actions;
+  return btn;
 }
 
 // runFacts is the run's key/value list.

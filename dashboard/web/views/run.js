@@ -1,22 +1,27 @@
-// One run (/runs/{id}): its header, then its trace, followed live while it
-// runs. The pieces: run-head.js (the header), trace-feed.js (bringing the
-// events), trace-render.js with trace-events.js and trace-tools.js (showing
-// them).
+// One run (/runs/{id}): the requests that wait for a person's approval,
+// its header, the message box while it runs, then its trace, followed live
+// while it runs. The pieces: asks.js (the requests), run-head.js (the
+// header), steer.js (the message box), trace-feed.js (bringing the events),
+// trace-render.js with trace-events.js and trace-tools.js (showing them).
 
 import { h } from '../lib/dom.js';
 import { setDisclosure } from '../lib/collapse.js';
 import { aborted } from '../lib/api.js';
+import { approvals } from '../lib/approvals.js';
 import { shortID, tsMs } from '../lib/format.js';
 import { lifetime } from '../lib/lifetime.js';
 import { live } from '../lib/live.js';
 import { noteRun } from '../lib/suggest.js';
+import { setTitle } from '../lib/title.js';
 import { errorBox, isRunning } from '../lib/widgets.js';
+import { asksPanel } from './asks.js';
 import { fetchRun, renderRunHead, runLoadError } from './run-head.js';
+import { steerPanel } from './steer.js';
 import { traceFeed } from './trace-feed.js';
 import { traceRenderer } from './trace-render.js';
 
 export function viewRun(root, [id]) {
-  document.title = `lane · run ${shortID(id)}`;
+  setTitle(`lane · run ${shortID(id)}`);
   const life = lifetime();
   const page = runPage(root);
   let run = null;     // as last fetched or announced
@@ -26,8 +31,14 @@ export function viewRun(root, [id]) {
   const isLive = () => !!run && isRunning(run);
   const showHead = () => {
     renderRunHead(page.head, run, children);
+    page.steer.show(run);
+    showAsks();
     if (!isRunning(run)) trace.renderer.settle();
   };
+  const showAsks = () => { if (run) page.asks.update(isRunning(run) ? approvals.forRun(run.id) : []); };
+  life.defer(approvals.on(showAsks));
+  const tick = setInterval(page.asks.tick, 1000);
+  life.defer(() => clearInterval(tick));
   const took = (res) => { run = res.run; children = res.children || []; };
 
   life.defer(live.on((msg) => {
@@ -75,9 +86,12 @@ export function viewRun(root, [id]) {
   return life;
 }
 
-// runPage lays out the page: the header, the trace's toolbar, the
-// timeline and a footer for errors.
+// runPage lays out the page: the requests waiting for approval, the
+// header, the message box, the trace's toolbar, the timeline and a footer
+// for errors.
 function runPage(root) {
+  const asks = asksPanel();
+  const steer = steerPanel();
   const head = h('section', { class: 'run-head' }, h('p', { class: 'muted' }, 'Loading run…'));
   const timeline = h('div', { class: 'timeline', 'aria-live': 'off' });
   const info = h('span', { class: 'muted' });
@@ -91,8 +105,8 @@ function runPage(root) {
     h('button', { type: 'button', onclick: () => setAll(false) }, 'Collapse'),
     h('button', { type: 'button', onclick: jumpToEnd }, 'Jump to end'));
   const foot = h('div', { class: 'timeline-foot muted' });
-  root.append(head, tools, timeline, foot);
-  return { head, timeline, info, foot };
+  root.append(asks.el, head, steer.el, tools, timeline, foot);
+  return { asks, steer, head, timeline, info, foot };
 }
 
 // jumpToEnd scrolls to the end of the trace. Chunks off screen have

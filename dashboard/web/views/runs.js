@@ -2,12 +2,14 @@
 // runs added and updated live as `lane run` records them.
 
 import { api, aborted } from '../lib/api.js';
+import { approvals } from '../lib/approvals.js';
 import { h } from '../lib/dom.js';
 import { oneLine, shortDir, fmtCost, tsMs } from '../lib/format.js';
 import { lifetime } from '../lib/lifetime.js';
 import { live } from '../lib/live.js';
 import { navigate } from '../lib/router.js';
 import { datalist, noteRun, refreshDatalist, seen } from '../lib/suggest.js';
+import { setTitle } from '../lib/title.js';
 import {
   STATUS_LABEL, durEl, errorBox, isRunning, runLink, runPath, statusEl, timeEl, tokensText, tokensTitle,
 } from '../lib/widgets.js';
@@ -17,7 +19,7 @@ const RUN_COLUMNS = ['Status', 'Runtime · model', 'Worker', 'Folder', 'Prompt',
 const PAGE = '50';
 
 export function viewRuns(root) {
-  document.title = 'lane · runs';
+  setTitle('lane · runs');
   const life = lifetime();
   const params = new URLSearchParams(location.search);
   const f = Object.fromEntries(RUN_FILTERS.map((k) => [k, params.get(k) || '']));
@@ -36,6 +38,7 @@ export function viewRuns(root) {
     if (msg.type === 'resync') list.resync();
     else if (msg.type === 'run') list.accept(msg.run);
   }));
+  life.defer(approvals.on(list.markWaiting));
   list.load();
   return life;
 }
@@ -161,17 +164,22 @@ function runList(f, life, onLoaded) {
     } catch { /* the next reconnect tries again */ }
   }
 
+  // markWaiting marks the rows of the runs that wait for a person.
+  function markWaiting() {
+    for (const [id, tr] of rows) showWaiting(tr, approvals.count(id));
+  }
+
   more.addEventListener('click', load);
-  return { table, empty, more, status, load, accept, resync };
+  return { table, empty, more, status, load, accept, resync, markWaiting };
 }
 
 function runRow(run) {
   noteRun(run);
-  return h('tr', {
+  const tr = h('tr', {
     class: `run-row${isRunning(run) ? ' is-running' : ''}`,
     dataset: { id: run.id, started: String(tsMs(run.started_at)) },
   },
-  h('td', null, statusEl(run.status)),
+  h('td', { class: 'status-cell' }, statusEl(run.status)),
   h('td', { class: 'nowrap' }, run.runtime || '–', h('span', { class: 'muted' }, ' · '), run.model || '–',
     run.attempt > 1 ? h('span', { class: 'badge', title: 'attempt' }, `#${run.attempt}`) : null),
   // empty for a run started here rather than by the pool
@@ -184,6 +192,23 @@ function runRow(run) {
   h('td', { class: 'num' }, String(run.tool_calls ?? 0)),
   h('td', { class: 'num nowrap' }, durEl(run)),
   h('td', { class: 'nowrap' }, timeEl(run.started_at)));
+  showWaiting(tr, approvals.count(run.id));
+  return tr;
+}
+
+// showWaiting marks a run's row with the number of its requests that wait
+// for a person's approval (none: no mark).
+function showWaiting(tr, n) {
+  tr.classList.toggle('waits', n > 0);
+  const cell = tr.querySelector('td.status-cell');
+  let mark = cell.querySelector('.waiting');
+  if (!n) { mark?.remove(); return; }
+  if (!mark) {
+    mark = h('a', { class: 'waiting', href: runPath(tr.dataset.id) });
+    cell.append(mark);
+  }
+  mark.textContent = n === 1 ? 'waits for you' : `${n} requests wait`;
+  mark.title = `${n === 1 ? 'a tool call waits' : `${n} tool calls wait`} for your approval: open the run to answer`;
 }
 
 // runMatches tells whether run belongs in the list under the filters f,

@@ -5,12 +5,13 @@ import { api, aborted } from '../lib/api.js';
 import { h } from '../lib/dom.js';
 import { fmtCost, oneLine, shortDir, shortID } from '../lib/format.js';
 import { lifetime } from '../lib/lifetime.js';
+import { setTitle } from '../lib/title.js';
 import { errorBox, runLink, statusEl, timeEl, tokensText, tokensTitle } from '../lib/widgets.js';
 
 const COLUMNS = ['Last status', 'Session', 'Runtime · model', 'Folder', 'First prompt', 'Runs', 'Cost', 'Tokens in/out/cache', 'Last run'];
 
 export function viewSessions(root) {
-  document.title = 'lane · sessions';
+  setTitle('lane · sessions');
   const life = lifetime();
   const tbody = h('tbody');
   const more = h('button', { type: 'button', class: 'more', hidden: true }, 'More');

@@ -69,10 +69,49 @@ export const EVENT_VIEWS = {
     t.place(ev, t.item(ev, 'raw', tag('unparsed line'),
       ev.text ? h('pre', { class: 'plain' }, ev.text) : h('span', { class: 'muted' }, ' (kept in Export JSONL)')));
   },
+  permission_request(ev, t) {
+    const p = ev.permission || {};
+    if (p.id) t.asks.set(p.id, ev);
+    const input = ev.input;
+    t.place(ev, t.item(ev, 'ask', tag('asks approval'), h('span', { class: 'tool-name' }, ev.tool_name || 'tool'),
+      p.summary ? [' ', h('code', { class: 'ask-sum' }, p.summary)] : null,
+      input !== undefined && input !== null
+        ? disclosure('tool-input', 'input', () => h('pre', { class: 'code' }, typeof input === 'string' ? input : JSON.stringify(input, null, 2)))
+        : null));
+  },
+  permission_decision(ev, t) {
+    const p = ev.permission || {};
+    const tool = ev.tool_name || (p.id && t.asks.get(p.id)?.tool_name) || '';
+    const verdict = p.allow ? (p.always ? 'always allowed' : 'allowed') : 'denied';
+    t.place(ev, t.item(ev, `decision ${p.allow ? 'allow' : 'deny'}`, tag(verdict),
+      tool ? h('span', { class: 'tool-name' }, tool) : null,
+      ' ', answeredBy(p.by), p.waited_ms ? ` after ${fmtDur(p.waited_ms)}` : '',
+      p.always && p.allow ? h('span', { class: 'muted' }, ' · not asked again in this run') : null,
+      p.message ? h('div', { class: 'decision-msg' }, h('q', null, p.message)) : null));
+  },
+  user_message(ev, t) {
+    t.place(ev, t.item(ev, 'user-msg', tag('message'), sentBy(ev.by), h('pre', { class: 'plain' }, ev.text || '')));
+  },
+  interrupt(ev, t) {
+    t.place(ev, t.item(ev, 'interrupt', tag('interrupted'), `the turn was stopped${ev.by ? ' ' + sentBy(ev.by) : ''}`, ev.text ? ` · ${ev.text}` : ''));
+  },
   transcript(ev, t) {
     t.place(ev, t.item(ev, 'transcript', tag('transcript'), h('span', { class: 'muted' }, ' conversation saved for resume')));
   },
 };
+
+const ANSWERED_BY = {
+  terminal: 'by the terminal of lane run', dashboard: 'in the dashboard', cli: 'with lane approve',
+  rule: 'by a permission rule', timeout: 'by the timeout: nobody answered in time', lane: 'by lane: the run ended first',
+};
+
+// answeredBy says who answered a request.
+const answeredBy = (by) => ANSWERED_BY[by] ?? (by ? `by ${by}` : '');
+
+const SENT_BY = { terminal: 'from the terminal', dashboard: 'from the dashboard', cli: 'from the command line' };
+
+// sentBy says where a message or an interrupt came from.
+const sentBy = (by) => SENT_BY[by] ?? (by ? `from ${by}` : '');
 
 // otherEvent shows a kind this page does not know by its name and text.
 export function otherEvent(ev, t) {

@@ -31,6 +31,7 @@ export function traceRenderer(timeline, { startMs, isLive }) {
   // The context the event views build with.
   const t = {
     cards: new Map(), // tool_use_id → the card of the tool call (trace-tools.js)
+    asks: new Map(),  // permission id → its permission_request event
     isLive,
     gutter(ev) {
       return h('span', { class: 't', title: ev.time || '' }, fmtOffset(tsMs(ev.time) - startMs));

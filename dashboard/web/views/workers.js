@@ -11,6 +11,7 @@ import { h } from '../lib/dom.js';
 import { shortID, tsMs } from '../lib/format.js';
 import { lifetime, refresher } from '../lib/lifetime.js';
 import { live } from '../lib/live.js';
+import { setTitle } from '../lib/title.js';
 import { errorBox, runLink, statusEl, ticking, timeEl } from '../lib/widgets.js';
 
 const EVERY = 3000; // ms between reads
@@ -24,7 +25,7 @@ const STATE_TITLE = {
 };
 
 export function viewWorkers(root) {
-  document.title = 'lane · workers';
+  setTitle('lane · workers');
   const life = lifetime();
   const tbody = h('tbody');
   const summary = h('p', { class: 'muted workers-sum' });
