@@ -55,8 +55,10 @@ type RunOptions struct {
 	// Interactive runs.
 	ApprovalTimeout time.Duration
 	Linger          time.Duration
-	// desk is where the run's requests and steering go (set by the command).
-	desk interact.Desk
+	// desk is where the run's requests and steering go (set by the command);
+	// attended: a person may steer the run (lane run, lane resume).
+	desk     interact.Desk
+	attended bool
 
 	// Set by lane resume.
 	ParentRunID         string
@@ -227,7 +229,7 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	rec := newRunRecorder(st, f.IO, opts.OutputFormat)
 	desk, closeDesk := runDesk(f, st, cfg, opts, rec)
 	defer closeDesk()
-	opts.desk = desk
+	opts.desk, opts.attended = desk, true
 	run, err := executeRun(ctx, f, st, rec, cfg, opts, dir, addDirs)
 	if err != nil {
 		return err
@@ -329,6 +331,7 @@ func runOptions(f *Factory, cfg *config.File, t config.Target, opts *RunOptions,
 		PermissionMode:      opts.PermissionMode,
 		DenyRules:           cfg.Permissions.Deny,
 		Desk:                opts.desk,
+		Attended:            opts.attended,
 		ApprovalTimeout:     opts.ApprovalTimeout,
 		Linger:              opts.Linger,
 		AllowMCP:            opts.AllowMCP,

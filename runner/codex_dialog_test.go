@@ -51,8 +51,8 @@ func newCodexRig(t *testing.T, turns ...responsestest.Turn) *codexRig {
 	r.o = Options{
 		Found: &Binary{Path: bin, Version: "codex-cli 0.171.0"}, Dir: t.TempDir(), Prompt: "write hello.txt",
 		Model: "test-model", Label: "test-model", BaseURL: srv.URL(), KeyEnv: "OPENAI_API_KEY",
-		Env:       append(clitest.Env(t.TempDir()), "OPENAI_API_KEY=sk-test"),
-		Desk:      r.desk,
+		Env:  append(clitest.Env(t.TempDir()), "OPENAI_API_KEY=sk-test"),
+		Desk: r.desk, Attended: true,
 		Watchdogs: Watchdogs{Hard: 80 * time.Second}, TempDir: t.TempDir(),
 		PermissionMode: "default", AllowedTools: []string{"Read"},
 	}
@@ -464,6 +464,12 @@ func TestCodexInteractiveResume(t *testing.T) {
 func TestCodexSetupInteractive(t *testing.T) {
 	o := Options{Dir: "/proj", Prompt: "-fix it", Model: "m1", BaseURL: "http://127.0.0.1:9/v1", KeyEnv: "MY_KEY",
 		Env: []string{"MY_KEY=sk-1"}, Desk: interact.NewMemory()}
+	// A bench's attempt: a desk to cancel it by, nobody to steer it, a
+	// mode that never asks: codex exec, as unattended runs have.
+	if su, err := codexSetup(o, t.TempDir()); err != nil || su.args[0] != "exec" || codexDialogFor(o, &trace.Run{}) != nil {
+		t.Errorf("an unattended attempt: args %q, %v", su.args, err)
+	}
+	o.Attended = true
 	su, err := codexSetup(o, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,13 @@ const DefaultLinger = 2 * time.Minute
 // interactive reports whether a run can reach a person: it has a desk.
 func (o Options) interactive() bool { return o.Desk != nil }
 
+// twoWay reports whether a run is driven two-way on a runtime where that is
+// a choice (Codex's app-server, the ACP runtimes, against their JSON stream
+// modes): a person may steer it (Attended, lane run) or its mode asks. A
+// bench's unattended attempts keep the stream modes, which a person can
+// still cancel.
+func (o Options) twoWay() bool { return o.interactive() && (o.Attended || o.mode().Asks()) }
+
 // mode is the run's permission mode (bypassPermissions when unset).
 func (o Options) mode() interact.Mode {
 	if o.PermissionMode == "" {

@@ -101,6 +101,9 @@ type Options struct {
 	DenyRules       []string
 	ApprovalTimeout time.Duration // 0: interact.DefaultApprovalTimeout
 	Linger          time.Duration // after an interrupt; 0: DefaultLinger
+	// Attended: a person may steer the run while it runs (lane run), so
+	// runtimes that have a two-way mode use it even in bypassPermissions.
+	Attended bool
 
 	// continuing: the task is already in History, as the last attempt
 	// left it (a retry of lane's own loop).

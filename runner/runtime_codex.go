@@ -36,7 +36,7 @@ func codexRuntime() *Runtime {
 			stopOn:     authRefusal,
 			authHint:   "the model API refused the key: check OPENAI_API_KEY (or `codex login`)",
 			capability: codexCapability,
-			newDialog:  newCodexDialog,
+			newDialog:  codexDialogFor,
 		},
 	}
 }
@@ -46,7 +46,7 @@ func codexRuntime() *Runtime {
 // an endpoint is a provider given with -c overrides (Codex speaks only the
 // Responses API to it).
 func codexSetup(o Options, conf string) (setup, error) {
-	if o.interactive() {
+	if o.twoWay() {
 		args, env := codexProvider(o)
 		return setup{args: append([]string{"app-server"}, args...), env: env}, nil
 	}
@@ -89,10 +89,19 @@ func codexProvider(o Options) (args, env []string) {
 // what its permission mode and rules allow, in an interactive run, where
 // Codex asks lane before its commands and patches.
 func codexCapability(o Options) trace.Capability {
-	if !o.interactive() {
+	if !o.twoWay() {
 		return unattended(o)
 	}
 	return trace.Capability{Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: o.AllowedTools, PermissionMode: string(o.mode())}
+}
+
+// codexDialogFor is the dialog of a two-way Codex run; other runs, a
+// bench's unattended attempts, keep codex exec (see Options.twoWay).
+func codexDialogFor(o Options, run *trace.Run) dialog {
+	if !o.twoWay() {
+		return nil
+	}
+	return newCodexDialog(o, run)
 }
 
 // codexKeyEnv is the variable lane gives Codex the endpoint's key in.
