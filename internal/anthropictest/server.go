@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"lane/internal/scripttest"
@@ -109,15 +110,18 @@ type Server struct {
 	log      scripttest.Log[Request]
 	main     scripttest.Script[Request, Turn]
 	subagent scripttest.Script[Request, Turn]
+	closed   chan struct{} // closed by Close: releases Held turns
+	once     sync.Once
 }
 
 // NewServer starts a server whose main-agent requests consume turns in order; once they are spent every
 // main request is answered with Text("done"). It is closed when the test ends.
 func NewServer(t testing.TB, turns ...Turn) *Server {
 	t.Helper()
-	s := &Server{t: t}
+	s := &Server{t: t, closed: make(chan struct{})}
 	s.main.Set(turns...)
 	s.srv = scripttest.NewServer(t, http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close) // before scripttest's: held turns must be released first
 	return s
 }
 
@@ -150,7 +154,10 @@ func (s *Server) WaitRequests(ctx context.Context, n int) ([]Request, error) {
 
 // Close releases hung requests (their connections are dropped) and shuts the server down. It is safe to
 // call more than once; NewServer registers it with t.Cleanup.
-func (s *Server) Close() { s.srv.Close() }
+func (s *Server) Close() {
+	s.once.Do(func() { close(s.closed) })
+	s.srv.Close()
+}
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
@@ -178,6 +185,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.t.Logf("anthropictest: #%d %s %s %s model=%s tools=%d messages=%d -> %s",
 		req.N, req.Kind, r.Method, r.URL.RequestURI(), req.Model, len(req.Tools), len(req.Messages), describe(req, turn))
 
+	if turn.release != nil {
+		select {
+		case <-turn.release:
+		case <-r.Context().Done():
+			return
+		case <-s.closed:
+			panic(http.ErrAbortHandler) // drop the connection, as Stall does
+		}
+	}
 	switch {
 	case req.Kind == Other && req.Path == "/v1/messages/count_tokens":
 		w.Header().Set("Content-Type", "application/json")

@@ -327,3 +327,64 @@ func TestClaudeEnv(t *testing.T) {
 		t.Error("no ANTHROPIC_API_KEY")
 	}
 }
+
+func TestHeldAnswersOnceReleased(t *testing.T) {
+	release := make(chan struct{})
+	srv := NewServer(t, Held(release, Text("late")), Held(make(chan struct{}), Text("never")))
+	send := func() (string, error) {
+		b, _ := json.Marshal(agentBody("main", "Bash"))
+		resp, err := http.Post(srv.URL()+"/v1/messages", "application/json", bytes.NewReader(b))
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return string(body), err
+	}
+	got := make(chan string, 1)
+	go func() {
+		body, _ := send()
+		got <- body
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := srv.WaitRequests(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-got:
+		t.Fatalf("answered before the release: %q", s)
+	default:
+	}
+	close(release)
+	select {
+	case s := <-got:
+		if !strings.Contains(s, `"text":"late"`) {
+			t.Errorf("answer %q", s)
+		}
+	case <-ctx.Done():
+		t.Fatal("no answer after the release")
+	}
+	if s := Held(release, Text("x")).String(); s != `held text "x"` {
+		t.Errorf("String %q", s)
+	}
+	// A turn never released is let go by Close, as a hang is.
+	errs := make(chan error, 1)
+	go func() {
+		_, err := send()
+		errs <- err
+	}()
+	if _, err := srv.WaitRequests(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() { srv.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(3 * time.Second):
+		t.Fatal("Close hangs on a held turn")
+	}
+	if err := <-errs; err == nil {
+		t.Error("a held request ended without an error on Close")
+	}
+}

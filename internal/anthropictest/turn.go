@@ -15,6 +15,8 @@ type Turn struct {
 	body   string // error body for status
 	hang   hang
 	blocks []block
+	// release, when not nil, holds the answer until it is closed (see Held).
+	release <-chan struct{}
 }
 
 type hang int
@@ -111,7 +113,21 @@ func HangMidStream() Turn {
 	return Turn{hang: hangMidStream, blocks: []block{{text: "Working on it"}}}
 }
 
+// Held answers with t once release is closed, and not before: a test holds
+// the model's answer until it has done what it wants done while the
+// runtime waits (sent a message, interrupted the turn). A client that goes
+// away, or the server's Close, ends the wait without an answer.
+func Held(release <-chan struct{}, t Turn) Turn {
+	t.release = release
+	return t
+}
+
 func (t Turn) String() string {
+	if t.release != nil {
+		u := t
+		u.release = nil
+		return "held " + u.String()
+	}
 	switch {
 	case t.status != 0:
 		return fmt.Sprintf("status %d", t.status)
