@@ -67,6 +67,13 @@ type wireLine struct {
 	DurationAPIMS     int64
 	PermissionDenials []byte
 	ModelUsage        []byte
+
+	// control_request, control_response, control_cancel_request,
+	// command_lifecycle: the two-way protocol (see control.go)
+	RequestID   string
+	Control     wireControl
+	CommandUUID string
+	State       string
 }
 
 type wireMessage struct {
@@ -144,6 +151,8 @@ func decodeLine(w *wireLine, n int64, line []byte, maxOutput int) []trace.Event 
 		evs = streamEvents(w, base)
 	case "result":
 		evs = resultEvents(w, base)
+	case "control_request", "control_response", "control_cancel_request", "command_lifecycle":
+		evs = controlEvents(w, base)
 	}
 	if len(evs) == 0 {
 		ev := base
@@ -248,6 +257,14 @@ func (w *wireLine) read(s *scanner) {
 			w.PermissionDenials = s.raw()
 		case "modelUsage":
 			w.ModelUsage = s.raw()
+		case "request_id":
+			w.RequestID = s.str()
+		case "request", "response":
+			w.Control.read(s)
+		case "command_uuid":
+			w.CommandUUID = s.str()
+		case "state":
+			w.State = s.str()
 		default:
 			s.skip()
 		}

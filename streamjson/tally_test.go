@@ -85,6 +85,23 @@ func TestTallyFixtures(t *testing.T) {
 		"j_subagent_foreground":   ok(u2, 2, 2, 0.00162),
 		"k_long_bash_task_events": ok(trace.Usage{InputTokens: 2000, OutputTokens: 100, CacheReadTokens: 400, CacheCreationTokens: 200}, 2, 1, 0.00554),
 	}
+	// Two-way runs (runner's interactive tests): a follow-up is a turn and a
+	// result of its own, summed; an interrupted turn's result does not
+	// decide when another follows it.
+	u4 := trace.Usage{InputTokens: 400, OutputTokens: 80, CacheReadTokens: 200}
+	twoResults := func(turns, tools int, cost, total float64) want {
+		return want{status: trace.StatusSucceeded, usage: u2, turns: turns, tools: tools, results: 2, cost: cost, total: total}
+	}
+	tests["dialog_approve"] = ok(u2, 2, 1, 0.00081)
+	tests["dialog_deny"] = ok(u2, 2, 1, 0.00081)
+	tests["dialog_always"] = ok(u4, 4, 3, 0.00162)
+	tests["dialog_message_during_tool"] = ok(u2, 2, 1, 0.00081)
+	tests["dialog_message_end_of_turn"] = twoResults(2, 0, 0.00081, 0.00081)
+	// Claude Code counts an interrupted turn of one model call as 3 in its
+	// num_turns (the call, the refused tool, the interruption).
+	tests["dialog_interrupt_follow_up"] = twoResults(4, 1, 0.00081, 0.00081)
+	tests["dialog_interrupt_while_asking"] = twoResults(4, 1, 0.00081, 0.00081)
+	tests["dialog_message_now"] = twoResults(4, 1, 0.00081, 0.00081)
 	tests["i_hangmid_timeout20s"] = func() want {
 		w := apiFail(1, "API_TIMEOUT_MS")
 		w.usage = trace.Usage{InputTokens: 1, OutputTokens: 1}
