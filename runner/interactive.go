@@ -90,6 +90,19 @@ type sourcer interface {
 	source(stdout io.Reader) EventSource
 }
 
+// amender is a dialog that rewrites events in place before anything sees
+// them (an acknowledgment on stdout that is the event of a delivery).
+type amender interface {
+	amend(ev *trace.Event)
+}
+
+// asider is a dialog whose protocol lines say nothing of whether the
+// runtime has given its final word: they leave the run's settled state as
+// it was (see processAttempt).
+type asider interface {
+	aside(ev trace.Event) bool
+}
+
 // talk is what a dialog may do to its run besides writing stdin.
 type talk struct {
 	// post records an event of lane's (a request, a decision, a message

@@ -86,7 +86,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 				dlg.observe(ev)
 			}
 			tally.Observe(ev)
-			if ev.Kind != trace.KindStderr {
+			if as, ok := dlg.(asider); ev.Kind != trace.KindStderr && !(ok && as.aside(ev)) {
 				finished = p.final(ev)
 			}
 			if p.stopOn != nil {
@@ -108,6 +108,9 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 	}
 	if p.newDialog != nil && o.interactive() {
 		dlg = p.newDialog(o, a.run)
+		if am, ok := dlg.(amender); ok {
+			a.amend = am.amend
+		}
 	}
 	if o.interactive() {
 		a.run.Capability.Steer = twoWaySteer()

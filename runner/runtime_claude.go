@@ -1,18 +1,24 @@
 package runner
 
 import (
+	"fmt"
 	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"lane/interact"
 	"lane/pricing"
 	"lane/streamjson"
 	"lane/trace"
 )
 
 // claudeRuntime is Claude Code, driven headless:
-// `claude -p --output-format stream-json --verbose … -- TASK`.
+// `claude -p --output-format stream-json --verbose … -- TASK`, or, in an
+// interactive run, two-way: `claude -p --input-format stream-json
+// --output-format stream-json --verbose …` with the task, the answers to
+// its permission requests and people's messages on stdin (see
+// claudeDialog).
 func claudeRuntime() *Runtime {
 	return &Runtime{
 		Name: "claude", Title: "Claude Code", Package: "@anthropic-ai/claude-code",
@@ -35,8 +41,9 @@ func claudeRuntime() *Runtime {
 				d.MaxOutputSize = MaxEventOutput
 				return d
 			},
-			newJudge: func(o Options) judge { return &claudeJudge{o: o} },
-			final:    func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
+			newJudge:  func(o Options) judge { return &claudeJudge{o: o} },
+			newDialog: newClaudeDialog,
+			final:     func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
 			// Claude Code retries a refused key for minutes; the first
 			// refusal is enough to know. (Its final word on a refusal is
 			// left to the judge, which weighs the result's fields.)
@@ -68,9 +75,12 @@ func ReadOnlyTools() []string { return []string{"Read", "Glob", "Grep"} }
 
 // ClaudeArgs builds the command line for one Claude Code invocation. The
 // task goes last, after "--", so that a task starting with "-" is not read
-// as a flag.
+// as a flag; in an interactive run it goes on stdin instead.
 func ClaudeArgs(o Options) []string {
 	args := []string{"-p", "--output-format", "stream-json", "--verbose"}
+	if o.interactive() {
+		args = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}
+	}
 	if o.Model != "" {
 		args = append(args, "--model", o.Model)
 	}
@@ -78,14 +88,31 @@ func ClaudeArgs(o Options) []string {
 	for _, d := range o.AddDirs {
 		args = append(args, "--add-dir", d)
 	}
-	if o.PermissionMode != "" {
+	switch {
+	case o.interactive():
+		// Said even when it is lane's default: Claude Code's own would ask.
+		args = append(args, "--permission-mode", string(o.mode()))
+	case o.PermissionMode != "":
 		args = append(args, "--permission-mode", o.PermissionMode)
 	}
-	if len(o.AllowedTools) > 0 {
+	asks := o.interactive() && claudeAsks(o.mode())
+	if asks {
+		// Claude Code's questions come to lane as control requests.
+		args = append(args, "--permission-prompt-tool", "stdio")
+	}
+	switch {
+	case len(o.AllowedTools) > 0 && asks:
+		// The model must see the tools it may ask for: the rules only spare
+		// the asking.
+		args = append(args, "--allowedTools", strings.Join(o.AllowedTools, ","))
+	case len(o.AllowedTools) > 0:
 		// --allowedTools only spares permission prompts (and bypassPermissions
 		// spares them all); --tools is what limits the tools the model sees.
 		args = append(args, "--tools", strings.Join(toolNames(o.AllowedTools), ","),
 			"--allowedTools", strings.Join(o.AllowedTools, ","))
+	}
+	if len(o.DenyRules) > 0 {
+		args = append(args, "--disallowedTools", strings.Join(o.DenyRules, ","))
 	}
 	if !o.AllowMCP {
 		args = append(args, "--strict-mcp-config")
@@ -99,8 +126,16 @@ func ClaudeArgs(o Options) []string {
 	if o.MaxTurns > 0 {
 		args = append(args, "--max-turns", strconv.Itoa(o.MaxTurns))
 	}
+	if o.interactive() {
+		return args
+	}
 	return append(args, "--", o.Prompt)
 }
+
+// claudeAsks reports whether Claude Code may ask a person in mode: default
+// and acceptEdits for what the rules leave open, plan to leave plan mode
+// (its ExitPlanMode tool asks whatever the rules say).
+func claudeAsks(mode interact.Mode) bool { return mode.Asks() || mode == interact.ModePlan }
 
 // toolNames reduces permission rules such as "Bash(git *)" to the tool
 // names they concern, each once.
@@ -139,11 +174,35 @@ const rootRefusal = "cannot be used with root/sudo privileges"
 type claudeJudge struct {
 	o     Options
 	tally streamjson.Tally
+
+	// An interactive run: who interrupted the turn under way; whether the
+	// last result ended an interrupted turn that no message followed (cut),
+	// and the last result of a turn that was not interrupted (whole).
+	interruptBy string
+	cut         bool
+	cutBy       string
+	whole       *trace.Result
 }
 
-func (j *claudeJudge) Observe(ev trace.Event) { j.tally.Observe(ev) }
+func (j *claudeJudge) Observe(ev trace.Event) {
+	j.tally.Observe(ev)
+	switch {
+	case ev.Kind == trace.KindInterrupt:
+		j.interruptBy = ev.By
+	case ev.Kind == trace.KindUserMessage:
+		j.cut, j.interruptBy = false, "" // a new turn begins
+	case ev.Kind == trace.KindResult && ev.ParentToolUseID == "" && ev.Result != nil:
+		j.cut, j.cutBy = j.interruptBy != "", j.interruptBy
+		if !j.cut {
+			j.whole = ev.Result
+		}
+		j.interruptBy = ""
+	}
+}
 
-// Judge weighs the runtime's account against its exit code.
+// Judge weighs the runtime's account against its exit code. A run whose
+// last turn a person interrupted, with no message after, ended as that
+// person left it: with the last whole turn's result, else cancelled.
 func (j *claudeJudge) Judge(run *trace.Run, ex Exit) {
 	tally := &j.tally
 	if tally.LastResult() == nil && stderrHas(ex.StderrTail, rootRefusal) {
@@ -152,7 +211,23 @@ func (j *claudeJudge) Judge(run *trace.Run, ex Exit) {
 		run.ErrorHint = "set IS_SANDBOX=1 if this machine is a sandbox, or pass another --permission-mode (e.g. acceptEdits)"
 		return
 	}
+	if j.cut {
+		if j.whole != nil && j.whole.Subtype == "success" && !j.whole.IsError {
+			run.Status = trace.StatusSucceeded
+			return
+		}
+		run.Status, run.ErrorKind = trace.StatusCancelled, trace.ErrorCancelled
+		run.ErrorMessage = fmt.Sprintf("the turn was interrupted (by %s) and no message followed within %s", orSomeone(j.cutBy), j.o.linger())
+		return
+	}
 	applyVerdict(run, tally.Judge(ex.Code), ex)
+}
+
+func orSomeone(by string) string {
+	if by == "" {
+		return "a person"
+	}
+	return by
 }
 
 const authHint = "check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN and ANTHROPIC_BASE_URL), or log in with `claude /login`"
@@ -179,7 +254,11 @@ func (j *claudeJudge) Account(run *trace.Run, _ int) {
 		price = pricing.Default().Cost
 	}
 	run.CostUSD, run.CostEstimate, run.SessionCostUSD = tally.Cost(j.o.PriorSessionCostUSD, price)
-	if res := tally.LastResult(); res != nil {
+	res := tally.LastResult()
+	if j.cut && j.whole != nil {
+		res = j.whole // what the interrupted turn left is no result
+	}
+	if res != nil {
 		run.ResultText = res.Text
 		run.PermissionDenials = res.PermissionDenials
 	}
