@@ -28,11 +28,11 @@
 //
 //   - A user message written with a "uuid" is followed on stdout by command_lifecycle lines naming it: queued (read),
 //     started (taken into the conversation), completed or cancelled. One written while a turn runs is started at
-//     the turn's next tool boundary: the next model request carries it as a text block ("The user sent a new
-//     message while you were working: …") beside the tool results, in the same turn and the same result. One
-//     written while the turn's last model call is under way is started after that turn's result, as a turn of its
-//     own (a second system/init and result). Closing stdin does not stop a turn: Claude Code finishes what it has
-//     read, then exits 0.
+//     the turn's next tool boundary: the next model request carries it after the tool results, in a message of
+//     role "system" whose text reads "The user sent a new message while you were working: …", in the same turn
+//     and the same result. One written while the turn's last model call is under way is started after that turn's
+//     result, as a turn of its own (a user message, a second system/init and result). Closing stdin does not stop
+//     a turn: Claude Code finishes what it has read, then exits 0.
 //   - A control_request {"subtype":"interrupt"} is answered at once with a control_response naming its request_id
 //     ({"still_queued": [uuids]}: messages not yet started stay queued and run next). The running tool is stopped,
 //     a permission request waiting is withdrawn (control_cancel_request), and the turn ends with a result
