@@ -31,11 +31,11 @@ import (
 // call a person allowed always is not asked again: Claude Code is given
 // session rules for it, and lane answers a repeat itself.
 //
-// A message is written at once. Claude Code takes it into the running turn
-// at its next tool boundary (the model reads it beside the tool results), or
-// runs it as a turn of its own when the turn ends first; its
-// command_lifecycle "started" line is the moment it reached the model, and
-// becomes the run's user_message event (see amend).
+// A message is written at once. Claude Code reads it (command_lifecycle
+// "queued": the message has reached the runtime, and that line becomes the
+// run's user_message event, see amend), then takes it into the running turn
+// at its next tool boundary (the model reads it beside the tool results),
+// or runs it as a turn of its own when the turn ends first ("started").
 type claudeDialog struct {
 	o        Options
 	run      *trace.Run
@@ -45,14 +45,15 @@ type claudeDialog struct {
 	// Shared with amend, which runs in supervise's goroutine: the steering
 	// written to Claude Code and not yet acknowledged.
 	mu         sync.Mutex
-	messages   map[string]interact.Steer // by the uuid their message was written with
+	messages   map[string]interact.Steer // by the uuid their message was written with, until it starts
+	announced  map[string]bool           // the messages whose user_message event is recorded
 	interrupts map[string]interact.Steer // by the request id of the interrupt
 }
 
 func newClaudeDialog(o Options, run *trace.Run) dialog {
 	return &claudeDialog{
 		o: o, run: run, taskUUID: newClaudeUUID(), inbox: newClaudeInbox(),
-		messages: map[string]interact.Steer{}, interrupts: map[string]interact.Steer{},
+		messages: map[string]interact.Steer{}, announced: map[string]bool{}, interrupts: map[string]interact.Steer{},
 	}
 }
 
@@ -76,16 +77,38 @@ func (d *claudeDialog) aside(ev trace.Event) bool {
 		ev.Kind == trace.KindPermissionRequest || ev.Kind == trace.KindPermissionDecision
 }
 
+// work holds the idle watchdog while an interrupted run waits for a
+// follow-up (--linger bounds that wait): from the result of a turn cut
+// short, until a message starts a turn or another result comes. Claude
+// Code ends an interrupted turn with a result of its own, so lane's
+// lingering, which such a result closes, does not serve.
+func (d *claudeDialog) work(ev trace.Event) (string, bool, bool) {
+	switch {
+	case ev.Kind == trace.KindResult && ev.ParentToolUseID == "" && ev.Result != nil &&
+		strings.HasPrefix(ev.Result.TerminalReason, "aborted"):
+		return "linger", true, false
+	case ev.Kind == trace.KindResult, ev.Kind == trace.KindRaw && ev.Subtype == "command_lifecycle:started":
+		return "linger", false, true
+	}
+	return "", false, false
+}
+
 func isClaudeProtocol(subtype string) bool {
 	return strings.HasPrefix(subtype, "control_") || strings.HasPrefix(subtype, "command_lifecycle:")
 }
 
 // amend turns Claude Code's acknowledgments of what people sent into the
 // run's events, in place, so that they sit in the trace where they
-// happened: a message's command_lifecycle "started" becomes its
-// user_message, an interrupt's control_response its interrupt.
+// happened: the first command_lifecycle line of a message (queued, or
+// started should queued be missing) becomes its user_message, an
+// interrupt's control_response its interrupt.
 func (d *claudeDialog) amend(ev *trace.Event) {
-	if ev.Kind != trace.KindRaw || (ev.Subtype != "command_lifecycle:started" && ev.Subtype != "control_response:success") {
+	switch {
+	case ev.Kind != trace.KindRaw:
+		return
+	case ev.Subtype == "command_lifecycle:queued", ev.Subtype == "command_lifecycle:started",
+		ev.Subtype == "control_response:success":
+	default:
 		return
 	}
 	c, err := streamjson.ParseControl(ev.Raw)
@@ -94,7 +117,8 @@ func (d *claudeDialog) amend(ev *trace.Event) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if s, ok := d.messages[c.CommandUUID]; ok && c.CommandUUID != "" {
+	if s, ok := d.messages[c.CommandUUID]; ok && c.CommandUUID != "" && !d.announced[c.CommandUUID] {
+		d.announced[c.CommandUUID] = true
 		ev.Kind, ev.Subtype, ev.Text, ev.By = trace.KindUserMessage, "", s.Text, string(s.From)
 	}
 	if s, ok := d.interrupts[c.Response.RequestID]; ok && c.Response.RequestID != "" {
@@ -191,7 +215,10 @@ func (c *claudeConversation) onEvent(ctx context.Context, ev trace.Event) {
 	case ctl.Type == "control_response":
 		c.onAck(ctx, ctl.Response)
 	case ctl.Type == "command_lifecycle":
-		c.onLifecycle(ctx, ctl)
+		if ev.Kind == trace.KindUserMessage {
+			c.delivered(ctx, c.d.message(ctl.CommandUUID))
+		}
+		c.onLifecycle(ctl)
 	}
 }
 
@@ -229,9 +256,9 @@ func (c *claudeConversation) stopLinger() {
 	}
 }
 
-// onLifecycle follows the messages lane wrote: started is delivered (amend
-// made it the user_message event), cancelled is dropped by Claude Code.
-func (c *claudeConversation) onLifecycle(ctx context.Context, ctl streamjson.Control) {
+// onLifecycle follows the messages lane wrote until they start a turn or
+// join one (started), or Claude Code drops them (cancelled).
+func (c *claudeConversation) onLifecycle(ctl streamjson.Control) {
 	if !c.pending[ctl.CommandUUID] {
 		return
 	}
@@ -239,7 +266,7 @@ func (c *claudeConversation) onLifecycle(ctx context.Context, ctl streamjson.Con
 	case "started":
 		delete(c.pending, ctl.CommandUUID)
 		c.running, c.interrupted = true, false
-		c.delivered(ctx, c.d.takeMessage(ctl.CommandUUID))
+		c.d.takeMessage(ctl.CommandUUID)
 	case "cancelled":
 		delete(c.pending, ctl.CommandUUID)
 		s := c.d.takeMessage(ctl.CommandUUID)
@@ -376,11 +403,18 @@ func (c *claudeConversation) delivered(ctx context.Context, s interact.Steer) {
 	}
 }
 
+func (d *claudeDialog) message(uuid string) interact.Steer {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.messages[uuid]
+}
+
 func (d *claudeDialog) takeMessage(uuid string) interact.Steer {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := d.messages[uuid]
 	delete(d.messages, uuid)
+	delete(d.announced, uuid)
 	return s
 }
 

@@ -96,6 +96,12 @@ type amender interface {
 	amend(ev *trace.Event)
 }
 
+// worker is a dialog that keeps its own account of the work in flight
+// besides tool calls (see newWatch), in place of processWork's.
+type worker interface {
+	work(ev trace.Event) (key string, opens, closes bool)
+}
+
 // asider is a dialog whose protocol lines say nothing of whether the
 // runtime has given its final word: they leave the run's settled state as
 // it was (see processAttempt).

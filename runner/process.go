@@ -77,7 +77,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 			return supervise(ctx, supervision{
 				inv: inv, watchdogs: o.Watchdogs, shim: o.Shim, newSource: p.newSource, emit: emit,
 				settled: func() bool { return finished },
-				work:    processWork(p.stepTurns, o.interactive()),
+				work:    dialogWork(dlg, processWork(p.stepTurns, o.interactive())),
 				dialog:  dlg,
 			})
 		},
@@ -203,6 +203,15 @@ func processWork(steps, interactive bool) func(trace.Event) (string, bool, bool)
 		}
 		return "", false, false
 	}
+}
+
+// dialogWork is the dialog's account of the work in flight when it keeps
+// one (see worker), else work.
+func dialogWork(dlg dialog, work func(trace.Event) (string, bool, bool)) func(trace.Event) (string, bool, bool) {
+	if w, ok := dlg.(worker); ok {
+		return w.work
+	}
+	return work
 }
 
 // stepWork makes opencode's open steps count as work in flight: opencode
