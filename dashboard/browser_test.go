@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"lane/broker"
+	"lane/interact"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -934,6 +936,15 @@ func TestBrowserApprovals(t *testing.T) {
 		return a
 	}
 	a := ask("Bash", hostile, input)
+	// The run's side: its desk waits for the answer, as lane run does.
+	answered := make(chan interact.Decision, 1)
+	go func() {
+		d, err := broker.New(e.writer, broker.Options{}).Wait(ctx, interact.Request{ID: a.ID, AskedAt: a.AskedAt, Deadline: a.Deadline})
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- d
+	}()
 	card := fmt.Sprintf(`section.asks .ask[data-id=%q]`, a.ID)
 	e.do("the request appears", 20*time.Second, chromedp.WaitVisible(chromedp.CSS(card+` button.allow`)))
 	type shown struct {
@@ -977,6 +988,14 @@ func TestBrowserApprovals(t *testing.T) {
 		chromedp.WaitNotPresent(chromedp.CSS(card)))
 	if s, err := e.writer.GetApproval(ctx, a.ID); err != nil || !s.Allow || s.Always || s.By != "dashboard" || s.Pending() {
 		t.Errorf("after Allow the store has %+v (%v)", s, err)
+	}
+	select {
+	case d := <-answered:
+		if !d.Allow || d.By != interact.ByDashboard {
+			t.Errorf("the run was answered %+v", d)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run never got the dashboard's answer")
 	}
 	if title := eval[string](e, `document.title`); strings.HasPrefix(title, "(") {
 		t.Errorf("title %q after the answer", title)
