@@ -276,26 +276,11 @@ func TestClaudeTakesAFollowUpDuringALongTool(t *testing.T) {
 		anthropictest.Text("built"),
 		anthropictest.Text("used util.ParseRange"))
 	lr := e.start("-o", "json", "build it")
-	var runID string
-	waitFor(t, 45*time.Second, func() bool {
-		r := e.lane(context.Background(), "runs", "-o", "json", "--status", "running")
-		var runs []trace.Run
-		if json.Unmarshal([]byte(r.stdout), &runs) != nil || len(runs) == 0 {
-			return false
-		}
-		runID = runs[0].ID
-		return len(e.srv.MainRequests()) >= 1
-	})
+	runID := e.runningRun()
+	waitFor(t, 45*time.Second, func() bool { return len(e.srv.MainRequests()) >= 1 })
 	wantExit(t, e.lane(context.Background(), "send", runID, "the helper you need is util.ParseRange"), 0)
 	// Let the tool end only once the message was handed to Claude Code.
-	waitFor(t, 20*time.Second, func() bool {
-		for _, ev := range e.events(runID) {
-			if ev.Kind == trace.KindUserMessage {
-				return true
-			}
-		}
-		return false
-	})
+	waitFor(t, 20*time.Second, func() bool { return hasEvent(e, runID, trace.KindUserMessage) })
 	if err := os.WriteFile(filepath.Join(e.proj, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -325,4 +310,54 @@ func TestClaudeTakesAFollowUpDuringALongTool(t *testing.T) {
 	if msg == nil || msg.By != "cli" || msg.Text != "the helper you need is util.ParseRange" {
 		t.Errorf("message event %+v", msg)
 	}
+}
+
+// lane interrupt stops the turn (its tool too) and the session waits for
+// lane send's follow-up, which the model answers in the same run.
+func TestClaudeInterruptThenFollowUp(t *testing.T) {
+	e := newEnv(t,
+		anthropictest.Tools(anthropictest.Bash("toolu_1", "while [ ! -f never ]; do sleep 0.05; done")),
+		anthropictest.Text("on it: util.ParseRange"))
+	lr := e.start("-o", "json", "--linger", "1m", "build it")
+	runID := e.runningRun()
+	waitFor(t, 45*time.Second, func() bool { return len(e.srv.MainRequests()) >= 1 && hasEvent(e, runID, trace.KindToolCall) })
+	wantExit(t, e.lane(context.Background(), "interrupt", runID), 0)
+	waitFor(t, 20*time.Second, func() bool { return hasEvent(e, runID, trace.KindInterrupt) })
+	wantExit(t, e.lane(context.Background(), "send", runID, "use util.ParseRange instead"), 0)
+	if code := lr.wait(t); code != 0 {
+		t.Fatalf("exit %d\n%s", code, lr.err.String())
+	}
+	run := lastRun(t, result{stdout: lr.out.String()})
+	if run.Status != trace.StatusSucceeded || run.ResultText != "on it: util.ParseRange" {
+		t.Errorf("run %s %q: %s", run.Status, run.ResultText, run.ErrorMessage)
+	}
+	last := e.srv.MainRequests()[len(e.srv.MainRequests())-1]
+	if !strings.Contains(string(last.Body), "use util.ParseRange instead") {
+		t.Errorf("the follow-up did not reach the model")
+	}
+}
+
+// runningRun waits for the run lane run started and returns its id.
+func (e *env) runningRun() string {
+	e.t.Helper()
+	var id string
+	waitFor(e.t, 45*time.Second, func() bool {
+		r := e.lane(context.Background(), "runs", "-o", "json", "--status", "running")
+		var runs []trace.Run
+		if json.Unmarshal([]byte(r.stdout), &runs) != nil || len(runs) == 0 {
+			return false
+		}
+		id = runs[0].ID
+		return true
+	})
+	return id
+}
+
+func hasEvent(e *env, runID string, kind trace.Kind) bool {
+	for _, ev := range e.events(runID) {
+		if ev.Kind == kind {
+			return true
+		}
+	}
+	return false
 }
