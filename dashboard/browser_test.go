@@ -1153,7 +1153,10 @@ func TestBrowserApprovals(t *testing.T) {
 	if err := e.writer.UpdateRun(ctx, run); err != nil {
 		t.Fatal(err)
 	}
+	// The list redraws the row as the run ends: click the row as it is
+	// then, not the one it replaces.
 	e.do("back to the ended run", 20*time.Second,
+		chromedp.WaitVisible(chromedp.CSS(row+` .st-succeeded`)),
 		chromedp.Click(chromedp.CSS(row+` td.prompt a`)),
 		chromedp.WaitVisible(chromedp.CSS(`.run-head h1 .st-succeeded`)),
 		chromedp.WaitNotVisible(chromedp.CSS(`section.steer`)))
