@@ -1,15 +1,22 @@
 package runner
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"path/filepath"
+	"slices"
+	"strings"
+	"time"
 
+	"lane/runtimes/acp"
 	"lane/runtimes/gemini"
 	"lane/trace"
 )
 
 // geminiRuntime is Google's Gemini CLI:
-// `gemini --output-format stream-json --yolo --prompt=TASK`.
+// `gemini --output-format stream-json --yolo --prompt=TASK`, or `gemini
+// --acp` for an interactive run that may ask (see useACP).
 func geminiRuntime() *Runtime {
 	return &Runtime{
 		Name: "gemini", Title: "Gemini CLI", Package: "@google/gemini-cli",
@@ -22,38 +29,50 @@ func geminiRuntime() *Runtime {
 				d.MaxOutputSize = MaxEventOutput
 				return d
 			},
-			newJudge:   func(o Options) judge { return &cliJudge{o: o, tally: &gemini.Tally{}} },
+			newJudge: func(o Options) judge {
+				if useACP(o) {
+					return &cliJudge{o: o, tally: &acp.Tally{Model: o.pricedModel()}}
+				}
+				return &cliJudge{o: o, tally: &gemini.Tally{}}
+			},
 			final:      func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
 			stopOn:     authRefusal,
 			shellLog:   geminiLogs,
 			authHint:   "the model API refused the key: check GEMINI_API_KEY (or log in with `gemini`)",
-			capability: unattended,
+			capability: cliCapability,
+			newDialog:  acpDialogFor(acpSpec{prompt: Options.promptWithAddition, beforeLoad: geminiLoadWait}),
 		},
 	}
 }
 
-// geminiSetup: `gemini --prompt=TASK --output-format stream-json --yolo`.
-// An endpoint needs API-key auth selected in settings.json, and Gemini CLI
-// reads settings only from its home (a system settings path is honoured
-// only for root-owned files), so lane gives it a home of lane's own,
-// GEMINI_CLI_HOME under StateDir, where its sessions also stay for resume.
+// geminiSetup: `gemini --prompt=TASK --output-format stream-json --yolo`,
+// or `gemini --acp` in its default approval mode (it asks before shell
+// commands, edits and fetches; lane's gate answers) with the task as the
+// first prompt. An endpoint needs API-key auth selected in settings.json,
+// and Gemini CLI reads settings only from its home (a system settings path
+// is honoured only for root-owned files), so lane gives it a home of
+// lane's own, GEMINI_CLI_HOME under StateDir, where its sessions also stay
+// for resume.
 func geminiSetup(o Options, conf string) (setup, error) {
 	args := []string{"--output-format", "stream-json", "--yolo", "--skip-trust"}
+	if useACP(o) {
+		args = []string{"--acp", "--skip-trust"}
+	}
 	if o.Model != "" {
 		args = append(args, "-m", o.Model)
 	}
 	for _, d := range o.AddDirs {
 		args = append(args, "--include-directories", d)
 	}
-	if o.ResumeSession != "" {
-		args = append(args, "--resume", o.ResumeSession)
+	if o.ResumeSession != "" && !useACP(o) {
+		args = append(args, "--resume", o.ResumeSession) // ACP loads it with session/load
 	}
 	// Without this gemini relaunches itself as a child that ignores SIGINT.
 	env := []string{"GEMINI_CLI_NO_RELAUNCH=true"}
 	if o.BaseURL != "" {
 		home := conf
 		if o.StateDir != "" {
-			home = filepath.Join(o.StateDir, "gemini")
+			home = geminiStateHome(o)
 		}
 		if err := writeJSON(filepath.Join(home, ".gemini", "settings.json"), geminiSettings); err != nil {
 			return setup{}, err
@@ -62,6 +81,9 @@ func geminiSetup(o Options, conf string) (setup, error) {
 			"GEMINI_CLI_HOME="+home,
 			"GOOGLE_GEMINI_BASE_URL="+o.BaseURL,
 			"GEMINI_API_KEY="+o.keyFrom(o.Env))
+	}
+	if useACP(o) {
+		return setup{args: args, env: env}, nil
 	}
 	// One argument, so that a task starting with "-" stays a task.
 	return setup{args: append(args, "--prompt="+o.promptWithAddition()), env: env}, nil
@@ -78,4 +100,37 @@ var geminiSettings = map[string]any{
 	"telemetry": map[string]any{"enabled": false},
 	"general":   map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
 	"ide":       map[string]any{"enabled": false},
+}
+
+// geminiStateHome is lane's lasting Gemini CLI home, for the runs it
+// points at an endpoint.
+func geminiStateHome(o Options) string { return filepath.Join(o.StateDir, "gemini") }
+
+// geminiLoadWait waits, when the session's log was begun in the current
+// minute (UTC), for the next minute. Gemini CLI 0.61 names a session's log
+// by the minute its recording began and the session's id, and its
+// session/load begins a recording before it reads the log: within the
+// minute the session began, that appends a fresh beginning to the very
+// log it then reads, and it finds no session ("No previous sessions found
+// for this project."). Its --resume of the JSON stream does not.
+func geminiLoadWait(ctx context.Context, o Options, session string) error {
+	env := o.Env
+	if o.BaseURL != "" && o.StateDir != "" {
+		env = append(slices.Clone(env), "GEMINI_CLI_HOME="+geminiStateHome(o))
+	}
+	logs := geminiLogs(env)
+	for {
+		now := time.Now().UTC()
+		prefix := "session-" + now.Format("2006-01-02T15-04") + "-"
+		if !slices.ContainsFunc(logs(session), func(p string) bool { return strings.HasPrefix(filepath.Base(p), prefix) }) {
+			return nil
+		}
+		next := now.Truncate(time.Minute).Add(time.Minute + 100*time.Millisecond)
+		slog.Debug("waiting for the next minute to load the Gemini CLI session", "session", session, "until", next)
+		select {
+		case <-time.After(time.Until(next)):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

@@ -5,11 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	"lane/runtimes/acp"
 	"lane/runtimes/opencode"
 	"lane/trace"
 )
 
-// opencodeRuntime is opencode: `opencode run --format json`, the task on stdin.
+// opencodeRuntime is opencode: `opencode run --format json`, the task on
+// stdin, or `opencode acp` for an interactive run that may ask (see
+// useACP).
 func opencodeRuntime() *Runtime {
 	return &Runtime{
 		Name: "opencode", Title: "opencode", Package: "opencode-ai",
@@ -22,45 +25,43 @@ func opencodeRuntime() *Runtime {
 				d.MaxOutputSize = MaxEventOutput
 				return d
 			},
-			newJudge: func(o Options) judge { return &cliJudge{o: o, tally: &opencode.Tally{Model: o.pricedModel()}} },
+			newJudge: func(o Options) judge {
+				if useACP(o) {
+					return &cliJudge{o: o, tally: &acp.Tally{Model: o.pricedModel()}}
+				}
+				return &cliJudge{o: o, tally: &opencode.Tally{Model: o.pricedModel()}}
+			},
 			final: func(ev trace.Event) bool {
-				return ev.Kind == trace.KindTask && ev.Subtype == "step_finish" && ev.Result != nil && ev.Result.StopReason == "stop"
+				return ev.Kind == trace.KindResult || // ACP's, lane's own
+					ev.Kind == trace.KindTask && ev.Subtype == "step_finish" && ev.Result != nil && ev.Result.StopReason == "stop"
 			},
 			stopOn:     authRefusal,
 			stepTurns:  true,
 			authHint:   "the model API refused the key: check the provider's key (see `opencode auth login`)",
-			capability: unattended,
+			capability: cliCapability,
+			newDialog:  acpDialogFor(acpSpec{prompt: Options.promptWithAddition}),
 		},
 	}
 }
 
 // opencodeSetup: `opencode run --format json`, the task on stdin (as an
-// argument opencode quotes a task holding spaces). An endpoint is an
-// openai-compatible provider "lane" in a config file named by
-// OPENCODE_CONFIG, which opencode merges over the user's own.
+// argument opencode quotes a task holding spaces), or `opencode acp` (see
+// opencodeACPSetup). An endpoint is an openai-compatible provider "lane"
+// in a config file named by OPENCODE_CONFIG, which opencode merges over
+// the user's own.
 func opencodeSetup(o Options, conf string) (setup, error) {
-	var env []string
+	if useACP(o) {
+		return opencodeACPSetup(o, conf)
+	}
 	// --title spares a model request that would only name the session.
 	args := []string{"run", "--format", "json", "--auto", "--title", title(o.Prompt)}
-	model := o.Model
-	if o.BaseURL != "" {
-		file := filepath.Join(conf, "opencode.json")
-		cfg := map[string]any{
-			"$schema": "https://opencode.ai/config.json",
-			"provider": map[string]any{
-				"lane": map[string]any{
-					"npm":     "@ai-sdk/openai-compatible",
-					"name":    "lane",
-					"options": map[string]any{"baseURL": o.BaseURL, "apiKey": "{env:" + opencodeKeyEnv + "}"},
-					"models":  map[string]any{o.Model: map[string]any{"name": o.Model}},
-				},
-			},
-		}
-		if err := writeJSON(file, cfg); err != nil {
+	provider, model, env := opencodeProvider(o)
+	if provider != nil {
+		cfg, err := writeOpencodeConfig(conf, map[string]any{"provider": provider})
+		if err != nil {
 			return setup{}, err
 		}
-		model = "lane/" + o.Model
-		env = append(env, "OPENCODE_CONFIG="+file, "OPENCODE_DISABLE_MODELS_FETCH=1", opencodeKeyEnv+"="+o.keyFrom(o.Env))
+		env = append(env, cfg)
 	}
 	if model != "" {
 		args = append(args, "-m", model)
@@ -71,6 +72,62 @@ func opencodeSetup(o Options, conf string) (setup, error) {
 	// opencode works in $PWD, not only in its working directory.
 	env = append(env, "PWD="+o.Dir, "OPENCODE_DISABLE_AUTOUPDATE=1")
 	return setup{args: args, env: env, stdin: o.promptWithAddition()}, nil
+}
+
+// opencodeACPSetup: `opencode acp`, whose model (ACP has no flag for it)
+// and permissions are in the config file lane writes: every tool lane's
+// rules may judge asks, and lane's gate answers.
+func opencodeACPSetup(o Options, conf string) (setup, error) {
+	ask := map[string]any{}
+	for _, tool := range []string{"bash", "edit", "read", "glob", "grep", "list", "webfetch"} {
+		ask[tool] = "ask"
+	}
+	fields := map[string]any{"permission": ask}
+	provider, model, env := opencodeProvider(o)
+	if provider != nil {
+		fields["provider"] = provider
+	}
+	if model != "" {
+		fields["model"] = model
+	}
+	cfg, err := writeOpencodeConfig(conf, fields)
+	if err != nil {
+		return setup{}, err
+	}
+	env = append(env, cfg, "PWD="+o.Dir, "OPENCODE_DISABLE_AUTOUPDATE=1")
+	return setup{args: []string{"acp"}, env: env}, nil
+}
+
+// opencodeProvider is the openai-compatible provider "lane" of a run lane
+// points at an endpoint (nil without one), the model as opencode names it
+// ("lane/MODEL", else the model given), and the environment its key is in.
+func opencodeProvider(o Options) (provider map[string]any, model string, env []string) {
+	if o.BaseURL == "" {
+		return nil, o.Model, nil
+	}
+	provider = map[string]any{
+		"lane": map[string]any{
+			"npm":     "@ai-sdk/openai-compatible",
+			"name":    "lane",
+			"options": map[string]any{"baseURL": o.BaseURL, "apiKey": "{env:" + opencodeKeyEnv + "}"},
+			"models":  map[string]any{o.Model: map[string]any{"name": o.Model}},
+		},
+	}
+	return provider, "lane/" + o.Model, []string{"OPENCODE_DISABLE_MODELS_FETCH=1", opencodeKeyEnv + "=" + o.keyFrom(o.Env)}
+}
+
+// writeOpencodeConfig writes the run's config file, which opencode merges
+// over the user's own, and returns the variable that names it.
+func writeOpencodeConfig(conf string, fields map[string]any) (string, error) {
+	file := filepath.Join(conf, "opencode.json")
+	cfg := map[string]any{"$schema": "https://opencode.ai/config.json"}
+	for k, v := range fields {
+		cfg[k] = v
+	}
+	if err := writeJSON(file, cfg); err != nil {
+		return "", err
+	}
+	return "OPENCODE_CONFIG=" + file, nil
 }
 
 // opencodeKeyEnv is the variable lane gives opencode the endpoint's key in.

@@ -1,15 +1,25 @@
 package runner
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"io"
+	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
+	"time"
 
+	"lane/internal/jsonl"
+	"lane/runtimes/acp"
 	"lane/runtimes/qwen"
 	"lane/trace"
 )
 
 // qwenRuntime is Qwen Code: `qwen --output-format stream-json --yolo`, the
-// task on stdin.
+// task on stdin, or `qwen --acp` for an interactive run that may ask (see
+// useACP).
 func qwenRuntime() *Runtime {
 	return &Runtime{
 		Name: "qwen", Title: "Qwen Code", Package: "@qwen-code/qwen-code",
@@ -22,23 +32,36 @@ func qwenRuntime() *Runtime {
 				d.MaxOutputSize = MaxEventOutput
 				return d
 			},
-			newJudge:   func(o Options) judge { return &cliJudge{o: o, tally: &qwen.Tally{}} },
+			newJudge: func(o Options) judge {
+				if useACP(o) {
+					return &cliJudge{o: o, tally: &acp.Tally{Model: o.pricedModel()}}
+				}
+				return &cliJudge{o: o, tally: &qwen.Tally{}}
+			},
 			final:      func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
 			stopOn:     authRefusal,
 			shellLog:   qwenLogs,
 			authHint:   "the model API refused the key: check OPENAI_API_KEY (or `qwen auth`)",
-			capability: unattended,
+			capability: cliCapability,
+			newDialog: acpDialogFor(acpSpec{
+				prompt:    func(o Options) string { return o.Prompt }, // it takes --append-system-prompt itself
+				beforeEnd: qwenRecorded,
+			}),
 		},
 	}
 }
 
 // qwenSetup: `qwen --output-format stream-json --yolo` with the task on
-// stdin; an endpoint
+// stdin, or `qwen --acp` in its default approval mode (it asks before
+// shell commands and edits) with the task as the first prompt; an endpoint
 // is Qwen Code's OpenAI auth with OPENAI_BASE_URL, and a system settings
 // file of the run's own that turns off usage statistics and managed memory
 // (which posts to Alibaba's servers and adds model requests of its own).
 func qwenSetup(o Options, conf string) (setup, error) {
 	args := []string{"--output-format", "stream-json", "--yolo"}
+	if useACP(o) {
+		args = []string{"--acp"}
+	}
 	// Without this qwen relaunches itself in a child node process.
 	env := []string{"QWEN_CODE_NO_RELAUNCH=1"}
 	if o.Model != "" {
@@ -50,8 +73,8 @@ func qwenSetup(o Options, conf string) (setup, error) {
 	if o.AppendSystemPrompt != "" {
 		args = append(args, "--append-system-prompt", o.AppendSystemPrompt)
 	}
-	if o.ResumeSession != "" {
-		args = append(args, "--resume", o.ResumeSession)
+	if o.ResumeSession != "" && !useACP(o) {
+		args = append(args, "--resume", o.ResumeSession) // ACP loads it with session/load
 	}
 	if o.BaseURL != "" {
 		settings := filepath.Join(conf, "settings.json")
@@ -66,6 +89,9 @@ func qwenSetup(o Options, conf string) (setup, error) {
 		}
 	}
 	env = append(env, "PWD="+o.Dir)
+	if useACP(o) {
+		return setup{args: args, env: env}, nil
+	}
 	// On stdin, so that a task starting with "-" stays a task (qwen takes
 	// no "--" before its positional prompt, and -p is deprecated).
 	return setup{args: args, env: env, stdin: o.Prompt}, nil
@@ -78,4 +104,69 @@ var qwenSettings = map[string]any{
 	"privacy":   map[string]any{"usageStatisticsEnabled": false},
 	"telemetry": map[string]any{"enabled": false},
 	"memory":    map[string]any{"enableManagedAutoMemory": false, "enableManagedAutoDream": false},
+}
+
+// How long qwenRecorded waits for Qwen Code's log, and how often it looks.
+const (
+	qwenRecordWait  = 2 * time.Second
+	qwenRecordPause = 30 * time.Millisecond
+)
+
+// qwenRecorded waits, for a bounded time, until Qwen Code's session log
+// holds the answer of the last turn. Qwen Code 0.15 writes its log
+// asynchronously and, over ACP, exits at the end of its stdin without
+// waiting for the writes: closed at once, the log of the session would
+// lack its last answer, and a resume would not see it.
+func qwenRecorded(ctx context.Context, o Options, session string) {
+	files := qwenLogs(o.Env)
+	for deadline := time.Now().Add(qwenRecordWait); time.Now().Before(deadline); {
+		if answered(files(session)) {
+			return
+		}
+		select {
+		case <-time.After(qwenRecordPause):
+		case <-ctx.Done():
+			return
+		}
+	}
+	slog.Debug("Qwen Code's log lacks the last answer", "session", session)
+}
+
+// answered reports whether the last record of the conversation in a Qwen
+// Code log is an answer of the assistant's: a record of its that calls no
+// tool (one that does is followed by the tools' results and another).
+func answered(files []string) bool {
+	last := false
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, jsonl.DefaultMaxLineSize)
+		for sc.Scan() {
+			var rec struct {
+				Type    string `json:"type"`
+				Message struct {
+					Parts []qwenPart `json:"parts"`
+				} `json:"message"`
+			}
+			if json.Unmarshal(sc.Bytes(), &rec) != nil {
+				continue
+			}
+			switch rec.Type {
+			case "user", "tool_result":
+				last = false
+			case "assistant":
+				last = !slices.ContainsFunc(rec.Message.Parts, func(p qwenPart) bool { return len(p.FunctionCall) > 0 })
+			}
+		}
+		f.Close()
+	}
+	return last
+}
+
+// qwenPart is what answered reads of a part of a Qwen Code log's message.
+type qwenPart struct {
+	FunctionCall json.RawMessage `json:"functionCall"`
 }
