@@ -342,8 +342,8 @@ func (d *acpDialog) post(ev trace.Event) {
 }
 
 // permit decides the agent's requests for permission: lane's mode and
-// rules, then a person, through the gate. A denial's message is told to
-// the agent with its next prompt.
+// rules, then a person, through the gate. A person's denial's message is
+// told to the agent with its next prompt.
 func (d *acpDialog) permit(gate *interact.Gate) acp.Permit {
 	return func(ctx context.Context, p acp.Permission) acp.Verdict {
 		d.mu.Lock()
@@ -365,7 +365,9 @@ func (d *acpDialog) permit(gate *interact.Gate) acp.Permit {
 		if dec.Allow {
 			return acp.Allow
 		}
-		if dec.Message != "" {
+		// A person's words (or the timeout's) are worth a prompt of their
+		// own; a rule's would only repeat the refusal, turn after turn.
+		if dec.Message != "" && dec.By != interact.ByRule && dec.By != interact.ByLane {
 			d.mu.Lock()
 			d.notes = append(d.notes, note{summary: interact.Summarize(tc.Name, tc.Input), message: dec.Message, by: dec.By})
 			d.mu.Unlock()

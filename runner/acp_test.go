@@ -621,3 +621,25 @@ func TestOpencodeACPAsksForEveryToolLaneJudges(t *testing.T) {
 		t.Errorf("config without an endpoint %s", b)
 	}
 }
+
+func TestACPPlanModeRefusesWithoutAsking(t *testing.T) {
+	cli := acpCLIs[0] // Gemini CLI: the quickest
+	o, bodies, _ := cli.start(t, step{shell: "echo hi > hello.txt"}, step{text: "Here is the plan."})
+	o.PermissionMode = "plan"
+	ar := startACP(t, cli.name, "", o)
+	run := ar.wait()
+	if run.Status != trace.StatusSucceeded || run.Permissions != (trace.PermissionCounts{Denied: 1}) {
+		t.Fatalf("status %s (%s: %s), permissions %+v", run.Status, run.ErrorKind, run.ErrorMessage, run.Permissions)
+	}
+	if _, err := os.Stat(filepath.Join(o.Dir, "hello.txt")); !os.IsNotExist(err) {
+		t.Errorf("hello.txt exists in plan mode: %v", err)
+	}
+	select {
+	case req := <-ar.desk.Asked:
+		t.Errorf("plan mode asked %+v", req)
+	default:
+	}
+	if n := len(bodies()); n != 2 {
+		t.Errorf("%d main requests; a rule's refusal is not told again in a prompt of its own", n)
+	}
+}
