@@ -361,3 +361,29 @@ func hasEvent(e *env, runID string, kind trace.Kind) bool {
 	}
 	return false
 }
+
+// testAsks: in a mode that asks, each agent CLI's shell command waits for
+// lane approve in another terminal (Codex through app-server, the others
+// through ACP), then runs.
+func testAsks(t *testing.T, r rig) {
+	e := newCLIEnv(t, r, shell("echo made > made.txt"), say("Done: made.txt"))
+	lr := e.start(append(askingFlags, "--model", r.runtime+":"+r.model, "--base-url", e.srv.baseURL(), "-o", "json", "make made.txt")...)
+	a := e.pending(1)[0]
+	if !strings.Contains(a.Summary, "made.txt") || !a.Pending {
+		t.Errorf("request %+v", a)
+	}
+	if _, err := os.Stat(filepath.Join(e.proj, "made.txt")); err == nil {
+		t.Fatal("the command ran before anyone approved it")
+	}
+	wantExit(t, e.lane(context.Background(), "approve", a.ID), 0)
+	if code := lr.wait(t); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, lr.out.String(), lr.err.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(e.proj, "made.txt")); err != nil || string(b) != "made\n" {
+		t.Errorf("made.txt: %q %v", b, err)
+	}
+	run := lastRun(t, result{stdout: lr.out.String()})
+	if run.Status != trace.StatusSucceeded || run.Permissions.Requests != 1 || run.Permissions.Allowed != 1 {
+		t.Errorf("run %s, permissions %+v", run.Status, run.Permissions)
+	}
+}

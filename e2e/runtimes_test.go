@@ -241,6 +241,7 @@ func TestRuntimes(t *testing.T) {
 			t.Run("lane killed", func(t *testing.T) { testLaneKilled(t, r) })
 			t.Run("ctrl-c", func(t *testing.T) { testInterrupted(t, r) })
 			t.Run("max turns", func(t *testing.T) { testMaxTurns(t, r) })
+			t.Run("asks", func(t *testing.T) { testAsks(t, r) })
 		})
 	}
 }
