@@ -73,25 +73,11 @@ func TestAnswerFromAnotherProcessReachesTheRun(t *testing.T) {
 	if err != nil || len(pending) != 1 || pending[0].ID != req.ID {
 		t.Fatalf("the other process sees %+v, %v", pending, err)
 	}
-	got := make(chan interact.Decision, 1)
-	go func() {
-		dec, err := d.Wait(ctx, req)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- dec
-	}()
+	got := waitAsync(t, ctx, d, req)
 	if _, err := cliSt.DecideApproval(ctx, req.ID[:4], store.Answer{By: "cli", Message: "use make clean instead"}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case dec := <-got:
-		if dec.Allow || dec.By != interact.ByCLI || dec.Message != "use make clean instead" {
-			t.Errorf("decision %+v", dec)
-		}
-	case <-ctx.Done():
-		t.Fatal("the answer never reached the run")
-	}
+	wantDenial(t, ctx, got, interact.ByCLI, "use make clean instead")
 	if _, err := cliSt.DecideApproval(ctx, req.ID, store.Answer{Allow: true, By: "dashboard"}); !errors.Is(err, store.ErrAnswered) {
 		t.Errorf("a second answer: %v, want ErrAnswered", err)
 	}
@@ -133,14 +119,7 @@ func TestTerminalAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan interact.Decision, 1)
-	go func() {
-		dec, err := d.Wait(ctx, req)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- dec
-	}()
+	got := waitAsync(t, ctx, d, req)
 	// The person sees the question, then answers.
 	seen := readUntil(t, ptm, "allow? [y]es / [n]o / [a]lways for this run")
 	if !strings.Contains(seen, "● Bash  rm -rf build && make") {
@@ -149,14 +128,7 @@ func TestTerminalAnswers(t *testing.T) {
 	if _, err := io.WriteString(ptm, "maybe\nn use make clean instead\n"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case dec := <-got:
-		if dec.Allow || dec.By != interact.ByTerminal || dec.Message != "use make clean instead" {
-			t.Errorf("decision %+v", dec)
-		}
-	case <-ctx.Done():
-		t.Fatal("the terminal's answer never came")
-	}
+	wantDenial(t, ctx, got, interact.ByTerminal, "use make clean instead")
 }
 
 // readUntil reads the pty until want shows, for at most 10 s.
@@ -213,5 +185,30 @@ func TestSteeringIsHandedOverOnce(t *testing.T) {
 	}
 	cancel()
 	for range steering { // closed once ctx ends
+	}
+}
+
+// waitAsync waits for the answer to req as the run does, in the background.
+func waitAsync(t *testing.T, ctx context.Context, d *Desk, req interact.Request) <-chan interact.Decision {
+	got := make(chan interact.Decision, 1)
+	go func() {
+		dec, err := d.Wait(ctx, req)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- dec
+	}()
+	return got
+}
+
+func wantDenial(t *testing.T, ctx context.Context, got <-chan interact.Decision, by interact.Answerer, message string) {
+	t.Helper()
+	select {
+	case dec := <-got:
+		if dec.Allow || dec.By != by || dec.Message != message {
+			t.Errorf("decision %+v, want a denial by %s: %q", dec, by, message)
+		}
+	case <-ctx.Done():
+		t.Fatalf("the answer by %s never reached the run", by)
 	}
 }

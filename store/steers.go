@@ -90,31 +90,17 @@ func (e *NotSteerableError) Is(target error) bool { return target == ErrNotSteer
 // UndeliveredSteers lists what was sent to the run and has not reached its
 // runtime yet, oldest first.
 func (s *Store) UndeliveredSteers(ctx context.Context, runID string) ([]Steer, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, run_id, kind, text, deliver_now, sender, sent_at FROM steers
-		WHERE run_id = ? AND delivered_at IS NULL ORDER BY sent_at, id`, runID)
-	if err != nil {
-		return nil, fmt.Errorf("steering of run %s: %w", runID, err)
-	}
-	defer rows.Close()
-	var out []Steer
-	for rows.Next() {
-		var (
-			st   Steer
-			sent int64
-		)
-		if err := rows.Scan(&st.ID, &st.RunID, &st.Kind, &st.Text, &st.Now, &st.From, &sent); err != nil {
-			return nil, fmt.Errorf("steering of run %s: %w", runID, err)
-		}
-		st.SentAt = time.Unix(0, sent).UTC()
-		out = append(out, st)
-	}
-	return out, rows.Err()
+	return s.steers(ctx, "run_id = ? AND delivered_at IS NULL", runID)
 }
 
 // Steers lists everything sent to the run, oldest first.
 func (s *Store) Steers(ctx context.Context, runID string) ([]Steer, error) {
+	return s.steers(ctx, "run_id = ?", runID)
+}
+
+func (s *Store) steers(ctx context.Context, where, runID string) ([]Steer, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, run_id, kind, text, deliver_now, sender, sent_at, delivered_at FROM steers
-		WHERE run_id = ? ORDER BY sent_at, id`, runID)
+		WHERE `+where+` ORDER BY sent_at, id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("steering of run %s: %w", runID, err)
 	}
