@@ -124,6 +124,9 @@ type Event struct {
 	Time  time.Time `json:"time"`           // when lane received it
 	Kind  Kind      `json:"kind"`           //
 	Line  int64     `json:"line,omitempty"` // line number in the runtime's stdout
+	// Offset is the byte offset of Raw in the file it was imported from
+	// (Run.Source); zero for a live run's events.
+	Offset int64 `json:"offset,omitempty"`
 
 	// Subtype is the runtime's own name for the event where it has one
 	// (e.g. "init", "api_retry", "task_started").
@@ -276,6 +279,11 @@ type Run struct {
 	OwnerHost string `json:"owner_host,omitempty"`
 	// Worker is the lane worker that ran it, empty for a run started here.
 	Worker string `json:"worker,omitempty"`
+
+	// Imported marks a session lane did not run but read from the file the
+	// runtime wrote (lane import); Source is that file.
+	Imported bool   `json:"imported,omitempty"`
+	Source   string `json:"source,omitempty"`
 }
 
 // CapOutput cuts Output to at most limit bytes (at a UTF-8 boundary) and
