@@ -3,8 +3,10 @@
 // does not report one. The table is plain data: a caller may change it or build
 // its own.
 //
-// Not modelled: long-context surcharges (Sonnet 4/4.5 above 200k input tokens),
-// 1-hour cache writes (priced here as 5-minute ones), batch discounts, and
+// Modelled: 5-minute and 1-hour cache writes, and the long-context rates of
+// the models with a 1M-token window (Sonnet 4 on, Opus 4.6 on), which apply
+// to every token of a request whose prompt is over LongContextTokens. Not
+// modelled: batch discounts, data residency and fast-mode multipliers, and
 // server tools such as web search.
 package pricing
 
@@ -15,20 +17,56 @@ import (
 	"lane/trace"
 )
 
-// Price is what a model charges, in USD per million tokens.
-type Price struct {
+// LongContextTokens is the prompt size (input, cache reads and cache writes
+// of one request) above which a model's long-context rates apply.
+const LongContextTokens = 200_000
+
+// Rates are the prices of each kind of token, in USD per million tokens.
+type Rates struct {
 	Input      float64 `json:"input"`
 	Output     float64 `json:"output"`
 	CacheRead  float64 `json:"cache_read"`
 	CacheWrite float64 `json:"cache_write"` // 5-minute cache writes
+	// CacheWrite1h prices 1-hour cache writes; 0 means twice Input,
+	// Anthropic's rule for every model.
+	CacheWrite1h float64 `json:"cache_write_1h,omitempty"`
 }
 
-// Cost is what u costs at p, in USD.
+// Price is what a model charges, in USD per million tokens: its rates, and
+// those of a request whose prompt is over LongContextTokens when the model
+// charges more for one (LongContext.Input > 0).
+type Price struct {
+	Input        float64 `json:"input"`
+	Output       float64 `json:"output"`
+	CacheRead    float64 `json:"cache_read"`
+	CacheWrite   float64 `json:"cache_write"` // 5-minute cache writes
+	CacheWrite1h float64 `json:"cache_write_1h,omitempty"`
+	LongContext  Rates   `json:"long_context,omitzero"`
+}
+
+// Cost is what u costs at p, in USD. u is one request's usage (one API
+// response): the long-context rates depend on the size of each prompt, so
+// the sum of many requests' usage is priced request by request, not at once.
 func (p Price) Cost(u trace.Usage) float64 {
-	return (float64(u.InputTokens)*p.Input +
-		float64(u.OutputTokens)*p.Output +
-		float64(u.CacheReadTokens)*p.CacheRead +
-		float64(u.CacheCreationTokens)*p.CacheWrite) / 1e6
+	r := Rates{p.Input, p.Output, p.CacheRead, p.CacheWrite, p.CacheWrite1h}
+	if p.LongContext.Input > 0 && u.InputTokens+u.CacheReadTokens+u.CacheCreationTokens > LongContextTokens {
+		r = p.LongContext
+	}
+	return r.cost(u)
+}
+
+func (r Rates) cost(u trace.Usage) float64 {
+	write1h := r.CacheWrite1h
+	if write1h == 0 {
+		write1h = 2 * r.Input
+	}
+	// CacheCreationTokens counts all cache writes, the 1-hour ones included.
+	long := min(max(u.CacheCreation1hTokens, 0), u.CacheCreationTokens)
+	return (float64(u.InputTokens)*r.Input +
+		float64(u.OutputTokens)*r.Output +
+		float64(u.CacheReadTokens)*r.CacheRead +
+		float64(u.CacheCreationTokens-long)*r.CacheWrite +
+		float64(long)*write1h) / 1e6
 }
 
 // Version is a model generation, 4.5 as {4, 5}.
@@ -62,14 +100,27 @@ func Default() *Table {
 	return &Table{
 		Models: map[string]Price{},
 		Families: []Family{
-			{Name: "opus", Since: Version{4, 5}, Price: Price{5, 25, 0.50, 6.25}},
-			{Name: "opus", Price: Price{15, 75, 1.50, 18.75}},
-			{Name: "sonnet", Price: Price{3, 15, 0.30, 3.75}},
-			{Name: "haiku", Since: Version{4, 5}, Price: Price{1, 5, 0.10, 1.25}},
-			{Name: "haiku", Since: Version{3, 5}, Price: Price{0.80, 4, 0.08, 1}},
-			{Name: "haiku", Price: Price{0.25, 1.25, 0.03, 0.30}},
+			{Name: "opus", Since: Version{4, 6}, Price: withLong(rates(5, 25, 0.50, 6.25, 10), Rates{10, 37.50, 1, 12.50, 20})},
+			{Name: "opus", Since: Version{4, 5}, Price: rates(5, 25, 0.50, 6.25, 10)},
+			{Name: "opus", Price: rates(15, 75, 1.50, 18.75, 30)},
+			{Name: "sonnet", Since: Version{4, 0}, Price: withLong(rates(3, 15, 0.30, 3.75, 6), Rates{6, 22.50, 0.60, 7.50, 12})},
+			{Name: "sonnet", Price: rates(3, 15, 0.30, 3.75, 6)},
+			{Name: "haiku", Since: Version{4, 5}, Price: rates(1, 5, 0.10, 1.25, 2)},
+			{Name: "haiku", Since: Version{3, 5}, Price: rates(0.80, 4, 0.08, 1, 1.60)},
+			{Name: "haiku", Price: rates(0.25, 1.25, 0.03, 0.30, 0.50)},
 		},
 	}
+}
+
+// rates is a price without long-context rates: input, output, cache read,
+// 5-minute and 1-hour cache write.
+func rates(in, out, read, write, write1h float64) Price {
+	return Price{Input: in, Output: out, CacheRead: read, CacheWrite: write, CacheWrite1h: write1h}
+}
+
+func withLong(p Price, long Rates) Price {
+	p.LongContext = long
+	return p
 }
 
 // newest stands for the version of an id that names none.

@@ -9,12 +9,14 @@ import (
 
 func TestLookup(t *testing.T) {
 	var (
-		opusNew = Price{5, 25, 0.50, 6.25}
-		opusOld = Price{15, 75, 1.50, 18.75}
-		sonnet  = Price{3, 15, 0.30, 3.75}
-		haiku45 = Price{1, 5, 0.10, 1.25}
-		haiku35 = Price{0.80, 4, 0.08, 1}
-		haiku3  = Price{0.25, 1.25, 0.03, 0.30}
+		opus46  = withLong(rates(5, 25, 0.50, 6.25, 10), Rates{10, 37.50, 1, 12.50, 20})
+		opusNew = rates(5, 25, 0.50, 6.25, 10)
+		opusOld = rates(15, 75, 1.50, 18.75, 30)
+		sonnet  = withLong(rates(3, 15, 0.30, 3.75, 6), Rates{6, 22.50, 0.60, 7.50, 12})
+		sonnet3 = rates(3, 15, 0.30, 3.75, 6)
+		haiku45 = rates(1, 5, 0.10, 1.25, 2)
+		haiku35 = rates(0.80, 4, 0.08, 1, 1.60)
+		haiku3  = rates(0.25, 1.25, 0.03, 0.30, 0.50)
 	)
 	tests := []struct {
 		model string
@@ -23,19 +25,19 @@ func TestLookup(t *testing.T) {
 	}{
 		{"claude-opus-4-5-20251101", opusNew, true},
 		{"claude-opus-4-5", opusNew, true},
-		{"claude-opus-4-6", opusNew, true},
-		{"claude-opus-5", opusNew, true},
+		{"claude-opus-4-6", opus46, true},
+		{"claude-opus-5", opus46, true},
 		{"claude-opus-4-1", opusOld, true},
 		{"claude-opus-4-1-20250805", opusOld, true},
 		{"claude-opus-4-20250514", opusOld, true},
 		{"claude-3-opus-20240229", opusOld, true},
-		{"opus", opusNew, true},
+		{"opus", opus46, true},
 		{"Claude-Opus-4-5", opusNew, true},
 		{"claude-sonnet-4-5-20250929", sonnet, true},
 		{"claude-sonnet-4-5[1m]", sonnet, true},
 		{"claude-sonnet-5-5", sonnet, true},
-		{"claude-3-5-sonnet-20241022", sonnet, true},
-		{"claude-3-7-sonnet-latest", sonnet, true},
+		{"claude-3-5-sonnet-20241022", sonnet3, true},
+		{"claude-3-7-sonnet-latest", sonnet3, true},
 		{"sonnet", sonnet, true},
 		{"us.anthropic.claude-sonnet-4-5-20250929-v1:0", sonnet, true},
 		{"claude-sonnet-4-5@20250929", sonnet, true},
@@ -48,7 +50,7 @@ func TestLookup(t *testing.T) {
 		{"gpt-4o", Price{}, false},
 		{"", Price{}, false},
 		{"<synthetic>", Price{}, false},
-		{"magnum-opus", opusNew, true}, // a family word is a family word
+		{"magnum-opus", opus46, true}, // a family word is a family word
 		{"claude-sonnetx", Price{}, false},
 	}
 	tbl := Default()
@@ -61,16 +63,19 @@ func TestLookup(t *testing.T) {
 }
 
 func TestCost(t *testing.T) {
-	u := trace.Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CacheReadTokens: 2_000_000, CacheCreationTokens: 400_000}
+	// One request of 200k prompt tokens, the most the base rates price:
+	// 100k input, 60k cache reads, 40k cache writes, 10k of them for 1 hour.
+	u := trace.Usage{InputTokens: 100_000, OutputTokens: 10_000, CacheReadTokens: 60_000,
+		CacheCreationTokens: 40_000, CacheCreation1hTokens: 10_000}
 	tests := []struct {
 		model string
 		want  float64
 		known bool
 	}{
-		{"claude-sonnet-4-5", 3 + 1.5 + 0.6 + 1.5, true},
-		{"claude-opus-4-5", 5 + 2.5 + 1 + 2.5, true},
-		{"claude-opus-4-1", 15 + 7.5 + 3 + 7.5, true},
-		{"claude-haiku-4-5", 1 + 0.5 + 0.2 + 0.5, true},
+		{"claude-sonnet-4-5", 0.3 + 0.15 + 0.018 + 0.1125 + 0.06, true},
+		{"claude-opus-4-5", 0.5 + 0.25 + 0.03 + 0.1875 + 0.1, true},
+		{"claude-opus-4-1", 1.5 + 0.75 + 0.09 + 0.5625 + 0.3, true},
+		{"claude-haiku-4-5", 0.1 + 0.05 + 0.006 + 0.0375 + 0.02, true},
 		{"unknown-model", 0, false},
 	}
 	tbl := Default()
@@ -82,6 +87,53 @@ func TestCost(t *testing.T) {
 	}
 	if got, _ := tbl.Cost("sonnet", trace.Usage{}); got != 0 {
 		t.Errorf("no tokens cost %v", got)
+	}
+}
+
+// A request over LongContextTokens pays the long rates on every token, on
+// the models that have them; the others keep their rates at any size.
+func TestLongContext(t *testing.T) {
+	u := trace.Usage{InputTokens: 150_000, OutputTokens: 10_000, CacheReadTokens: 40_000,
+		CacheCreationTokens: 20_000, CacheCreation1hTokens: 5_000}
+	tests := []struct {
+		model string
+		want  float64
+	}{
+		{"claude-sonnet-4-5", 0.9 + 0.225 + 0.024 + 0.1125 + 0.06},
+		{"claude-sonnet-4-20250514", 0.9 + 0.225 + 0.024 + 0.1125 + 0.06},
+		{"claude-opus-4-6", 1.5 + 0.375 + 0.04 + 0.1875 + 0.1},
+		{"claude-opus-4-5", 0.75 + 0.25 + 0.02 + 0.09375 + 0.05},           // no 1M window, no surcharge
+		{"claude-3-7-sonnet-latest", 0.45 + 0.15 + 0.012 + 0.05625 + 0.03}, // likewise
+	}
+	tbl := Default()
+	for _, tt := range tests {
+		got, _ := tbl.Cost(tt.model, u)
+		if math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("Cost(%q) over 200k = %v, want %v", tt.model, got, tt.want)
+		}
+	}
+	// The threshold counts the whole prompt, and exactly 200k is not over it.
+	at := trace.Usage{InputTokens: 100_000, CacheReadTokens: 100_000}
+	if got, _ := tbl.Cost("claude-sonnet-4-5", at); math.Abs(got-(0.3+0.03)) > 1e-9 {
+		t.Errorf("a 200k prompt was priced %v, want the base rates", got)
+	}
+	at.InputTokens++
+	if got, _ := tbl.Cost("claude-sonnet-4-5", at); math.Abs(got-(100_001*6e-6+0.06)) > 1e-9 {
+		t.Errorf("a 200,001-token prompt was priced %v, want the long rates", got)
+	}
+}
+
+// A price without a 1-hour rate charges twice the input for those writes;
+// a count of 1-hour writes above all writes is capped to them.
+func TestCacheWrite1hDefault(t *testing.T) {
+	p := Price{Input: 4, CacheWrite: 5}
+	got := p.Cost(trace.Usage{CacheCreationTokens: 1_000_000, CacheCreation1hTokens: 250_000})
+	if want := 0.75*5 + 0.25*8; math.Abs(got-want) > 1e-9 {
+		t.Errorf("cost %v, want %v", got, want)
+	}
+	got = p.Cost(trace.Usage{CacheCreationTokens: 1_000_000, CacheCreation1hTokens: 3_000_000})
+	if want := 8.0; math.Abs(got-want) > 1e-9 {
+		t.Errorf("capped cost %v, want %v", got, want)
 	}
 }
 

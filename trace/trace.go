@@ -67,15 +67,19 @@ type Usage struct {
 	OutputTokens        int64 `json:"output_tokens"`
 	CacheReadTokens     int64 `json:"cache_read_tokens"`
 	CacheCreationTokens int64 `json:"cache_creation_tokens"`
+	// CacheCreation1hTokens is the part of CacheCreationTokens written to
+	// the 1-hour cache (the rest went to the 5-minute one), which costs more.
+	CacheCreation1hTokens int64 `json:"cache_creation_1h_tokens,omitempty"`
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(o Usage) Usage {
 	return Usage{
-		InputTokens:         u.InputTokens + o.InputTokens,
-		OutputTokens:        u.OutputTokens + o.OutputTokens,
-		CacheReadTokens:     u.CacheReadTokens + o.CacheReadTokens,
-		CacheCreationTokens: u.CacheCreationTokens + o.CacheCreationTokens,
+		InputTokens:           u.InputTokens + o.InputTokens,
+		OutputTokens:          u.OutputTokens + o.OutputTokens,
+		CacheReadTokens:       u.CacheReadTokens + o.CacheReadTokens,
+		CacheCreationTokens:   u.CacheCreationTokens + o.CacheCreationTokens,
+		CacheCreation1hTokens: u.CacheCreation1hTokens + o.CacheCreation1hTokens,
 	}
 }
 
