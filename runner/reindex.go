@@ -1,0 +1,398 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"lane/interact"
+	"lane/trace"
+)
+
+// ErrNotRedecodable matches a *NotRedecodableError.
+var ErrNotRedecodable = errors.New("run cannot be decoded again")
+
+// NotRedecodableError says why a stored run cannot be rebuilt from its raw
+// lines.
+type NotRedecodableError struct{ Reason string }
+
+func (e *NotRedecodableError) Error() string { return e.Reason }
+
+// Is reports whether target is ErrNotRedecodable.
+func (e *NotRedecodableError) Is(target error) bool { return target == ErrNotRedecodable }
+
+// RedecodeOptions are what a stored run does not say of itself.
+type RedecodeOptions struct {
+	// Price prices usage the runtime reported without a cost.
+	Price func(model string, u trace.Usage) (float64, bool)
+	// The session's totals before the run (a resumed run or a retry: the
+	// runs before it in the same session), as lane resume passes them.
+	PriorSessionCostUSD float64
+	PriorSessionUsage   trace.Usage
+}
+
+// Redecoded is a stored run rebuilt from its raw lines.
+type Redecoded struct {
+	Run    *trace.Run    // the record, judged and accounted again
+	Events []trace.Event // the whole trace, numbered from 1
+	// Added, Removed and Changed count the events that differ from the
+	// stored ones, line by line.
+	Added, Removed, Changed int
+}
+
+// Unchanged reports whether the rebuilt run is the stored one.
+func (r *Redecoded) Unchanged(old *trace.Run) bool {
+	return r.Added == 0 && r.Removed == 0 && r.Changed == 0 && len(RunChanges(old, r.Run)) == 0
+}
+
+// Redecode rebuilds run from its stored events with the runtime's current
+// decoder and judge, as a live run would have been read: each runtime line
+// (an event with Raw, and the events that follow it from the same line) is
+// decoded again, in order, through one decoder; the events lane made
+// itself (stderr lines, requests for approval and their decisions,
+// messages and interrupts people sent, lane's results and errors) stay
+// where they were. A run's status is judged again only when the runtime
+// ended it on its own (see keepsVerdict): a stop by lane is lane's
+// judgement, not the runtime's lines'.
+func Redecode(run *trace.Run, stored []trace.Event, ro RedecodeOptions) (*Redecoded, error) {
+	rt, ok := Lookup(run.Runtime)
+	switch {
+	case !ok:
+		return nil, &NotRedecodableError{"unknown runtime " + fmt.Sprintf("%q", run.Runtime)}
+	case rt.process == nil:
+		return nil, &NotRedecodableError{"a run of lane's own loop: its events are lane's, there are no runtime lines to decode"}
+	case !run.Status.Finished():
+		return nil, &NotRedecodableError{"the run is " + string(run.Status)}
+	}
+	o := redecodeOptions(run, ro)
+	newSource, err := redecodeSource(rt, o, run)
+	if err != nil {
+		return nil, err
+	}
+	segs, laneErr := segment(stored, run)
+	lines := 0
+	for _, s := range segs {
+		if s.line() {
+			lines++
+		}
+	}
+	if lines == 0 {
+		return nil, &NotRedecodableError{"no raw lines stored"}
+	}
+	decoded, err := decodeLines(newSource, segs)
+	if err != nil {
+		return nil, err
+	}
+	out := &Redecoded{Run: ptrCopy(run)}
+	var evs []trace.Event
+	for i, s := range segs {
+		fresh := s.events
+		if s.line() && !s.laneKind() {
+			fresh = decoded[i]
+			retime(fresh, s.events)
+		}
+		out.count(s.events, fresh)
+		evs = append(evs, fresh...)
+	}
+	p := rt.process
+	judgeAgain(out.Run, p, o, evs)
+	if r := out.Run; r.Status != trace.StatusSucceeded && r.ErrorMessage != "" {
+		ev := trace.Event{Kind: trace.KindError, ErrorKind: r.ErrorKind, Text: r.ErrorMessage}
+		if laneErr != nil {
+			ev.Time = laneErr.Time
+		} else if len(evs) > 0 {
+			ev.Time = evs[len(evs)-1].Time
+		}
+		evs = append(evs, ev)
+		out.count(optional(laneErr), []trace.Event{ev})
+	} else {
+		out.count(optional(laneErr), nil)
+	}
+	for i := range evs {
+		evs[i].RunID, evs[i].Seq = run.ID, int64(i+1)
+	}
+	out.Events = evs
+	return out, nil
+}
+
+func optional(ev *trace.Event) []trace.Event {
+	if ev == nil {
+		return nil
+	}
+	return []trace.Event{*ev}
+}
+
+func ptrCopy(r *trace.Run) *trace.Run {
+	c := *r
+	return &c
+}
+
+// redecodeOptions are the options the run was judged with, as far as its
+// record tells them: two-way when people could message it.
+func redecodeOptions(run *trace.Run, ro RedecodeOptions) Options {
+	o := Options{
+		Label: run.Model, Dir: run.Dir, AddDirs: run.Capability.AddDirs, Prompt: run.Prompt,
+		AllowedTools: run.Capability.AllowedTools, PermissionMode: run.Capability.PermissionMode,
+		ResumeSession: "", Price: ro.Price,
+		PriorSessionCostUSD: ro.PriorSessionCostUSD, PriorSessionUsage: ro.PriorSessionUsage,
+	}
+	if twoWayRun(run) {
+		// Nobody is asked: the desk only makes the options say two-way.
+		o.Desk, o.Attended = interact.NewMemory(), true
+	}
+	return o
+}
+
+func twoWayRun(run *trace.Run) bool {
+	return slices.Contains(run.Capability.Steer, string(interact.SteerMessage))
+}
+
+// redecodeSource is the decoder the run's stdout was read with: its
+// dialog's when the dialog reads stdout itself (codex app-server), else
+// the runtime's.
+func redecodeSource(rt *Runtime, o Options, run *trace.Run) (func(io.Reader) EventSource, error) {
+	p := rt.process
+	if p.newDialog == nil || !o.interactive() {
+		return p.newSource, nil
+	}
+	dlg := p.newDialog(o, ptrCopy(run))
+	switch d := dlg.(type) {
+	case *acpDialog:
+		// ACP's responses are read against lane's requests, which are not
+		// stored with the run.
+		return nil, &NotRedecodableError{"an interactive ACP run: the requests lane sent the agent are not stored, and its answers cannot be read without them"}
+	case sourcer:
+		return d.source, nil
+	}
+	return p.newSource, nil
+}
+
+// segment is a part of a stored trace: one runtime line and the events
+// decoded from it, or one event lane made itself.
+type segmentPart struct {
+	events []trace.Event
+	raw    []byte // the runtime's line; nil for lane's events
+	lineNo int64  // its line number in the runtime's output
+}
+
+func (s segmentPart) line() bool { return s.raw != nil }
+
+// laneKind reports a line whose event lane rewrote as its own (a message's
+// or an interrupt's acknowledgment, see claudeDialog.amend): lane's
+// reading of it stands.
+func (s segmentPart) laneKind() bool {
+	for _, ev := range s.events {
+		if laneMade(ev.Kind) {
+			return true
+		}
+	}
+	return false
+}
+
+func laneMade(k trace.Kind) bool {
+	switch k {
+	case trace.KindStderr, trace.KindPermissionRequest, trace.KindPermissionDecision,
+		trace.KindUserMessage, trace.KindInterrupt, trace.KindTranscript:
+		return true
+	}
+	return false
+}
+
+// segment cuts stored into runtime lines and lane's events, and takes out
+// lane's closing error event (runAttempt's, which repeats the run's error
+// message), which is made again from the new verdict.
+func segment(stored []trace.Event, run *trace.Run) ([]segmentPart, *trace.Event) {
+	var laneErr *trace.Event
+	if n := len(stored); n > 0 {
+		last := stored[n-1]
+		if last.Kind == trace.KindError && len(last.Raw) == 0 && last.Line == 0 && last.Text == run.ErrorMessage && run.ErrorMessage != "" {
+			laneErr = &last
+			stored = stored[:n-1]
+		}
+	}
+	var segs []segmentPart
+	var prevLine int64
+	for _, ev := range stored {
+		cur := len(segs) - 1
+		switch {
+		case len(ev.Raw) > 0:
+			n := ev.Line
+			if n == 0 {
+				n = prevLine + 1 // a payload that lost its line number
+			}
+			segs = append(segs, segmentPart{events: []trace.Event{ev}, raw: ev.Raw, lineNo: n})
+			prevLine = n
+		case cur >= 0 && segs[cur].line() && ev.Line != 0 && ev.Line == segs[cur].lineNo && !laneMade(ev.Kind):
+			segs[cur].events = append(segs[cur].events, ev)
+		default:
+			segs = append(segs, segmentPart{events: []trace.Event{ev}})
+		}
+	}
+	return segs, laneErr
+}
+
+// decodeLines feeds the runtime lines of segs, in order, to one decoder
+// and returns each line's events by segment, with the line numbers the
+// runtime's output had.
+func decodeLines(newSource func(io.Reader) EventSource, segs []segmentPart) (map[int][]trace.Event, error) {
+	var buf bytes.Buffer
+	var bySeq []int // the segment of each line fed, from line 1
+	for i, s := range segs {
+		if !s.line() {
+			continue
+		}
+		buf.Write(s.raw)
+		buf.WriteByte('\n')
+		bySeq = append(bySeq, i)
+	}
+	src := newSource(&buf)
+	out := map[int][]trace.Event{}
+	last := -1
+	for {
+		evs, err := src.Next()
+		for _, ev := range evs {
+			i := last
+			if ev.Line >= 1 && int(ev.Line) <= len(bySeq) {
+				i = bySeq[ev.Line-1]
+			}
+			if i < 0 {
+				i = bySeq[0]
+			}
+			ev.Line = segs[i].lineNo
+			ev.CapOutput(MaxEventOutput)
+			out[i] = append(out[i], ev)
+			last = i
+		}
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("decode the raw lines: %w", err)
+		}
+	}
+}
+
+// retime gives the events decoded from a line the times lane received the
+// stored ones at (the last one's for any beyond).
+func retime(fresh, stored []trace.Event) {
+	for j := range fresh {
+		switch {
+		case j < len(stored):
+			fresh[j].Time = stored[j].Time
+		case len(stored) > 0:
+			fresh[j].Time = stored[len(stored)-1].Time
+		}
+	}
+}
+
+// count adds the differences between one part's stored and fresh events.
+func (r *Redecoded) count(stored, fresh []trace.Event) {
+	for j := 0; j < max(len(stored), len(fresh)); j++ {
+		switch {
+		case j >= len(stored):
+			r.Added++
+		case j >= len(fresh):
+			r.Removed++
+		case !sameEvent(stored[j], fresh[j]):
+			r.Changed++
+		}
+	}
+}
+
+// sameEvent compares two events as stored, but for their numbering.
+func sameEvent(a, b trace.Event) bool {
+	a.RunID, a.Seq, b.RunID, b.Seq = "", 0, "", 0
+	a.Time, b.Time = time.Time{}, time.Time{}
+	ja, erra := json.Marshal(a)
+	jb, errb := json.Marshal(b)
+	return erra == nil && errb == nil && bytes.Equal(ja, jb) && bytes.Equal(a.Raw, b.Raw)
+}
+
+// judgeAgain judges and accounts run from evs as runAttempt and
+// processAttempt's finish do, from the exit code it recorded.
+func judgeAgain(run *trace.Run, p *process, o Options, evs []trace.Event) {
+	tally := p.newJudge(o)
+	turns := turnCounter{steps: p.stepTurns}
+	var stderr []string
+	run.Permissions = trace.PermissionCounts{}
+	for _, ev := range evs {
+		tally.Observe(ev)
+		_ = turns.observe(ev) // no limit: a turn limit's stop is kept as it was
+		switch {
+		case ev.Kind == trace.KindStderr:
+			stderr = append(stderr, ev.Text)
+		case ev.Kind == trace.KindSession && ev.SessionID != "":
+			run.SessionID = ev.SessionID
+		case ev.Kind == trace.KindPermissionRequest:
+			run.Permissions.Requests++
+		case ev.Kind == trace.KindPermissionDecision && ev.Permission != nil && ev.Permission.Allow:
+			run.Permissions.Allowed++
+		case ev.Kind == trace.KindPermissionDecision:
+			run.Permissions.Denied++
+		}
+	}
+	if !keepsVerdict(run) {
+		ex := Exit{Code: *run.ExitCode, StderrTail: stderr[max(0, len(stderr)-stderrTailLines):]}
+		run.Status, run.ErrorKind, run.ErrorMessage, run.ErrorHint, run.Contradiction = "", "", "", "", ""
+		tally.Judge(run, ex)
+	}
+	run.ResultText, run.PermissionDenials = "", nil
+	tally.Account(run, turns.turns)
+}
+
+// keepsVerdict reports whether a run's status is lane's own judgement,
+// which its lines cannot revise: lane stopped it (a watchdog, a person, a
+// refused key, the turn limit), its lane process died, it never started,
+// or it died of a signal, whose name the record does not keep apart.
+func keepsVerdict(run *trace.Run) bool {
+	switch run.Status {
+	case trace.StatusTimedOut, trace.StatusCancelled, trace.StatusInterrupted:
+		return true
+	}
+	switch run.ErrorKind {
+	case trace.ErrorTimeout, trace.ErrorCancelled, trace.ErrorAuth, trace.ErrorMaxTurns, trace.ErrorRuntimeMissing:
+		return true
+	}
+	return run.ExitCode == nil || *run.ExitCode < 0
+}
+
+// A RunChange is one field of a run's record that reindexing moved.
+type RunChange struct {
+	Field    string
+	From, To string
+}
+
+// RunChanges lists the fields of a run's record that differ between old
+// and new, for a person: status, error, cost, tokens, turns, tool calls,
+// session, result.
+func RunChanges(old, new *trace.Run) []RunChange {
+	var out []RunChange
+	add := func(field string, from, to any) {
+		f, t := fmt.Sprint(from), fmt.Sprint(to)
+		if f != t {
+			out = append(out, RunChange{Field: field, From: f, To: t})
+		}
+	}
+	add("status", old.Status, new.Status)
+	add("error_kind", old.ErrorKind, new.ErrorKind)
+	add("error_message", old.ErrorMessage, new.ErrorMessage)
+	add("contradiction", old.Contradiction, new.Contradiction)
+	add("cost_usd", fmt.Sprintf("%.6f", old.CostUSD), fmt.Sprintf("%.6f", new.CostUSD))
+	add("cost_estimate", old.CostEstimate, new.CostEstimate)
+	add("session_cost_usd", fmt.Sprintf("%.6f", old.SessionCostUSD), fmt.Sprintf("%.6f", new.SessionCostUSD))
+	add("input_tokens", old.Usage.InputTokens, new.Usage.InputTokens)
+	add("output_tokens", old.Usage.OutputTokens, new.Usage.OutputTokens)
+	add("cache_read_tokens", old.Usage.CacheReadTokens, new.Usage.CacheReadTokens)
+	add("cache_creation_tokens", old.Usage.CacheCreationTokens, new.Usage.CacheCreationTokens)
+	add("turns", old.Turns, new.Turns)
+	add("tool_calls", old.ToolCalls, new.ToolCalls)
+	add("session_id", old.SessionID, new.SessionID)
+	add("result_text", old.ResultText, new.ResultText)
+	add("permission_denials", string(old.PermissionDenials), string(new.PermissionDenials))
+	add("permissions", old.Permissions, new.Permissions)
+	return out
+}

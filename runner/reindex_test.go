@@ -1,0 +1,160 @@
+package runner
+
+import (
+	"errors"
+	"io"
+	"os"
+	"reflect"
+	"testing"
+	"time"
+
+	"lane/trace"
+)
+
+// recorded is how runAttempt would have recorded the lines of file read
+// with newSource: numbered, timed, a stderr line of lane's among them.
+func recorded(t *testing.T, newSource func(io.Reader) EventSource, file string) []trace.Event {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	src := newSource(f)
+	var evs []trace.Event
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for {
+		batch, err := src.Next()
+		if len(evs) == 2 {
+			// between two lines, as supervise hands them out
+			evs = append(evs, trace.Event{Kind: trace.KindStderr, Text: "a warning of the runtime's"})
+		}
+		for _, ev := range batch {
+			ev.CapOutput(MaxEventOutput)
+			evs = append(evs, ev)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range evs {
+		evs[i].RunID, evs[i].Seq, evs[i].Time = "r", int64(i+1), t0.Add(time.Duration(i)*time.Millisecond)
+	}
+	return evs
+}
+
+func TestRedecodeRestoresEvents(t *testing.T) {
+	claude, _ := Lookup("claude")
+	codex, _ := Lookup("codex")
+	zero := 0
+	cases := []struct {
+		name, file string
+		run        trace.Run
+		source     func(io.Reader) EventSource
+	}{
+		{"claude", "../streamjson/testdata/claude-code-2.1.328/a_tool_then_text.jsonl",
+			trace.Run{Runtime: "claude", Model: "sonnet"}, claude.process.newSource},
+		{"claude two-way", "../streamjson/testdata/claude-code-2.1.328/dialog_approve.jsonl",
+			trace.Run{Runtime: "claude", Model: "sonnet", Capability: trace.Capability{Steer: twoWaySteer()}}, claude.process.newSource},
+		{"codex app-server", "../runtimes/codex/testdata/appserver/approve.jsonl",
+			trace.Run{Runtime: "codex", Model: "gpt-5", Capability: trace.Capability{Steer: twoWaySteer()}}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			run := c.run
+			run.ID, run.Status, run.ExitCode = "r", trace.StatusSucceeded, &zero
+			src := c.source
+			if src == nil {
+				var err error
+				if src, err = redecodeSource(codex, redecodeOptions(&run, RedecodeOptions{}), &run); err != nil {
+					t.Fatal(err)
+				}
+			}
+			live := recorded(t, src, c.file)
+			if len(live) < 5 {
+				t.Fatalf("only %d events in %s", len(live), c.file)
+			}
+			// What the run was judged as, from its events.
+			first, err := Redecode(&run, live, RedecodeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.Run.Status != trace.StatusSucceeded {
+				// runAttempt's closing error event: the live run had it too.
+				live = append(live, first.Events[len(first.Events)-1])
+			}
+			if !reflect.DeepEqual(first.Events, live) {
+				t.Fatalf("redecoding the events as recorded changed them: %d added, %d removed, %d changed",
+					first.Added, first.Removed, first.Changed)
+			}
+			judged := first.Run
+			again, err := Redecode(judged, live, RedecodeOptions{})
+			if err != nil || !again.Unchanged(judged) {
+				t.Fatalf("a second redecoding changed the run: %v %+v", err, RunChanges(judged, again.Run))
+			}
+
+			// Damage: an event lost after the first of its line, payloads
+			// rewritten, the judged figures wrong.
+			var damaged []trace.Event
+			dropped := false
+			for i, ev := range live {
+				switch {
+				case !dropped && len(ev.Raw) == 0 && ev.Line != 0 && i > 0 && live[i-1].Line == ev.Line:
+					dropped = true
+					continue
+				case len(ev.Raw) > 0 && i%3 == 0:
+					ev.Kind, ev.Text, ev.Usage = trace.KindRaw, "garbled", nil
+				}
+				damaged = append(damaged, ev)
+			}
+			bad := *judged
+			bad.Turns, bad.ToolCalls, bad.Usage = 99, 99, trace.Usage{InputTokens: 1}
+			fixed, err := Redecode(&bad, damaged, RedecodeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fixed.Events) != len(live) {
+				t.Fatalf("restored %d events, want %d", len(fixed.Events), len(live))
+			}
+			for i := range live {
+				if !sameEvent(fixed.Events[i], live[i]) || fixed.Events[i].Seq != live[i].Seq {
+					t.Errorf("event %d restored as %+v, want %+v", i+1, fixed.Events[i], live[i])
+				}
+			}
+			if !dropped || fixed.Changed == 0 || fixed.Added != 1 || fixed.Removed != 0 {
+				t.Errorf("counted %d added, %d removed, %d changed", fixed.Added, fixed.Removed, fixed.Changed)
+			}
+			if ch := RunChanges(judged, fixed.Run); len(ch) != 0 {
+				t.Errorf("the restored run differs from the judged one: %+v", ch)
+			}
+			if ch := RunChanges(&bad, fixed.Run); len(ch) < 3 {
+				t.Errorf("changes reported against the damaged run = %+v, want turns, tool calls and tokens", ch)
+			}
+		})
+	}
+}
+
+func TestRedecodeRefuses(t *testing.T) {
+	zero := 0
+	for _, c := range []struct {
+		name string
+		run  trace.Run
+		evs  []trace.Event
+	}{
+		{"lane's own loop", trace.Run{Runtime: "local", Status: trace.StatusSucceeded}, nil},
+		{"no raw lines", trace.Run{Runtime: "claude", Status: trace.StatusFailed, ExitCode: &zero},
+			[]trace.Event{{RunID: "r", Seq: 1, Kind: trace.KindStderr, Text: "boom"}}},
+		{"running", trace.Run{Runtime: "claude", Status: trace.StatusRunning}, nil},
+		{"ACP two-way", trace.Run{Runtime: "gemini", Status: trace.StatusSucceeded, ExitCode: &zero,
+			Capability: trace.Capability{PermissionMode: "default", Steer: twoWaySteer()}},
+			[]trace.Event{{RunID: "r", Seq: 1, Kind: trace.KindRaw, Raw: []byte(`{}`)}}},
+	} {
+		c.run.ID = "r"
+		if _, err := Redecode(&c.run, c.evs, RedecodeOptions{}); !errors.Is(err, ErrNotRedecodable) {
+			t.Errorf("%s: %v, want ErrNotRedecodable", c.name, err)
+		}
+	}
+}
