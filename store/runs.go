@@ -24,6 +24,7 @@ var runColumns = []string{
 	"cap_dir", "add_dirs", "allowed_tools", "permission_mode", "mcp_isolated", "permission_denials",
 	"owner_pid", "owner_start", "owner_host", "worker",
 	"permission_requests", "permissions_allowed", "permissions_denied", "cap_steer",
+	"imported", "source",
 }
 
 var (
@@ -71,6 +72,7 @@ func runArgs(r *trace.Run) ([]any, error) {
 		r.Capability.Dir, addDirs, tools, r.Capability.PermissionMode, r.Capability.MCPIsolated, denials,
 		r.OwnerPID, int64(r.OwnerStart), r.OwnerHost, r.Worker,
 		r.Permissions.Requests, r.Permissions.Allowed, r.Permissions.Denied, steer,
+		r.Imported, r.Source,
 	}, nil
 }
 
@@ -94,6 +96,7 @@ func scanRun(sc scanner) (*trace.Run, error) {
 		&r.Capability.Dir, &addDirs, &tools, &r.Capability.PermissionMode, &r.Capability.MCPIsolated, &denials,
 		&r.OwnerPID, &ownerStart, &r.OwnerHost, &r.Worker,
 		&r.Permissions.Requests, &r.Permissions.Allowed, &r.Permissions.Denied, &steer,
+		&r.Imported, &r.Source,
 	)
 	if err != nil {
 		return nil, err
@@ -258,7 +261,10 @@ type RunFilter struct {
 	Runtime   string
 	Dir       string
 	SessionID string
-	Limit     int
+	// Imported, when set, keeps only the runs lane import read from
+	// runtimes' own files (true) or only lane's own (false).
+	Imported *bool
+	Limit    int
 }
 
 // ListRuns returns the runs that match f, newest first. Running runs whose
@@ -284,6 +290,10 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]*trace.Run, error)
 			where = append(where, c.col+" = ?")
 			args = append(args, c.val)
 		}
+	}
+	if f.Imported != nil {
+		where = append(where, "imported = ?")
+		args = append(args, *f.Imported)
 	}
 	q := runSelect
 	if len(where) > 0 {

@@ -78,6 +78,8 @@ func fullRun(t *testing.T, id string) *trace.Run {
 		OwnerHost:         "host-a",
 		Worker:            "worker-1",
 		Permissions:       trace.PermissionCounts{Requests: 3, Allowed: 2, Denied: 1},
+		Imported:          true,
+		Source:            "/home/dev/.claude/projects/p/s.jsonl",
 	}
 }
 

@@ -1,0 +1,231 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"lane/trace"
+)
+
+// ImportFile is how much of one session file lane import has consumed, and
+// what it looked like then, so an unchanged file is skipped unread and a
+// rewritten one is noticed.
+type ImportFile struct {
+	Path    string
+	Runtime string
+	Dev     uint64
+	Inode   uint64
+	Size    int64
+	MTime   int64  // unix nanoseconds
+	Head    string // a hash of the file's first bytes
+	Offset  int64  // bytes consumed: the end of a whole line
+	Line    int64  // lines consumed
+	State   json.RawMessage
+	Runs    []string // the runs the file fed
+}
+
+// ImportRun is one run an import batch creates (New) or brings up to date,
+// with its new events, whose RunID and Seq the store sets.
+type ImportRun struct {
+	Run    *trace.Run
+	New    bool
+	Events []trace.Event
+}
+
+// ImportBatch is what one read of one file adds: it commits whole or not at
+// all, so a crash between two batches never imports a line twice.
+type ImportBatch struct {
+	File ImportFile
+	Runs []ImportRun
+}
+
+const importFileColumns = "path, runtime, dev, inode, size, mtime, head, consumed, line, state, runs"
+
+// ImportFiles returns the files lane import has read for runtime, by path.
+func (s *Store) ImportFiles(ctx context.Context, runtime string) (map[string]*ImportFile, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT "+importFileColumns+" FROM import_files WHERE runtime = ?", runtime)
+	if err != nil {
+		return nil, fmt.Errorf("list import files: %w", err)
+	}
+	defer rows.Close()
+	files := map[string]*ImportFile{}
+	for rows.Next() {
+		var (
+			f           ImportFile
+			dev, inode  int64
+			state, runs sql.NullString
+		)
+		if err := rows.Scan(&f.Path, &f.Runtime, &dev, &inode, &f.Size, &f.MTime, &f.Head, &f.Offset, &f.Line,
+			&state, &runs); err != nil {
+			return nil, fmt.Errorf("list import files: %w", err)
+		}
+		f.Dev, f.Inode = uint64(dev), uint64(inode)
+		if state.Valid {
+			f.State = json.RawMessage(state.String)
+		}
+		if f.Runs, err = parseList(runs); err != nil {
+			return nil, fmt.Errorf("decode runs of import file %s: %w", f.Path, err)
+		}
+		files[f.Path] = &f
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list import files: %w", err)
+	}
+	return files, nil
+}
+
+// SessionRuns returns the runs of runtime with the session id, oldest
+// first: lane's own (Imported false) and imported ones alike.
+func (s *Store) SessionRuns(ctx context.Context, runtime, sessionID string) ([]*trace.Run, error) {
+	runs, err := s.queryRuns(ctx, runSelect+" WHERE runtime = ? AND session_id = ? ORDER BY started_at, rowid",
+		runtime, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("runs of session %s: %w", sessionID, err)
+	}
+	return runs, nil
+}
+
+// CommitImport records b in one transaction: the runs created or updated,
+// their events appended after the ones they have, and the file's new
+// position.
+func (s *Store) CommitImport(ctx context.Context, b *ImportBatch) error {
+	err := s.writeTx(ctx, func(tx *txn) error {
+		for _, ir := range b.Runs {
+			if err := s.importRun(ctx, tx, ir); err != nil {
+				return err
+			}
+		}
+		return putImportFile(ctx, tx, &b.File)
+	})
+	if err != nil {
+		return fmt.Errorf("import %s: %w", b.File.Path, err)
+	}
+	return nil
+}
+
+func (s *Store) importRun(ctx context.Context, tx *txn, ir ImportRun) error {
+	r := ir.Run
+	if r.ID == "" || r.StartedAt.IsZero() {
+		return fmt.Errorf("run %q: empty id or start", r.ID)
+	}
+	q, args, err := s.runStatement(r, !ir.New)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", r.ID, err)
+	}
+	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("run %s: %w", r.ID, err)
+	}
+	if len(ir.Events) == 0 {
+		return nil
+	}
+	var last int64
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", r.ID).Scan(&last); err != nil {
+		return fmt.Errorf("last event of run %s: %w", r.ID, err)
+	}
+	rows := make([]row, 0, len(ir.Events))
+	for i := range ir.Events {
+		ev := ir.Events[i]
+		ev.RunID, ev.Seq = r.ID, last+int64(i)+1
+		rw, err := newRow(ev)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, rw)
+	}
+	_, err = insertRows(ctx, tx, rows, false)
+	return err
+}
+
+func putImportFile(ctx context.Context, tx *txn, f *ImportFile) error {
+	runs, err := jsonList(f.Runs)
+	if err != nil {
+		return fmt.Errorf("encode runs: %w", err)
+	}
+	var state any
+	if len(f.State) > 0 {
+		state = string(f.State)
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO import_files ("+importFileColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"+
+		" ON CONFLICT (path) DO UPDATE SET runtime = excluded.runtime, dev = excluded.dev, inode = excluded.inode,"+
+		" size = excluded.size, mtime = excluded.mtime, head = excluded.head, consumed = excluded.consumed,"+
+		" line = excluded.line, state = excluded.state, runs = excluded.runs",
+		f.Path, f.Runtime, int64(f.Dev), int64(f.Inode), f.Size, f.MTime, f.Head, f.Offset, f.Line, state, runs)
+	if err != nil {
+		return fmt.Errorf("save position of %s: %w", f.Path, err)
+	}
+	return nil
+}
+
+// ForgetImport undoes what the file at path fed, for a file that was
+// rewritten: the imported runs it fed are deleted with their events, and
+// every file that fed those runs is forgotten too, so the next pass reads
+// them all again from the start. It returns the paths forgotten.
+func (s *Store) ForgetImport(ctx context.Context, path string) ([]string, error) {
+	var forgotten []string
+	err := s.writeTx(ctx, func(tx *txn) error {
+		var runs sql.NullString
+		err := tx.QueryRowContext(ctx, "SELECT runs FROM import_files WHERE path = ?", path).Scan(&runs)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ids, err := parseList(runs)
+		if err != nil {
+			return err
+		}
+		forgotten, err = filesFeeding(ctx, tx, path, ids)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM runs WHERE id = ? AND imported = ?", id, true); err != nil {
+				return fmt.Errorf("delete run %s: %w", id, err)
+			}
+		}
+		for _, p := range forgotten {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM import_files WHERE path = ?", p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("forget import of %s: %w", path, err)
+	}
+	return forgotten, nil
+}
+
+// filesFeeding returns path and the other files whose runs list names one
+// of ids.
+func filesFeeding(ctx context.Context, tx *txn, path string, ids []string) ([]string, error) {
+	files := []string{path}
+	if len(ids) == 0 {
+		return files, nil
+	}
+	conds := make([]string, len(ids))
+	args := make([]any, 0, len(ids)+1)
+	args = append(args, path)
+	for i, id := range ids {
+		conds[i] = "runs LIKE ?"
+		args = append(args, `%"`+id+`"%`)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT path FROM import_files WHERE path <> ? AND ("+strings.Join(conds, " OR ")+")", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, err
+		}
+		files = append(files, p)
+	}
+	return files, rows.Err()
+}
