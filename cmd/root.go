@@ -132,6 +132,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		NewCmdRuns(f, nil),
 		NewCmdCosts(f, nil),
 		NewCmdShow(f, nil),
+		NewCmdReindex(f, nil),
 		NewCmdDashboard(f, nil),
 		NewCmdBench(f, nil),
 		NewCmdDoctor(f),

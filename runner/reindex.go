@@ -27,6 +27,9 @@ func (e *NotRedecodableError) Is(target error) bool { return target == ErrNotRed
 
 // RedecodeOptions are what a stored run does not say of itself.
 type RedecodeOptions struct {
+	// Model is the model as the runtime names it, for pricing ("" prices
+	// the run's recorded model).
+	Model string
 	// Price prices usage the runtime reported without a cost.
 	Price func(model string, u trace.Usage) (float64, bool)
 	// The session's totals before the run (a resumed run or a retry: the
@@ -65,6 +68,8 @@ func Redecode(run *trace.Run, stored []trace.Event, ro RedecodeOptions) (*Redeco
 		return nil, &NotRedecodableError{"unknown runtime " + fmt.Sprintf("%q", run.Runtime)}
 	case rt.process == nil:
 		return nil, &NotRedecodableError{"a run of lane's own loop: its events are lane's, there are no runtime lines to decode"}
+	case run.Imported:
+		return nil, &NotRedecodableError{"an imported session: its lines are the runtime's transcript, which lane import reads"}
 	case !run.Status.Finished():
 		return nil, &NotRedecodableError{"the run is " + string(run.Status)}
 	}
@@ -135,7 +140,7 @@ func ptrCopy(r *trace.Run) *trace.Run {
 // record tells them: two-way when people could message it.
 func redecodeOptions(run *trace.Run, ro RedecodeOptions) Options {
 	o := Options{
-		Label: run.Model, Dir: run.Dir, AddDirs: run.Capability.AddDirs, Prompt: run.Prompt,
+		Model: ro.Model, Label: run.Model, Dir: run.Dir, AddDirs: run.Capability.AddDirs, Prompt: run.Prompt,
 		AllowedTools: run.Capability.AllowedTools, PermissionMode: run.Capability.PermissionMode,
 		ResumeSession: "", Price: ro.Price,
 		PriorSessionCostUSD: ro.PriorSessionCostUSD, PriorSessionUsage: ro.PriorSessionUsage,

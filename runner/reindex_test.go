@@ -147,6 +147,8 @@ func TestRedecodeRefuses(t *testing.T) {
 		{"lane's own loop", trace.Run{Runtime: "local", Status: trace.StatusSucceeded}, nil},
 		{"no raw lines", trace.Run{Runtime: "claude", Status: trace.StatusFailed, ExitCode: &zero},
 			[]trace.Event{{RunID: "r", Seq: 1, Kind: trace.KindStderr, Text: "boom"}}},
+		{"imported", trace.Run{Runtime: "claude", Status: trace.StatusSucceeded, ExitCode: &zero, Imported: true},
+			[]trace.Event{{RunID: "r", Seq: 1, Kind: trace.KindRaw, Raw: []byte(`{}`)}}},
 		{"running", trace.Run{Runtime: "claude", Status: trace.StatusRunning}, nil},
 		{"ACP two-way", trace.Run{Runtime: "gemini", Status: trace.StatusSucceeded, ExitCode: &zero,
 			Capability: trace.Capability{PermissionMode: "default", Steer: twoWaySteer()}},
