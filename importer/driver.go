@@ -1,0 +1,399 @@
+package importer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"lane/store"
+	"lane/trace"
+)
+
+// Store is what the Driver needs of lane's store.
+type Store interface {
+	ImportFiles(ctx context.Context, runtime string) (map[string]*store.ImportFile, error)
+	SessionRuns(ctx context.Context, runtime, sessionID string) ([]*trace.Run, error)
+	CommitImport(ctx context.Context, b *store.ImportBatch) error
+	ForgetImport(ctx context.Context, path string) ([]string, error)
+}
+
+// Source is a Reader and where to look for its files: its own Roots unless
+// Paths names folders or files.
+type Source struct {
+	Reader Reader
+	Paths  []string
+}
+
+// Driver imports the files of its Sources into Store.
+type Driver struct {
+	Store   Store
+	Sources []Source
+	Env     Env
+	Log     *slog.Logger
+	// OnlyPaths, when set, limits a pass to these files (the ones --watch
+	// saw change); nil means every file under the roots.
+	OnlyPaths map[string]bool
+}
+
+// headSize is how many of a file's first bytes are hashed to tell a
+// rewritten file from a grown one.
+const headSize = 1024
+
+// Import makes one pass over every source.
+func (d *Driver) Import(ctx context.Context) (*Stats, error) {
+	st := &Stats{Skipped: map[string]int{}}
+	for _, src := range d.Sources {
+		if err := d.importSource(ctx, src, st); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// Roots returns the folders and files a source reads.
+func (d *Driver) Roots(src Source) []string {
+	if len(src.Paths) > 0 {
+		return src.Paths
+	}
+	return src.Reader.Roots(d.Env)
+}
+
+// found is a session file and what stat said of it.
+type found struct {
+	path       string
+	size       int64
+	mtime      int64
+	dev, inode uint64
+}
+
+func (d *Driver) importSource(ctx context.Context, src Source, st *Stats) error {
+	rt := src.Reader.Runtime()
+	known, err := d.Store.ImportFiles(ctx, rt)
+	if err != nil {
+		return err
+	}
+	files := d.walk(src, st)
+	// A file that feeds another's run (a subagent's) comes after the
+	// files that make runs, whatever the walk's order.
+	sort.SliceStable(files, func(i, j int) bool {
+		return strings.Count(files[i].path, string(filepath.Separator)) < strings.Count(files[j].path, string(filepath.Separator))
+	})
+	retry, done := map[string]bool{}, map[string]bool{}
+	for _, f := range files {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if d.OnlyPaths != nil && !d.OnlyPaths[f.path] && !retry[f.path] {
+			continue
+		}
+		st.Files++
+		prev := known[f.path]
+		if prev != nil && prev.Dev == f.dev && prev.Inode == f.inode && prev.Size == f.size && prev.MTime == f.mtime {
+			st.Unchanged++
+			done[f.path] = true
+			continue
+		}
+		forgot, err := d.importFile(ctx, src.Reader, f, prev, st)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			st.Errors = append(st.Errors, fmt.Sprintf("%s: %v", f.path, err))
+			continue
+		}
+		done[f.path] = true
+		for _, p := range forgot {
+			if p != f.path {
+				delete(known, p)
+				delete(done, p)
+				retry[p] = true
+			}
+		}
+	}
+	// Files forgotten because a rewritten file shared their runs are read
+	// again now, from the start.
+	for _, f := range files {
+		if !retry[f.path] || done[f.path] {
+			continue
+		}
+		if _, err := d.importFile(ctx, src.Reader, f, nil, st); err != nil {
+			st.Errors = append(st.Errors, fmt.Sprintf("%s: %v", f.path, err))
+		}
+	}
+	return nil
+}
+
+// walk lists the session files under the source's roots.
+func (d *Driver) walk(src Source, st *Stats) []found {
+	var files []found
+	for _, root := range d.Roots(src) {
+		info, err := os.Stat(root)
+		if err != nil {
+			st.Missing = append(st.Missing, root)
+			continue
+		}
+		if !info.IsDir() {
+			files = append(files, stat(root, info))
+			continue
+		}
+		filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() || !src.Reader.IsSession(p) {
+				return nil
+			}
+			info, err := e.Info()
+			if err != nil || !info.Mode().IsRegular() {
+				return nil
+			}
+			files = append(files, stat(p, info))
+			return nil
+		})
+	}
+	return files
+}
+
+func stat(path string, info fs.FileInfo) found {
+	f := found{path: path, size: info.Size(), mtime: info.ModTime().UnixNano()}
+	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
+		f.dev, f.inode = uint64(sys.Dev), sys.Ino
+	}
+	return f
+}
+
+// importFile reads what is new in f and commits it. A file whose identity
+// changed, that shrank or whose head differs is read again from the start,
+// after the runs it fed are forgotten; it returns the other files forgotten
+// with them.
+func (d *Driver) importFile(ctx context.Context, r Reader, f found, prev *store.ImportFile, st *Stats) ([]string, error) {
+	head, err := headHash(f.path, prev)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		from   Position
+		forgot []string
+	)
+	if prev != nil {
+		rewritten := prev.Dev != f.dev || prev.Inode != f.inode || f.size < prev.Offset || head != prev.Head
+		if rewritten {
+			if forgot, err = d.Store.ForgetImport(ctx, f.path); err != nil {
+				return nil, err
+			}
+			st.Rewritten++
+			if head, err = headHash(f.path, nil); err != nil {
+				return nil, err
+			}
+			prev = nil
+		} else {
+			from = Position{Offset: prev.Offset, Line: prev.Line, State: prev.State}
+		}
+	}
+	b, err := r.Read(ctx, File{Path: f.path, Size: f.size}, from)
+	if err != nil {
+		return forgot, err
+	}
+	st.Read++
+	st.Lines += b.Lines
+	for why, n := range b.Skipped {
+		st.Skipped[why] += n
+	}
+	rec := store.ImportFile{Path: f.path, Runtime: r.Runtime(), Dev: f.dev, Inode: f.inode, Size: f.size,
+		MTime: f.mtime, Head: head, Offset: b.Position.Offset, Line: b.Position.Line, State: b.Position.State}
+	if prev != nil {
+		rec.Runs = prev.Runs
+	}
+	batch, err := d.runs(ctx, r.Runtime(), f.path, b, &rec, st)
+	if err != nil {
+		return forgot, err
+	}
+	if err := d.Store.CommitImport(ctx, batch); err != nil {
+		return forgot, err
+	}
+	for _, ir := range batch.Runs {
+		st.Events += len(ir.Events)
+	}
+	return forgot, nil
+}
+
+// headHash hashes the file's first bytes: as many as were hashed before
+// (so a file that grew from a few bytes compares alike), else headSize.
+func headHash(path string, prev *store.ImportFile) (string, error) {
+	n := int64(headSize)
+	if prev != nil {
+		if i := strings.IndexByte(prev.Head, ':'); i > 0 {
+			if v, err := strconv.ParseInt(prev.Head[:i], 10, 64); err == nil {
+				n = v
+			}
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	got, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	sum := sha256.Sum256(buf[:got])
+	return strconv.Itoa(got) + ":" + hex.EncodeToString(sum[:8]), nil
+}
+
+// runs turns a batch's parts into the runs they create or extend.
+func (d *Driver) runs(ctx context.Context, runtime, path string, b *Batch, rec *store.ImportFile, st *Stats) (*store.ImportBatch, error) {
+	out := &store.ImportBatch{File: *rec}
+	byID := map[string]int{} // run id → index in out.Runs
+	for i := range b.Parts {
+		p := &b.Parts[i]
+		if p.SessionID == "" {
+			continue
+		}
+		existing, err := d.Store.SessionRuns(ctx, runtime, p.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		// Runs made earlier in this batch are not in the store yet.
+		for _, ir := range out.Runs {
+			if ir.Run.SessionID == p.SessionID && ir.New {
+				existing = append(existing, ir.Run)
+			}
+		}
+		if laneRan(existing) {
+			st.LaneRuns++
+			continue
+		}
+		run, isNew := pick(existing, p)
+		if run == nil {
+			if p.Attach {
+				st.Skipped["subagent file without its session"]++
+				continue
+			}
+			run = newRun(runtime, path, p, existing)
+			isNew = true
+			st.Runs++
+		}
+		if j, ok := byID[run.ID]; ok {
+			merge(out.Runs[j].Run, p)
+			out.Runs[j].Events = append(out.Runs[j].Events, p.Events...)
+			continue
+		}
+		if !isNew {
+			run = cloneRun(run)
+		}
+		merge(run, p)
+		byID[run.ID] = len(out.Runs)
+		out.Runs = append(out.Runs, store.ImportRun{Run: run, New: isNew, Events: p.Events})
+		st.Sessions++
+		if !contains(out.File.Runs, run.ID) {
+			out.File.Runs = append(out.File.Runs, run.ID)
+		}
+	}
+	return out, nil
+}
+
+func cloneRun(r *trace.Run) *trace.Run { c := *r; return &c }
+
+// laneRan reports whether lane itself ran the session: it is in lane's
+// history already and must not be imported a second time.
+func laneRan(runs []*trace.Run) bool {
+	for _, r := range runs {
+		if !r.Imported {
+			return true
+		}
+	}
+	return false
+}
+
+// pick finds the run a part goes to among the session's imported runs
+// (oldest first): its segment's, or for an attached part the last one
+// started by then.
+func pick(runs []*trace.Run, p *Part) (*trace.Run, bool) {
+	if p.Attach {
+		var at *trace.Run
+		for _, r := range runs {
+			if at == nil || !r.StartedAt.After(p.Run.StartedAt) {
+				at = r
+			}
+		}
+		return at, false
+	}
+	if p.Segment < len(runs) {
+		return runs[p.Segment], false
+	}
+	return nil, false
+}
+
+func newRun(runtime, path string, p *Part, existing []*trace.Run) *trace.Run {
+	r := &trace.Run{ID: trace.NewRunID(), Runtime: runtime, SessionID: p.SessionID, Imported: true, Source: path,
+		Attempt: 1, StartedAt: p.Run.StartedAt}
+	if n := len(existing); n > 0 {
+		// A resumed session: chained to the invocation before, as lane
+		// resume chains its runs.
+		r.ParentRunID = existing[n-1].ID
+	}
+	return r
+}
+
+// merge adds a part to its run: counters add up, the rest is the latest.
+func merge(r *trace.Run, p *Part) {
+	pr := &p.Run
+	r.Usage = r.Usage.Add(pr.Usage)
+	r.ToolCalls += pr.ToolCalls
+	r.Turns += pr.Turns
+	switch {
+	case p.ReportedCostUSD != nil:
+		r.CostUSD, r.CostEstimate = *p.ReportedCostUSD, false
+	case r.CostEstimate || r.CostUSD == 0:
+		// An estimate adds up; a run whose transcript gave its cost keeps it
+		// (that figure covers its subagents).
+		r.CostUSD += pr.CostUSD
+		r.CostEstimate = r.CostEstimate || pr.CostEstimate
+	}
+	if !pr.StartedAt.IsZero() && (r.StartedAt.IsZero() || pr.StartedAt.Before(r.StartedAt)) {
+		r.StartedAt = pr.StartedAt
+	}
+	if pr.EndedAt.After(r.EndedAt) {
+		r.EndedAt = pr.EndedAt
+	}
+	if !r.EndedAt.IsZero() {
+		r.DurationMS = r.EndedAt.Sub(r.StartedAt).Milliseconds()
+	}
+	if pr.Status != "" {
+		r.Status, r.ErrorKind, r.ErrorMessage = pr.Status, pr.ErrorKind, pr.ErrorMessage
+	}
+	if r.Status == "" {
+		r.Status = trace.StatusInterrupted
+	}
+	for _, kv := range []struct {
+		dst *string
+		v   string
+	}{
+		{&r.Model, pr.Model}, {&r.RuntimeVer, pr.RuntimeVer}, {&r.Dir, pr.Dir},
+	} {
+		if kv.v != "" {
+			*kv.dst = kv.v
+		}
+	}
+	if r.Prompt == "" {
+		r.Prompt = pr.Prompt
+	}
+	if r.Capability.Dir == "" {
+		r.Capability.Dir = r.Dir
+	}
+	for _, ev := range p.Events {
+		if ev.Kind == trace.KindText && ev.ParentToolUseID == "" {
+			r.ResultText = ev.Text
+		}
+	}
+}
