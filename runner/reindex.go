@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"lane/interact"
@@ -99,6 +101,9 @@ func Redecode(run *trace.Run, stored []trace.Event, ro RedecodeOptions) (*Redeco
 		if s.line() && !s.laneKind() {
 			fresh = decoded[i]
 			retime(fresh, s.events)
+			if rt.process.shellLog != nil {
+				keepExitCodes(fresh, s.events)
+			}
 		}
 		out.count(s.events, fresh)
 		evs = append(evs, fresh...)
@@ -290,6 +295,24 @@ func retime(fresh, stored []trace.Event) {
 			fresh[j].Time = stored[j].Time
 		case len(stored) > 0:
 			fresh[j].Time = stored[len(stored)-1].Time
+		}
+	}
+}
+
+// keepExitCodes carries over what lane added to the shell results of a
+// line from the runtime's session log (see shellLog), which the line does
+// not hold: the run's exit code of a command.
+func keepExitCodes(fresh, stored []trace.Event) {
+	for j := range min(len(fresh), len(stored)) {
+		f, s := &fresh[j], stored[j]
+		if f.Kind != trace.KindToolResult || s.Kind != trace.KindToolResult || f.ToolUseID != s.ToolUseID || f.IsError || !s.IsError {
+			continue
+		}
+		rest, ok := strings.CutPrefix(s.Output, strings.TrimRight(f.Output, "\n")+"\n(exit code ")
+		if code, found := strings.CutSuffix(rest, ")"); ok && found {
+			if _, err := strconv.Atoi(code); err == nil {
+				f.IsError, f.Output = true, s.Output
+			}
 		}
 	}
 }

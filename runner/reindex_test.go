@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,5 +159,36 @@ func TestRedecodeRefuses(t *testing.T) {
 		if _, err := Redecode(&c.run, c.evs, RedecodeOptions{}); !errors.Is(err, ErrNotRedecodable) {
 			t.Errorf("%s: %v, want ErrNotRedecodable", c.name, err)
 		}
+	}
+}
+
+// The exit code lane read from Gemini CLI's session log for a shell call
+// is not in the stream's lines: reindexing keeps it.
+func TestRedecodeKeepsExitCodesFromSessionLogs(t *testing.T) {
+	gemini, _ := Lookup("gemini")
+	live := recorded(t, gemini.process.newSource, "../runtimes/gemini/testdata/captures/c_tool_error_bash.jsonl")
+	amended := -1
+	for i, ev := range live {
+		if ev.Kind == trace.KindToolResult && !ev.IsError {
+			live[i].IsError, live[i].Output = true, strings.TrimRight(ev.Output, "\n")+"\n(exit code 3)"
+			amended = i
+			break
+		}
+	}
+	if amended < 0 {
+		t.Fatal("no successful tool result in the capture")
+	}
+	zero := 0
+	run := trace.Run{ID: "r", Runtime: "gemini", Model: "gemini-2.5-flash", Status: trace.StatusSucceeded, ExitCode: &zero}
+	rd, err := Redecode(&run, live, RedecodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rd.Events[amended]
+	if !got.IsError || !strings.HasSuffix(got.Output, "(exit code 3)") {
+		t.Errorf("the amended result was redecoded as %+v", got)
+	}
+	if rd.Changed != 0 || rd.Removed != 0 {
+		t.Errorf("%d events changed, %d removed", rd.Changed, rd.Removed)
 	}
 }
