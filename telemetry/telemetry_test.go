@@ -1,0 +1,202 @@
+package telemetry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"lane/trace"
+)
+
+// sample is a run with a tool call, its result and two model turns.
+func sample() (*trace.Run, []trace.Event) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	run := &trace.Run{ID: "r-1", Runtime: "claude", Model: "claude-sonnet-5-5", Dir: "/p", Prompt: "secret prompt",
+		SessionID: "s-1", Status: trace.StatusSucceeded, CostUSD: 0.5, Usage: trace.Usage{InputTokens: 200, OutputTokens: 40},
+		StartedAt: at(0), EndedAt: at(1000), Turns: 2, ToolCalls: 1, ResultText: "done"}
+	u := &trace.Usage{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 5}
+	evs := []trace.Event{
+		{Time: at(10), Kind: trace.KindSession, SessionID: "s-1"},
+		{Time: at(200), Kind: trace.KindToolCall, MessageID: "m1", ToolUseID: "t1", ToolName: "Bash", Input: json.RawMessage(`{"command":"ls"}`)},
+		{Time: at(210), Kind: trace.KindUsage, MessageID: "m1", Model: "claude-sonnet-5-5", Usage: u},
+		{Time: at(500), Kind: trace.KindToolResult, ToolUseID: "t1", Output: "secret output", IsError: true},
+		{Time: at(800), Kind: trace.KindText, MessageID: "m2", Text: "done"},
+		{Time: at(810), Kind: trace.KindUsage, MessageID: "m2", Usage: u},
+		{Time: at(900), Kind: trace.KindResult},
+	}
+	return run, evs
+}
+
+func build(opts Options) RunSpans {
+	run, evs := sample()
+	b := NewBuilder(opts)
+	for _, ev := range evs {
+		b.Event(ev)
+	}
+	return b.Spans(run)
+}
+
+func TestBuilderTree(t *testing.T) {
+	rs := build(Options{})
+	if len(rs.Spans) != 4 {
+		t.Fatalf("%d spans, want run, 2 chats, 1 tool", len(rs.Spans))
+	}
+	root, chat1, chat2, tool := rs.Spans[0], rs.Spans[1], rs.Spans[2], rs.Spans[3]
+	if root.Op != OpInvokeAgent || root.ParentID.IsValid() || chat1.ParentID != root.ID || tool.ParentID != root.ID {
+		t.Fatalf("tree: %+v", rs.Spans)
+	}
+	// A turn runs from the agent's previous event to its last one.
+	if !chat1.Start.Equal(root.Start.Add(10*time.Millisecond)) || !chat1.End.Equal(root.Start.Add(210*time.Millisecond)) ||
+		!chat2.Start.Equal(root.Start.Add(500*time.Millisecond)) {
+		t.Errorf("chat times %v–%v, %v", chat1.Start, chat1.End, chat2.Start)
+	}
+	if tool.End.Sub(tool.Start) != 300*time.Millisecond || tool.ErrorType != "tool_error" || tool.ErrorMessage != "" {
+		t.Errorf("tool span %+v", tool)
+	}
+	for _, s := range rs.Spans {
+		for _, kv := range s.Attrs {
+			if strings.Contains(kv.Value.Emit(), "secret") {
+				t.Errorf("content without Content: %s=%s", kv.Key, kv.Value.Emit())
+			}
+		}
+	}
+	with := build(Options{Content: true})
+	if !strings.Contains(attr(with.Spans[0], "gen_ai.input.messages"), "secret prompt") ||
+		attr(with.Spans[3], "gen_ai.tool.call.result") != "secret output" {
+		t.Errorf("content: %v", with.Spans[3].Attrs)
+	}
+}
+
+func attr(s Span, key string) string {
+	for _, kv := range s.Attrs {
+		if string(kv.Key) == key {
+			return kv.Value.Emit()
+		}
+	}
+	return ""
+}
+
+// receiver is an OTLP/HTTP collector that keeps the spans it is sent.
+type receiver struct {
+	mu    sync.Mutex
+	spans []*tracepb.Span
+	got   chan struct{}
+}
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req coltracepb.ExportTraceServiceRequest
+	if r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &req) != nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	rc.mu.Lock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			rc.spans = append(rc.spans, ss.Spans...)
+		}
+	}
+	rc.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	b, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	w.Write(b)
+	select {
+	case rc.got <- struct{}{}:
+	default:
+	}
+}
+
+func TestLiveExportMatchesOTLPJSON(t *testing.T) {
+	rc := &receiver{got: make(chan struct{}, 1)}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	ctx := context.Background()
+	exp, err := NewExporter(ctx, Config{Endpoint: srv.URL, FlushTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := build(Options{})
+	exp.Export(ctx, rs)
+	if err := exp.Shutdown(ctx); err != nil || exp.Dropped() != 0 {
+		t.Fatalf("shutdown: %v, %d dropped", err, exp.Dropped())
+	}
+	var buf bytes.Buffer
+	if err := WriteOTLPJSON(&buf, []RunSpans{rs}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	var file jsonRequest
+	if err := json.Unmarshal(buf.Bytes(), &file); err != nil {
+		t.Fatal(err)
+	}
+	fileSpans := file.ResourceSpans[0].ScopeSpans[0].Spans
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.spans) != len(fileSpans) {
+		t.Fatalf("live %d spans, file %d", len(rc.spans), len(fileSpans))
+	}
+	byID := map[string]jsonSpan{}
+	for _, s := range fileSpans {
+		byID[s.SpanID] = s
+	}
+	for _, s := range rc.spans {
+		f, ok := byID[hexOf(s.SpanId)]
+		if !ok || f.TraceID != hexOf(s.TraceId) || f.ParentSpanID != hexOf(s.ParentSpanId) || f.Name != s.Name ||
+			f.StartTimeUnixNano != itoa64(s.StartTimeUnixNano) || len(f.Attributes) != len(s.Attributes) || f.Status.Code != int(s.Status.GetCode()) {
+			t.Errorf("live span %s differs from the file's: %+v", s.Name, f)
+		}
+	}
+}
+
+func hexOf(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(b))
+	for _, c := range b {
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return string(out)
+}
+
+func itoa64(n uint64) string { b, _ := json.Marshal(n); return string(b) }
+
+// A collector that never answers costs Shutdown its flush timeout, not
+// the exporter's own (longer) timeout and retries.
+func TestHangingCollectorBoundedByFlushTimeout(t *testing.T) {
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hang)
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "60000")
+	ctx := context.Background()
+	flush := 200 * time.Millisecond
+	exp, err := NewExporter(ctx, Config{Endpoint: srv.URL, FlushTimeout: flush})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	exp.Export(ctx, build(Options{}))
+	queued := time.Since(start)
+	exp.Shutdown(ctx)
+	// Bounds from the timeouts, not speed targets: Export queues (far
+	// below the flush timeout), Shutdown gives up at the flush timeout
+	// (far below the 60 s the exporter would wait).
+	if queued >= flush || time.Since(start) >= 30*time.Second {
+		t.Errorf("export took %v, shutdown %v (flush timeout %v)", queued, time.Since(start), flush)
+	}
+}
