@@ -1,0 +1,208 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"strings"
+	"time"
+
+	"lane/trace"
+)
+
+// DefaultMaxOutput is how much of a tool's output Markdown shows: a pull
+// request comment holds 65,536 characters in all.
+const DefaultMaxOutput = 4000
+
+// Markdown collects one run's events and writes them for a person: the
+// prompt, each tool call with its input and its output folded in a
+// <details>, the agent's text, the result, the cost and the tokens.
+// Whatever comes from the agent is escaped: HTML as entities, code in a
+// fence longer than any run of backticks in it.
+type Markdown struct {
+	// MaxOutput caps each tool output shown (0: DefaultMaxOutput).
+	MaxOutput int
+	steps     []step
+	results   map[string]trace.Event
+}
+
+type step struct {
+	ev trace.Event
+}
+
+// Event takes the run's next event.
+func (m *Markdown) Event(ev trace.Event) {
+	switch ev.Kind {
+	case trace.KindToolResult:
+		if m.results == nil {
+			m.results = map[string]trace.Event{}
+		}
+		if _, seen := m.results[ev.ToolUseID]; !seen {
+			ev.Raw = nil
+			m.results[ev.ToolUseID] = ev
+		}
+	case trace.KindToolCall, trace.KindText, trace.KindError, trace.KindUserMessage:
+		ev.Raw = nil
+		m.steps = append(m.steps, step{ev: ev})
+	}
+}
+
+// Write writes the run with the events taken so far.
+func (m *Markdown) Write(w io.Writer, run *trace.Run) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "### lane run `%s`: %s\n\n", run.ID, text(string(run.Status)))
+	m.summary(&b, run)
+	if run.Prompt != "" {
+		b.WriteString("#### Prompt\n\n")
+		quote(&b, run.Prompt)
+	}
+	if len(m.steps) > 0 {
+		b.WriteString("#### Steps\n\n")
+		for _, s := range m.steps {
+			m.step(&b, s.ev)
+		}
+	}
+	if run.ResultText != "" {
+		b.WriteString("#### Result\n\n")
+		quote(&b, run.ResultText)
+	}
+	if run.ErrorMessage != "" {
+		fmt.Fprintf(&b, "**%s:** %s\n\n", text(string(run.ErrorKind)), text(oneLine(run.ErrorMessage)))
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func (m *Markdown) summary(b *bytes.Buffer, run *trace.Run) {
+	cost := fmt.Sprintf("$%.4f", run.CostUSD)
+	if run.CostEstimate {
+		cost += " (estimate)"
+	}
+	u := run.Usage
+	rows := [][2]string{
+		{"Agent", fmt.Sprintf("%s %s · %s", run.Runtime, run.RuntimeVer, run.Model)},
+		{"Folder", run.Dir},
+		{"Cost", cost},
+		{"Tokens", fmt.Sprintf("%d in · %d out · %d cache read · %d cache write", u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens)},
+		{"Turns · tool calls", fmt.Sprintf("%d · %d", run.Turns, run.ToolCalls)},
+		{"Duration", (time.Duration(run.DurationMS) * time.Millisecond).String()},
+	}
+	if run.SessionID != "" {
+		rows = append(rows, [2]string{"Session", run.SessionID})
+	}
+	b.WriteString("| | |\n|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(b, "| %s | %s |\n", r[0], cell(r[1]))
+	}
+	b.WriteString("\n")
+}
+
+func (m *Markdown) step(b *bytes.Buffer, ev trace.Event) {
+	switch ev.Kind {
+	case trace.KindText:
+		quote(b, ev.Text)
+	case trace.KindUserMessage:
+		fmt.Fprintf(b, "**Message from %s:**\n\n", text(ev.By))
+		quote(b, ev.Text)
+	case trace.KindError:
+		fmt.Fprintf(b, "**Error:** %s\n\n", text(oneLine(ev.Text)))
+	case trace.KindToolCall:
+		fmt.Fprintf(b, "- **%s** `%s`\n\n", text(ev.ToolName), text(strings.ReplaceAll(ev.ToolUseID, "`", "")))
+		fence(b, "json", indentJSON(ev.Input), "  ")
+		res, ok := m.results[ev.ToolUseID]
+		if !ok {
+			b.WriteString("  _no result_\n\n")
+			return
+		}
+		m.output(b, res)
+	}
+}
+
+func (m *Markdown) output(b *bytes.Buffer, res trace.Event) {
+	out := res.Output
+	size := int64(len(out))
+	if res.OutputSize > size {
+		size = res.OutputSize
+	}
+	max := m.MaxOutput
+	if max <= 0 {
+		max = DefaultMaxOutput
+	}
+	cut := len(out) > max
+	if cut {
+		out = strings.ToValidUTF8(out[:max], "")
+	}
+	label := "Output"
+	if res.IsError {
+		label = "Error"
+	}
+	fmt.Fprintf(b, "  <details><summary>%s (%s)</summary>\n\n", label, bytesLabel(size))
+	fence(b, "", out, "  ")
+	if cut || res.OutputSize > int64(len(res.Output)) {
+		fmt.Fprintf(b, "  _cut to %s of %s; `lane show` has it all_\n\n", bytesLabel(int64(len(out))), bytesLabel(size))
+	}
+	b.WriteString("  </details>\n\n")
+}
+
+// fence writes s as a fenced code block whose fence is longer than any
+// run of backticks in s, so nothing in s can end it.
+func fence(b *bytes.Buffer, lang, s, indent string) {
+	n, run := 3, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			if run >= n {
+				n = run + 1
+			}
+		} else {
+			run = 0
+		}
+	}
+	f := strings.Repeat("`", n)
+	b.WriteString(indent + f + lang + "\n")
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString(indent + line + "\n")
+	}
+	b.WriteString(indent + f + "\n\n")
+}
+
+// quote writes s as a block quote, its HTML escaped.
+func quote(b *bytes.Buffer, s string) {
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString("> " + text(line) + "\n")
+	}
+	b.WriteString("\n")
+}
+
+// text escapes s for Markdown text: HTML as entities, so a tag in the
+// agent's words stays words.
+func text(s string) string { return html.EscapeString(s) }
+
+// cell escapes s for a table cell.
+func cell(s string) string {
+	return strings.ReplaceAll(text(oneLine(s)), "|", `\|`)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func indentJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func bytesLabel(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
