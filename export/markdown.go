@@ -189,9 +189,21 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// indentJSON is a tool's input for a person: indented, and with < > &
+// as themselves rather than Go's \u003c escapes (the fence keeps them
+// from being read as HTML).
 func indentJSON(raw json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return string(raw)
+	}
 	var b bytes.Buffer
-	if json.Indent(&b, raw, "", "  ") != nil {
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if enc.Encode(v) != nil {
 		return string(raw)
 	}
 	return b.String()

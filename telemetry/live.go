@@ -78,7 +78,7 @@ func NewExporter(ctx context.Context, cfg Config) (*Exporter, error) {
 	if err != nil && res == nil {
 		return nil, fmt.Errorf("otel resource: %w", err)
 	}
-	ce := &countingExporter{SpanExporter: client, log: cfg.Log}
+	ce := newCountingExporter(client, cfg.Log)
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
 		sdktrace.WithIDGenerator(laneIDs{}),
@@ -92,6 +92,7 @@ func NewExporter(ctx context.Context, cfg Config) (*Exporter, error) {
 // full, spans are dropped.
 func (e *Exporter) Export(ctx context.Context, rs RunSpans) {
 	ctx = context.WithoutCancel(ctx)
+	e.sent.queued.Add(int64(len(rs.Spans)))
 	for _, s := range rs.Spans {
 		sctx := context.WithValue(ctx, wantedIDs{}, ids{trace: rs.TraceID, span: s.ID})
 		start := []oteltrace.SpanStartOption{oteltrace.WithTimestamp(s.Start), oteltrace.WithAttributes(spanAttrs(s)...)}
@@ -119,8 +120,11 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.FlushTimeout)
 	defer cancel()
 	err := e.tp.Shutdown(ctx)
-	if n := e.sent.dropped.Load(); n > 0 {
-		e.cfg.Log.Warn("otel: spans not delivered", "spans", n, "batches", e.sent.batches.Load())
+	// A batch still on its way to a collector that does not answer is
+	// given up now, and counted as the drop it is.
+	e.sent.abandon(ctx)
+	if n := e.sent.queued.Load() - e.sent.delivered.Load(); n > 0 {
+		e.cfg.Log.Warn("otel: spans not delivered", "spans", n, "failed_batches", e.sent.batches.Load())
 	}
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("otel flush: %w", err)
@@ -131,23 +135,60 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 // Dropped is the number of spans that could not be delivered so far.
 func (e *Exporter) Dropped() int64 { return e.sent.dropped.Load() }
 
-// countingExporter counts the batches the collector did not take and logs
-// the first failure once; the SDK's global error handler is kept out.
+// countingExporter counts the spans queued, delivered and dropped, logs
+// the first failed batch once, and keeps the SDK's global error handler
+// out of it.
 type countingExporter struct {
 	sdktrace.SpanExporter
-	log     *slog.Logger
-	once    sync.Once
-	dropped atomic.Int64
-	batches atomic.Int64
+	log       *slog.Logger
+	once      sync.Once
+	queued    atomic.Int64
+	delivered atomic.Int64
+	dropped   atomic.Int64
+	batches   atomic.Int64
+	// stop cancels exports in flight (abandon); busy counts them.
+	stop    context.Context
+	stopNow context.CancelFunc
+	busy    sync.WaitGroup
+}
+
+func newCountingExporter(e sdktrace.SpanExporter, log *slog.Logger) *countingExporter {
+	c := &countingExporter{SpanExporter: e, log: log}
+	c.stop, c.stopNow = context.WithCancel(context.Background())
+	return c
 }
 
 func (c *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	c.busy.Add(1)
+	defer c.busy.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer context.AfterFunc(c.stop, cancel)()
+	defer cancel()
 	if err := c.SpanExporter.ExportSpans(ctx, spans); err != nil {
 		c.dropped.Add(int64(len(spans)))
 		c.batches.Add(1)
 		c.once.Do(func() { c.log.Warn("otel: a batch of spans was dropped", "spans", len(spans), "err", err) })
+		return nil
 	}
+	c.delivered.Add(int64(len(spans)))
 	return nil
+}
+
+// abandon cancels the exports in flight and waits for them to return,
+// which a cancelled request does at once; ctx bounds the wait all the same.
+func (c *countingExporter) abandon(ctx context.Context) {
+	c.stopNow()
+	done := make(chan struct{})
+	go func() {
+		c.busy.Wait()
+		close(done)
+	}()
+	wait, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	select {
+	case <-done:
+	case <-wait.Done():
+	}
 }
 
 // laneIDs gives each span the id lane chose for it (see TraceID, SpanID),

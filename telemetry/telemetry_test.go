@@ -199,4 +199,8 @@ func TestHangingCollectorBoundedByFlushTimeout(t *testing.T) {
 	if queued >= flush || time.Since(start) >= 30*time.Second {
 		t.Errorf("export took %v, shutdown %v (flush timeout %v)", queued, time.Since(start), flush)
 	}
+	// The batch given up on at the end is counted.
+	if exp.Dropped() != 4 {
+		t.Errorf("%d spans counted dropped, want the 4 sent", exp.Dropped())
+	}
 }
