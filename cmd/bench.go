@@ -14,6 +14,7 @@ import (
 	"lane/pool"
 	"lane/runner"
 	"lane/store"
+	"lane/telemetry"
 	"lane/trace"
 )
 
@@ -101,6 +102,12 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	if opts.OutputFormat == formatText {
 		bc.Progress = f.IO.ErrOut
 	}
+	sink, err := startOTel(ctx, f, &opts.Run.OTel)
+	if err != nil {
+		return err
+	}
+	defer sink.close(ctx)
+	opts.Run.otel = sink
 	bc.Run = attemptRunner(f, st, cfg, opts)
 	if bc.Pool, err = benchPool(ctx, f, st, cfg, opts, bc.Resume); err != nil {
 		return err
@@ -203,6 +210,7 @@ func recordedRunner(f *Factory, st *store.Store, cfg *config.File, opts *BenchOp
 		}
 		rec := newRunRecorder(st, quiet, formatNone)
 		rec.worker = hooks
+		rec.otel = ro.otel.forRun(&telemetry.Bench{ID: spec.BenchID, Task: spec.TaskID, N: spec.N})
 		return executeRun(ctx, f, st, rec, cfg, &ro, spec.Dir, nil)
 	}
 }

@@ -60,13 +60,15 @@ func TestRunFlags(t *testing.T) {
 				"--first-byte-timeout", "90s", "--idle-timeout", "0", "--hard-timeout", "2h", "--retries", "2", "-o", "stream-json",
 				"--runtime", "local", "--base-url", "http://h/v1", "--tool-mode", "text", "--sandbox", "off", "--max-cost", "0.5",
 				"--fallback", "ollama:q", "--bash-timeout", "30s", "--approval-timeout", "45s", "--linger", "10s",
+				"--otel-endpoint", "http://c:4318", "--otel-content", "--otel-flush-timeout", "3s",
 				"--", "-dash task"},
 			check: func(t *testing.T, o *RunOptions) {
 				want := RunOptions{Dir: "/p", Model: "opus", AllowedTools: []string{"Read", "Bash(git *)"}, AppendSystemPrompt: "be brief",
 					Resume: "sess", PermissionMode: "acceptEdits", AllowMCP: true, MaxTurns: 7, ClaudeBin: "/bin/c",
 					FirstByteTimeout: 90 * time.Second, HardTimeout: 2 * time.Hour, Retries: 2, OutputFormat: "stream-json", Task: "-dash task",
 					Runtime: "local", BaseURL: "http://h/v1", ToolMode: "text", Sandbox: "off", MaxCost: 0.5, Fallback: "ollama:q", BashTimeout: 30 * time.Second,
-					ApprovalTimeout: 45 * time.Second, Linger: 10 * time.Second}
+					ApprovalTimeout: 45 * time.Second, Linger: 10 * time.Second,
+					OTel: OTelOptions{Endpoint: "http://c:4318", Content: true, FlushTimeout: 3 * time.Second}}
 				if fmt.Sprint(*o) != fmt.Sprint(want) {
 					t.Errorf("got  %+v\nwant %+v", *o, want)
 				}

@@ -25,6 +25,8 @@ type runRecorder struct {
 	// each, which is linked to the attempt's lease, and recorded through
 	// the database's restarts and outages.
 	worker *workerHooks
+	// otel, when set, sends each run as OpenTelemetry spans (cmd/otel.go).
+	otel *otelRun
 }
 
 // workerHooks are what a lane worker's recorder does beyond a plain one.
@@ -49,6 +51,7 @@ func newRunRecorder(st *store.Store, io IO, format string) *runRecorder {
 }
 
 func (r *runRecorder) BeginRun(ctx context.Context, run *trace.Run) error {
+	r.otel.begin()
 	if r.worker != nil {
 		return r.beginWorkerRun(ctx, run)
 	}
@@ -84,6 +87,7 @@ func (r *runRecorder) beginWorkerRun(ctx context.Context, run *trace.Run) error 
 }
 
 func (r *runRecorder) Event(ev trace.Event) error {
+	r.otel.event(ev)
 	err := r.writer.Write(ev)
 	if r.worker != nil && (store.Transient(err) || store.AlreadyExists(err)) {
 		// The writer keeps what it could not flush, and EndRun waits for
@@ -106,6 +110,7 @@ func (r *runRecorder) Event(ev trace.Event) error {
 }
 
 func (r *runRecorder) EndRun(ctx context.Context, run *trace.Run) error {
+	defer r.otel.end(ctx, run)
 	if r.worker != nil {
 		return r.endWorkerRun(ctx, run)
 	}

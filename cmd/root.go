@@ -143,6 +143,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		NewCmdSend(f),
 		NewCmdInterrupt(f),
 		NewCmdCancel(f),
+		NewCmdExport(f, nil),
 	)
 	return root
 }

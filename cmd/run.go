@@ -60,6 +60,11 @@ type RunOptions struct {
 	desk     interact.Desk
 	attended bool
 
+	// Live OpenTelemetry export (cmd/otel.go): the flags, and the export
+	// the command started.
+	OTel OTelOptions
+	otel *otelSink
+
 	// Set by lane resume.
 	ParentRunID         string
 	PriorSessionCostUSD float64
@@ -147,6 +152,7 @@ func addRuntimeFlags(c *cobra.Command, opts *RunOptions) {
 	fl.StringVar(&opts.PermissionMode, "permission-mode", "bypassPermissions", "bypassPermissions (approve every tool call), default (ask a person for anything --allowed-tools does not allow), acceptEdits (edits in the folder approved, the rest asks) or plan (no changes), for every runtime")
 	fl.DurationVar(&opts.ApprovalTimeout, "approval-timeout", interact.DefaultApprovalTimeout, "deny a tool call that nobody approved within this time")
 	fl.DurationVar(&opts.Linger, "linger", runner.DefaultLinger, "after an interrupt, how long the run waits for a follow-up message before it ends")
+	addOTelFlags(fl, &opts.OTel)
 	fl.BoolVar(&opts.AllowMCP, "allow-mcp", false, "let the runtime load your MCP servers (default: isolated with --strict-mcp-config)")
 	fl.StringVar(&opts.ClaudeBin, "claude-bin", "", "Claude Code binary (default $LANE_CLAUDE_BIN, PATH, usual install places)")
 	fl.DurationVar(&opts.FirstByteTimeout, "first-byte-timeout", 2*time.Minute, "fail if the runtime prints nothing this long after starting (0: off)")
@@ -227,6 +233,12 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 		fmt.Fprintln(f.IO.ErrOut, "lane: warning:", err)
 	}
 	rec := newRunRecorder(st, f.IO, opts.OutputFormat)
+	sink, err := startOTel(ctx, f, &opts.OTel)
+	if err != nil {
+		return err
+	}
+	defer sink.close(ctx)
+	rec.otel = sink.forRun(nil)
 	desk, closeDesk := runDesk(f, st, cfg, opts, rec)
 	defer closeDesk()
 	opts.desk, opts.attended = desk, true

@@ -77,6 +77,12 @@ func runWorker(ctx context.Context, f *Factory, opts *WorkerOptions) error {
 	if err := runner.BecomeSubreaper(); err != nil {
 		fmt.Fprintln(f.IO.ErrOut, "lane: warning:", err)
 	}
+	sink, err := startOTel(ctx, f, &opts.Run.OTel)
+	if err != nil {
+		return err
+	}
+	defer sink.close(ctx)
+	opts.Run.otel = sink
 	w, err := newWorker(ctx, f, st, cfg, opts)
 	if err != nil {
 		return err
