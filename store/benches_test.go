@@ -189,7 +189,7 @@ func TestAttempts(t *testing.T) {
 		full := trace.Attempt{
 			BenchID: "b1", TaskID: "calc", Model: "sonnet", N: 2, RunID: "run-1", Status: trace.AttemptFailed,
 			FailureKind: "check_failed", CheckExitCode: 1, CheckOutput: "--- FAIL: TestAdd\n",
-			DurationMS: 1234, CostUSD: 0.042, Usage: trace.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheCreationTokens: 4},
+			DurationMS: 1234, CostUSD: 0.042, Usage: trace.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheCreationTokens: 4, CacheCreation1hTokens: 1},
 			Turns: 5, ToolCalls: 6, StartedAt: t0, EndedAt: t0.Add(2 * time.Second),
 		}
 		saves := []trace.Attempt{

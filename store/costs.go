@@ -103,7 +103,7 @@ func (s *Store) Costs(ctx context.Context, q CostsQuery) (Costs, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+key+` AS k, count(*),
 		CAST(coalesce(sum(input_tokens), 0) AS BIGINT), CAST(coalesce(sum(output_tokens), 0) AS BIGINT),
 		CAST(coalesce(sum(cache_read_tokens), 0) AS BIGINT), CAST(coalesce(sum(cache_creation_tokens), 0) AS BIGINT),
-		coalesce(sum(cost_usd), 0.0), coalesce(sum(CASE WHEN cost_estimate THEN cost_usd ELSE 0.0 END), 0.0)
+		CAST(coalesce(sum(cache_creation_1h_tokens), 0) AS BIGINT), coalesce(sum(cost_usd), 0.0), coalesce(sum(CASE WHEN cost_estimate THEN cost_usd ELSE 0.0 END), 0.0)
 		FROM runs`+cond+` GROUP BY k`, args...)
 	if err != nil {
 		return Costs{}, fmt.Errorf("costs: %w", err)
@@ -116,7 +116,7 @@ func (s *Store) Costs(ctx context.Context, q CostsQuery) (Costs, error) {
 			row CostRow
 		)
 		if err := rows.Scan(&k, &row.Runs, &row.InputTokens, &row.OutputTokens, &row.CacheReadTokens,
-			&row.CacheCreationTokens, &row.CostUSD, &row.EstimatedUSD); err != nil {
+			&row.CacheCreationTokens, &row.CacheCreation1hTokens, &row.CostUSD, &row.EstimatedUSD); err != nil {
 			return Costs{}, fmt.Errorf("costs: %w", err)
 		}
 		row.ReportedUSD = row.CostUSD - row.EstimatedUSD

@@ -15,7 +15,7 @@ import (
 func costRuns() []*trace.Run {
 	sun := time.Date(2025, 3, 30, 23, 30, 0, 0, time.UTC) // a Sunday, 23:30 UTC
 	u := func(n int64) trace.Usage {
-		return trace.Usage{InputTokens: n, OutputTokens: 2 * n, CacheReadTokens: 4 * n, CacheCreationTokens: 8 * n}
+		return trace.Usage{InputTokens: n, OutputTokens: 2 * n, CacheReadTokens: 4 * n, CacheCreationTokens: 8 * n, CacheCreation1hTokens: 3 * n}
 	}
 	return []*trace.Run{
 		{ID: "a", Runtime: "claude", Model: "opus", Dir: "/a", SessionID: "s1", StartedAt: sun, CostUSD: 1, Usage: u(1)},
@@ -60,7 +60,7 @@ func TestCosts(t *testing.T) {
 			for i, w := range want {
 				g := got.Rows[i]
 				if g.Key != w.key || g.Runs != w.runs || g.InputTokens != w.input || g.OutputTokens != 2*w.input ||
-					g.CacheReadTokens != 4*w.input || g.CacheCreationTokens != 8*w.input || g.TotalTokens != 15*w.input ||
+					g.CacheReadTokens != 4*w.input || g.CacheCreationTokens != 8*w.input || g.CacheCreation1hTokens != 3*w.input || g.TotalTokens != 15*w.input ||
 					math.Abs(g.CostUSD-w.cost) > 1e-9 || math.Abs(g.EstimatedUSD-w.est) > 1e-9 ||
 					math.Abs(g.ReportedUSD-(w.cost-w.est)) > 1e-9 {
 					t.Errorf("%+v row %d = %+v, want %+v", q, i, g, w)

@@ -24,7 +24,7 @@ var runColumns = []string{
 	"cap_dir", "add_dirs", "allowed_tools", "permission_mode", "mcp_isolated", "permission_denials",
 	"owner_pid", "owner_start", "owner_host", "worker",
 	"permission_requests", "permissions_allowed", "permissions_denied", "cap_steer",
-	"imported", "source",
+	"imported", "source", "cache_creation_1h_tokens",
 }
 
 var (
@@ -72,7 +72,7 @@ func runArgs(r *trace.Run) ([]any, error) {
 		r.Capability.Dir, addDirs, tools, r.Capability.PermissionMode, r.Capability.MCPIsolated, denials,
 		r.OwnerPID, int64(r.OwnerStart), r.OwnerHost, r.Worker,
 		r.Permissions.Requests, r.Permissions.Allowed, r.Permissions.Denied, steer,
-		r.Imported, r.Source,
+		r.Imported, r.Source, r.Usage.CacheCreation1hTokens,
 	}, nil
 }
 
@@ -96,7 +96,7 @@ func scanRun(sc scanner) (*trace.Run, error) {
 		&r.Capability.Dir, &addDirs, &tools, &r.Capability.PermissionMode, &r.Capability.MCPIsolated, &denials,
 		&r.OwnerPID, &ownerStart, &r.OwnerHost, &r.Worker,
 		&r.Permissions.Requests, &r.Permissions.Allowed, &r.Permissions.Denied, &steer,
-		&r.Imported, &r.Source,
+		&r.Imported, &r.Source, &r.Usage.CacheCreation1hTokens,
 	)
 	if err != nil {
 		return nil, err

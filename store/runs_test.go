@@ -52,7 +52,7 @@ func fullRun(t *testing.T, id string) *trace.Run {
 		CostUSD:        0.125,
 		CostEstimate:   true,
 		SessionCostUSD: 1.5,
-		Usage:          trace.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheCreationTokens: 4},
+		Usage:          trace.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheCreationTokens: 4, CacheCreation1hTokens: 5},
 		Turns:          5,
 		ToolCalls:      6,
 		StartedAt:      t0,
