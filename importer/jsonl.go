@@ -1,0 +1,121 @@
+package importer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+
+	"lane/trace"
+)
+
+// This file holds what the line-oriented readers of Codex, Gemini CLI and
+// Qwen Code share: reading the whole lines appended since a Position, and
+// gathering events into the Parts of a Batch.
+
+// appendedLines calls fn with each whole line of f after from (a copy: it
+// becomes an event's Raw), its byte offset and its line number, and
+// returns the Position after the last whole line. A line too long to
+// decode is counted in ps.
+func appendedLines(ctx context.Context, f File, from Position, ps *parts, fn func(line []byte, off, n int64)) (Position, int64, error) {
+	return ReadLines(ctx, f.Path, from, 0, func(off, n int64, line []byte) {
+		fn(bytes.Clone(line), off, n)
+	}, func(int64, int64) { ps.skip("line too long") })
+}
+
+// parts gathers a Read's events by segment of one session.
+type parts struct {
+	list    []Part
+	skipped map[string]int
+	// price estimates a usage's cost (nil: no estimate).
+	price func(model string, u trace.Usage) (float64, bool)
+}
+
+// at returns the part of a session's segment, made on first use.
+func (p *parts) at(session string, segment int) *Part {
+	for i := range p.list {
+		if p.list[i].SessionID == session && p.list[i].Segment == segment {
+			return &p.list[i]
+		}
+	}
+	p.list = append(p.list, Part{SessionID: session, Segment: segment})
+	return &p.list[len(p.list)-1]
+}
+
+// skip counts a line that did not normalize.
+func (p *parts) skip(reason string) {
+	if p.skipped == nil {
+		p.skipped = map[string]int{}
+	}
+	p.skipped[reason]++
+}
+
+// add appends ev to part and keeps the run's counters and times: ToolCalls
+// counts the main agent's calls, Turns its model responses (usage events),
+// Usage their tokens and CostUSD their estimated cost (none of these
+// runtimes writes a cost of its own but opencode).
+func (ps *parts) add(part *Part, ev trace.Event) {
+	if !ev.Time.IsZero() {
+		if part.Run.StartedAt.IsZero() || ev.Time.Before(part.Run.StartedAt) {
+			part.Run.StartedAt = ev.Time
+		}
+		if ev.Time.After(part.Run.EndedAt) {
+			part.Run.EndedAt = ev.Time
+		}
+	}
+	if ev.ParentToolUseID == "" {
+		switch ev.Kind {
+		case trace.KindToolCall:
+			part.Run.ToolCalls++
+		case trace.KindUsage:
+			part.Run.Turns++
+		}
+	}
+	if ev.Kind == trace.KindUsage && ev.Usage != nil {
+		part.Run.Usage = part.Run.Usage.Add(*ev.Usage)
+		if ps.price != nil {
+			if usd, ok := ps.price(ev.Model, *ev.Usage); ok {
+				part.Run.CostUSD += usd
+				part.Run.CostEstimate = true
+			}
+		}
+	}
+	part.Events = append(part.Events, ev)
+}
+
+// rawEvent is a line lane could not normalize, kept whole.
+func rawEvent(line []byte, off, n int64, subtype string) trace.Event {
+	return trace.Event{Kind: trace.KindRaw, Subtype: subtype, Raw: line, Offset: off, Line: n, Text: subtype}
+}
+
+// timestamp reads an RFC 3339 time, zero when it is not one.
+func timestamp(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// loadState decodes a reader's state from a Position (zero for a file
+// never read).
+func loadState(from Position, st any) {
+	if len(from.State) > 0 {
+		_ = json.Unmarshal(from.State, st) // a state lane cannot read starts over
+	}
+}
+
+func saveState(st any) json.RawMessage {
+	b, _ := json.Marshal(st) // plain structs of strings and numbers
+	return b
+}
+
+// jsonInput is a tool's input as the event's Input: the JSON given, or the
+// text as a JSON string when it is not JSON.
+func jsonInput(s string) json.RawMessage {
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}

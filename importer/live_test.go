@@ -1,0 +1,230 @@
+package importer
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"lane/internal/clitest"
+	"lane/internal/geminitest"
+	"lane/internal/openaitest"
+	"lane/internal/responsestest"
+	"lane/pricing"
+	"lane/runner"
+	"lane/trace"
+)
+
+// -capture runs the pinned CLIs and keeps what they write to disk under
+// testdata/RUNTIME-VERSION/home, the fixtures the importers are tested on.
+var capture = flag.Bool("capture", false, "run the pinned CLIs and refresh testdata/*/home")
+
+// liveRecorder keeps what lane records of live runs, to compare with what
+// the importers make of the same sessions' files.
+type liveRecorder struct {
+	mu     sync.Mutex
+	events map[string][]trace.Event
+}
+
+func (r *liveRecorder) BeginRun(context.Context, *trace.Run) error { return nil }
+func (r *liveRecorder) EndRun(context.Context, *trace.Run) error   { return nil }
+func (r *liveRecorder) Event(ev trace.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events[ev.RunID] = append(r.events[ev.RunID], ev)
+	return nil
+}
+
+// step is one scripted model turn: a shell call, or text.
+type step struct{ shell, text string }
+
+// liveRig runs one runtime offline.
+type liveRig struct {
+	runtime, model, fixture string
+	// keep are the folders (relative to the case's root) the runtime's
+	// sessions are written to: what the fixture keeps.
+	keep  []string
+	serve func(t *testing.T, steps []step) string // base URL
+	env   func(baseURL string) []string
+}
+
+var liveRigs = []liveRig{
+	{runtime: "codex", model: "gpt-5-codex", fixture: "codex-0.171.0",
+		keep: []string{"home/.codex/sessions", "home/.codex/archived_sessions"},
+		serve: func(t *testing.T, steps []step) string {
+			var turns []responsestest.Turn
+			for _, s := range steps {
+				if s.shell != "" {
+					turns = append(turns, responsestest.ToolCalls(responsestest.Exec("", s.shell)))
+				} else {
+					turns = append(turns, responsestest.Text(s.text))
+				}
+			}
+			return responsestest.NewServer(t, turns...).URL()
+		}},
+	{runtime: "gemini", model: geminitest.Model, fixture: "gemini-0.61.0",
+		// lane gives Gemini CLI a home of its own under its state folder.
+		keep: []string{"state/gemini/.gemini/tmp"},
+		serve: func(t *testing.T, steps []step) string {
+			var turns []geminitest.Turn
+			for _, s := range steps {
+				if s.shell != "" {
+					turns = append(turns, geminitest.FunctionCalls(geminitest.Shell(s.shell)))
+				} else {
+					turns = append(turns, geminitest.Text(s.text))
+				}
+			}
+			return geminitest.NewServer(t, turns...).URL()
+		}},
+	{runtime: "qwen", model: openaitest.Model, fixture: "qwen-0.15.10", keep: []string{"home/.qwen/projects"},
+		serve: func(t *testing.T, steps []step) string { return openaiServe(t, "run_shell_command", steps) }},
+	{runtime: "opencode", model: openaitest.Model, fixture: "opencode-1.18.33", keep: []string{"home/.local/share/opencode/opencode.db"},
+		serve: func(t *testing.T, steps []step) string { return openaiServe(t, "bash", steps) },
+		env: func(baseURL string) []string {
+			// opencode looks a plugin up on npm at start; the server says 404 at once.
+			return []string{"npm_config_registry=" + strings.TrimSuffix(baseURL, "/v1") + "/npm/"}
+		}},
+}
+
+func openaiServe(t *testing.T, shellTool string, steps []step) string {
+	var turns []openaitest.Turn
+	for _, s := range steps {
+		if s.shell != "" {
+			turns = append(turns, openaitest.ToolCalls(openaitest.Call("", shellTool, map[string]string{"command": s.shell})))
+		} else {
+			turns = append(turns, openaitest.Text(s.text))
+		}
+	}
+	return openaitest.NewServer(t, turns...).URL()
+}
+
+// liveSessions are the runs of one rig: a tool then text, a failing tool,
+// and a resume of the first.
+type liveSessions struct {
+	home, proj string
+	runs       []*trace.Run
+	rec        *liveRecorder
+}
+
+// runLive runs the three cases on the real CLI with a HOME of their own.
+func runLive(t *testing.T, r liveRig) *liveSessions {
+	t.Helper()
+	bin := clitest.Bin(t, r.runtime)
+	rt, ok := runner.Lookup(r.runtime)
+	if !ok {
+		t.Fatalf("no runtime %s", r.runtime)
+	}
+	root := t.TempDir()
+	ls := &liveSessions{home: filepath.Join(root, "home"), proj: filepath.Join(root, "proj"),
+		rec: &liveRecorder{events: map[string][]trace.Event{}}}
+	for _, d := range []string{ls.home, ls.proj, filepath.Join(root, "state"), filepath.Join(root, "tmp")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prices := pricing.Default()
+	one := func(prompt string, steps []step, resume *trace.Run) *trace.Run {
+		url := r.serve(t, steps)
+		env := append(clitest.Env(ls.home), "OPENAI_API_KEY=sk-test", "GEMINI_API_KEY=test-key")
+		if r.env != nil {
+			env = append(env, r.env(url)...)
+		}
+		o := runner.Options{Bin: bin, Dir: ls.proj, Prompt: prompt, Model: r.model, Label: r.model,
+			BaseURL: url, KeyEnv: rt.KeyEnv, Env: env,
+			Watchdogs: runner.Watchdogs{Hard: 2 * time.Minute, Idle: time.Minute},
+			Price:     prices.Cost, TempDir: filepath.Join(root, "tmp"), StateDir: filepath.Join(root, "state")}
+		if resume != nil {
+			o.ResumeSession, o.ParentRunID = resume.SessionID, resume.ID
+			o.PriorSessionUsage, o.PriorSessionCostUSD = resume.Usage, resume.SessionCostUSD
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		run, err := runner.Run(ctx, runner.Job{Runtime: rt, Options: o}, ls.rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Status != trace.StatusSucceeded {
+			t.Fatalf("%s %q: %s %s: %s", r.runtime, prompt, run.Status, run.ErrorKind, run.ErrorMessage)
+		}
+		ls.runs = append(ls.runs, run)
+		return run
+	}
+	first := one("write hello.txt", []step{{shell: "echo hi > hello.txt"}, {text: "Done: wrote hello.txt"}}, nil)
+	one("run the failing command", []step{{shell: "echo oops >&2; exit 3"}, {text: "The command failed."}}, nil)
+	one("what did you write?", []step{{text: "I wrote hello.txt."}}, first)
+	return ls
+}
+
+// TestCapture refreshes the fixtures with -capture: each runtime's files as
+// the pinned CLI wrote them, with the temporary folders' paths kept as
+// they were (the importers take them as recorded).
+func TestCapture(t *testing.T) {
+	if !*capture {
+		t.Skip("run with -capture to refresh the fixtures")
+	}
+	for _, r := range liveRigs {
+		t.Run(r.runtime, func(t *testing.T) {
+			ls := runLive(t, r)
+			dst := filepath.Join("testdata", r.fixture)
+			os.RemoveAll(dst)
+			root := filepath.Dir(ls.home)
+			for _, k := range r.keep {
+				if strings.HasSuffix(k, ".db") {
+					vacuumInto(t, filepath.Join(root, k), filepath.Join(dst, k))
+					continue
+				}
+				if _, err := os.Stat(filepath.Join(root, k)); err == nil {
+					copyTree(t, filepath.Join(root, k), filepath.Join(dst, k))
+				}
+			}
+			for _, run := range ls.runs {
+				t.Logf("%s session %s: %+v cost %v", r.runtime, run.SessionID, run.Usage, run.CostUSD)
+			}
+		})
+	}
+}
+
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// vacuumInto writes a SQLite database, with what its write-ahead log holds,
+// as one file.
+func vacuumInto(t *testing.T, src, dst string) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(dst), 0o755)
+	db, err := sql.Open("sqlite", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("VACUUM INTO ?", dst); err != nil {
+		t.Fatal(err)
+	}
+}
