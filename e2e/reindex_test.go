@@ -34,6 +34,9 @@ func TestReindexRestoresDamagedRuns(t *testing.T) {
 		r := e.run("-o", "json", "write hello.txt")
 		wantExit(t, r, 0)
 		ok := lastRun(t, r).ID
+		if lastRun(t, r).Capability.Steer == nil {
+			t.Fatal("lane run drove Claude Code one way")
+		}
 		missing := e.run("-o", "json", "--claude-bin", filepath.Join(t.TempDir(), "nope"), "hello")
 		wantExit(t, missing, 5)
 		testReindex(t, e, e.db, ok, lastRun(t, missing).ID)
@@ -45,7 +48,45 @@ func TestReindexRestoresDamagedRuns(t *testing.T) {
 		}
 		r := e.runCLI(withTimeout(t, 2*time.Minute), "write hello.txt")
 		wantExit(t, r, 0)
+		if lastRun(t, r).Capability.Steer == nil {
+			t.Fatal("lane run drove Codex one way (exec, not app-server)")
+		}
 		testReindex(t, e.env, e.db, lastRun(t, r).ID, "")
+	})
+	// A resumed thread: Codex reports the thread's running totals, so the
+	// resumed run's own tokens are rebuilt from the runs before it.
+	t.Run("codex resumed", func(t *testing.T) {
+		e := newCLIEnv(t, rigs[0], shell("echo hi > hello.txt"), say("Done: wrote hello.txt"), say("I wrote hello.txt."))
+		first := e.runCLI(withTimeout(t, 2*time.Minute), "write hello.txt")
+		wantExit(t, first, 0)
+		res := e.lane(withTimeout(t, 2*time.Minute), "resume", "--base-url", e.srv.baseURL(), "-o", "json", lastRun(t, first).ID, "what did you write?")
+		wantExit(t, res, 0)
+		resumed := lastRun(t, res)
+		if resumed.ParentRunID == "" || resumed.Usage.InputTokens >= lastRun(t, first).Usage.InputTokens {
+			t.Fatalf("resumed run %+v", resumed)
+		}
+		testReindex(t, e.env, e.db, resumed.ID, "")
+	})
+	// Gemini CLI's stream, one way; the exit code of the failing command
+	// comes from its session log, not from the lines.
+	t.Run("gemini", func(t *testing.T) {
+		if rigs[1].runtime != "gemini" {
+			t.Fatalf("rigs[1] is %s", rigs[1].runtime)
+		}
+		e := newCLIEnv(t, rigs[1], shell("echo oops >&2; exit 3"), say("The command failed."))
+		r := e.runCLI(withTimeout(t, 2*time.Minute), "run the failing command")
+		wantExit(t, r, 0)
+		run := lastRun(t, r)
+		res := toolResults(e.eventsIn(e.db, run.ID))
+		for _, r := range res {
+			if !r.IsError || !strings.Contains(r.Output, "exit code 3") {
+				t.Fatalf("the failing command's result %+v: want its exit code from the session log", r)
+			}
+		}
+		if len(res) != 1 {
+			t.Fatalf("%d tool results", len(res))
+		}
+		testReindex(t, e.env, e.db, run.ID, "")
 	})
 }
 
@@ -54,9 +95,6 @@ func TestReindexRestoresDamagedRuns(t *testing.T) {
 func testReindex(t *testing.T, e *env, db, ok, bare string) {
 	ctx := context.Background()
 	orig, origRun := e.eventsIn(db, ok), e.storedRunIn(db, ok)
-	if origRun.Capability.Steer == nil {
-		t.Fatalf("run %s was not two-way: %+v", ok, origRun.Capability)
-	}
 	copyDB := filepath.Join(t.TempDir(), "copy.db")
 	b, err := os.ReadFile(db)
 	if err != nil {
@@ -93,9 +131,13 @@ func testReindex(t *testing.T, e *env, db, ok, bare string) {
 	for _, f := range got.Fields {
 		fields[f.Field] = true
 	}
-	for _, f := range []string{"turns", "tool_calls", "cost_usd", "output_tokens", "status"} {
-		if !fields[f] {
-			t.Errorf("the dry run does not say that %s moves: %+v", f, got.Fields)
+	for f, moved := range map[string]bool{
+		"turns": origRun.Turns > 0, "tool_calls": origRun.ToolCalls > 0, "cost_usd": origRun.CostUSD > 0,
+		"input_tokens": origRun.Usage.InputTokens > 0, "output_tokens": origRun.Usage.OutputTokens > 0,
+		"status": origRun.Status != trace.StatusFailed,
+	} {
+		if moved != fields[f] {
+			t.Errorf("the dry run says %s moves: %v, want %v: %+v", f, fields[f], moved, got.Fields)
 		}
 	}
 	if bare != "" {
@@ -164,7 +206,7 @@ func damage(t *testing.T, db, run string, evs []trace.Event) (deleted, corrupted
 			corrupted++
 		}
 	}
-	exec(`UPDATE runs SET turns = 0, tool_calls = 0, cost_usd = 0, output_tokens = 0, status = 'failed' WHERE id = ?`, run)
+	exec(`UPDATE runs SET turns = 0, tool_calls = 0, cost_usd = 0, input_tokens = 0, output_tokens = 0, status = 'failed' WHERE id = ?`, run)
 	return deleted, corrupted
 }
 
