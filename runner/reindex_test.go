@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -190,5 +191,54 @@ func TestRedecodeKeepsExitCodesFromSessionLogs(t *testing.T) {
 	}
 	if rd.Changed != 0 || rd.Removed != 0 {
 		t.Errorf("%d events changed, %d removed", rd.Changed, rd.Removed)
+	}
+}
+
+// lane's stops keep their verdict; a verdict the runtime's lines gave is
+// judged again, and lane's closing error event follows it.
+func TestRedecodeVerdicts(t *testing.T) {
+	claude, _ := Lookup("claude")
+	live := recorded(t, claude.process.newSource, "../streamjson/testdata/claude-code-2.1.328/a_tool_then_text.jsonl")
+	closing := func(evs []trace.Event, kind trace.ErrorKind, text string) []trace.Event {
+		ev := trace.Event{RunID: "r", Seq: int64(len(evs) + 1), Time: evs[len(evs)-1].Time, Kind: trace.KindError, ErrorKind: kind, Text: text}
+		return append(slices.Clone(evs), ev)
+	}
+	zero := 0
+	for _, c := range []struct {
+		name       string
+		run        trace.Run
+		want       trace.Status
+		wantClosed bool // lane's closing error event is there after
+		removed    int
+	}{
+		{"timed out", trace.Run{Status: trace.StatusTimedOut, ErrorKind: trace.ErrorTimeout, ErrorMessage: "idle for 3s"},
+			trace.StatusTimedOut, true, 0},
+		{"cancelled", trace.Run{Status: trace.StatusCancelled, ErrorKind: trace.ErrorCancelled, ErrorMessage: "cancelled"},
+			trace.StatusCancelled, true, 0},
+		{"a misread failure", trace.Run{Status: trace.StatusFailed, ErrorKind: trace.ErrorAgent, ErrorMessage: "the agent failed"},
+			trace.StatusSucceeded, false, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			run := c.run
+			run.ID, run.Runtime, run.ExitCode = "r", "claude", &zero
+			stored := closing(live, run.ErrorKind, run.ErrorMessage)
+			rd, err := Redecode(&run, stored, RedecodeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rd.Run.Status != c.want {
+				t.Errorf("status %s, want %s", rd.Run.Status, c.want)
+			}
+			last := rd.Events[len(rd.Events)-1]
+			if closed := last.Kind == trace.KindError && last.Text == run.ErrorMessage; closed != c.wantClosed {
+				t.Errorf("last event %+v: lane's closing error there: %v, want %v", last, closed, c.wantClosed)
+			}
+			if rd.Removed != c.removed || rd.Added != 0 || rd.Changed != 0 {
+				t.Errorf("%d added, %d removed, %d changed", rd.Added, rd.Removed, rd.Changed)
+			}
+			if rd.Run.Turns == 0 || rd.Run.CostUSD == 0 {
+				t.Errorf("accounting not rebuilt: %+v", rd.Run)
+			}
+		})
 	}
 }
