@@ -130,6 +130,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		NewCmdRun(f, nil),
 		NewCmdResume(f, nil),
 		NewCmdRuns(f, nil),
+		NewCmdImport(f, nil),
 		NewCmdCosts(f, nil),
 		NewCmdShow(f, nil),
 		NewCmdReindex(f, nil),

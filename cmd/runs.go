@@ -21,6 +21,7 @@ type RunsOptions struct {
 	Dir          string
 	Limit        int
 	OutputFormat string
+	Imported     bool // only the sessions lane import read
 }
 
 // NewCmdRuns builds `lane runs`.
@@ -42,6 +43,7 @@ func NewCmdRuns(f *Factory, runF func(context.Context, *RunsOptions) error) *cob
 	fl.StringVar(&opts.Model, "model", "", "only runs of this model")
 	fl.StringVar(&opts.Runtime, "runtime", "", "only runs on this runtime (claude, codex, gemini, opencode, qwen, local)")
 	fl.StringVar(&opts.Dir, "dir", "", "only runs in this folder")
+	fl.BoolVar(&opts.Imported, "imported", false, "only sessions read by lane import")
 	fl.IntVarP(&opts.Limit, "limit", "n", 20, "how many runs to list")
 	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text or json")
 	return c
@@ -58,6 +60,9 @@ func runRuns(ctx context.Context, f *Factory, opts *RunsOptions) error {
 		return usageErrorf(fmt.Errorf("unknown --status %q", opts.Status))
 	}
 	filter := store.RunFilter{Status: status, Model: opts.Model, Runtime: opts.Runtime, Limit: opts.Limit}
+	if opts.Imported {
+		filter.Imported = &opts.Imported
+	}
 	if opts.Dir != "" {
 		dir, err := resolveDir(opts.Dir)
 		if err != nil {

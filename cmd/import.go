@@ -1,0 +1,200 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/spf13/cobra"
+
+	"lane/config"
+	"lane/importer"
+	"lane/pricing"
+	"lane/trace"
+)
+
+// ImportOptions are the flags of `lane import`.
+type ImportOptions struct {
+	From  string   // one runtime, or "" for all
+	Paths []string // its folders or files instead of its default roots
+	Watch bool
+}
+
+// NewCmdImport builds `lane import`.
+func NewCmdImport(f *Factory, runF func(context.Context, *ImportOptions) error) *cobra.Command {
+	opts := &ImportOptions{}
+	c := &cobra.Command{
+		Use:   "import [--from RUNTIME [PATH…]] [--watch]",
+		Short: "Import the sessions agent CLIs wrote on their own (Claude Code, Codex, Gemini CLI, Qwen Code, opencode)",
+		Long: "Import reads the session files each runtime writes where it always does, incrementally: a second\n" +
+			"import reads only what was appended. Imported sessions are runs marked imported (lane runs --imported).",
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Paths = args
+			if len(args) > 0 && opts.From == "" {
+				return usageErrorf(fmt.Errorf("paths need --from RUNTIME"))
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runImport(c.Context(), f, opts)
+		},
+	}
+	c.Flags().StringVar(&opts.From, "from", "", "only this runtime (claude, codex, gemini, qwen, opencode)")
+	c.Flags().BoolVar(&opts.Watch, "watch", false, "keep importing as sessions are written, until Ctrl-C")
+	return c
+}
+
+func runImport(ctx context.Context, f *Factory, opts *ImportOptions) error {
+	cfg, err := config.Load(config.Path(f.Getenv))
+	if err != nil {
+		return err
+	}
+	sources, err := importSources(cfg, opts)
+	if err != nil {
+		return err
+	}
+	st, err := f.OpenStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	home := f.Getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	d := &importer.Driver{Store: st, Sources: sources, Env: importer.Env{Home: home, Getenv: f.Getenv}, Log: slog.Default()}
+	stats, err := d.Import(ctx)
+	if stats != nil {
+		printImport(f.IO.Out, stats)
+	}
+	if err != nil || !opts.Watch {
+		return err
+	}
+	return watchImport(ctx, f.IO.Out, d)
+}
+
+// importSources picks the readers --from names, priced by the config
+// file's prices, then lane's table.
+func importSources(cfg *config.File, opts *ImportOptions) ([]importer.Source, error) {
+	table := pricing.Default()
+	price := func(model string, u trace.Usage) (float64, bool) {
+		if p, ok := cfg.Prices[model]; ok {
+			return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
+				float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheCreationTokens)*p.CacheWrite) / 1e6, true
+		}
+		return table.Cost(model, u)
+	}
+	var (
+		sources []importer.Source
+		names   []string
+	)
+	for _, r := range importer.Readers(price) {
+		names = append(names, r.Runtime())
+		if opts.From == "" || opts.From == r.Runtime() {
+			sources = append(sources, importer.Source{Reader: r, Paths: opts.Paths})
+		}
+	}
+	if len(sources) == 0 {
+		return nil, usageErrorf(fmt.Errorf("unknown --from %q (want one of %s)", opts.From, strings.Join(names, ", ")))
+	}
+	return sources, nil
+}
+
+func printImport(w io.Writer, s *importer.Stats) {
+	for _, root := range s.Missing {
+		fmt.Fprintf(w, "%s: no such folder, skipped\n", root)
+	}
+	for _, e := range s.Errors {
+		fmt.Fprintf(w, "error: %s\n", e)
+	}
+	fmt.Fprintf(w, "%d files (%d read, %d unchanged, %d rewritten), %d sessions (%d new), %d events, %d lines\n",
+		s.Files, s.Read, s.Unchanged, s.Rewritten, s.Sessions, s.Runs, s.Events, s.Lines)
+	if s.LaneRuns > 0 {
+		fmt.Fprintf(w, "%d sessions lane ran itself, not imported again\n", s.LaneRuns)
+	}
+	reasons := make([]string, 0, len(s.Skipped))
+	for why := range s.Skipped {
+		reasons = append(reasons, why)
+	}
+	sort.Strings(reasons)
+	for _, why := range reasons {
+		fmt.Fprintf(w, "  %d lines skipped: %s\n", s.Skipped[why], why)
+	}
+}
+
+// watchQuiet is how long --watch waits after a change for more before it
+// imports: an agent writes a response as several lines in quick succession.
+const watchQuiet = 200 * time.Millisecond
+
+// watchImport re-imports the files that change until ctx ends.
+func watchImport(ctx context.Context, out io.Writer, d *importer.Driver) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch: %w", err)
+	}
+	defer w.Close()
+	for _, src := range d.Sources {
+		for _, root := range d.Roots(src) {
+			addTree(w, root)
+		}
+	}
+	fmt.Fprintln(out, "watching for new sessions; Ctrl-C to stop")
+	changed, full := map[string]bool{}, false
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-w.Errors:
+			slog.Warn("watch", "err", err)
+		case ev := <-w.Events:
+			if ev.Has(fsnotify.Create) {
+				if info, err := os.Stat(ev.Name); err == nil && info.IsDir() {
+					// Files may have been written in it before it was
+					// watched: the next pass looks at everything.
+					addTree(w, ev.Name)
+					full = true
+				}
+			}
+			// A database's writes land in its -wal file first.
+			changed[strings.TrimSuffix(strings.TrimSuffix(ev.Name, "-wal"), "-shm")] = true
+			timer.Reset(watchQuiet)
+		case <-timer.C:
+			if !full {
+				d.OnlyPaths = changed
+			}
+			stats, err := d.Import(ctx)
+			d.OnlyPaths, changed, full = nil, map[string]bool{}, false
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			if stats.Read > 0 {
+				printImport(out, stats)
+			}
+		}
+	}
+}
+
+// addTree watches a folder and the folders under it (fsnotify is not
+// recursive).
+func addTree(w *fsnotify.Watcher, root string) {
+	filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.IsDir() {
+			if err := w.Add(p); err != nil {
+				slog.Debug("watch", "dir", p, "err", err)
+			}
+		}
+		return nil
+	})
+}
