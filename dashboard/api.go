@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"lane/export"
 	"lane/store"
 	"lane/trace"
 )
@@ -216,6 +218,15 @@ func (s *Server) exportRun(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
+	switch format := r.URL.Query().Get("format"); format {
+	case "", export.FormatJSONL:
+	case export.FormatMarkdown, export.FormatOTLP:
+		s.exportAs(w, r, run, format)
+		return
+	default:
+		writeError(w, http.StatusBadRequest, "format is jsonl, markdown or otlp")
+		return
+	}
 	// Read the first page before the first byte goes out, so that a
 	// failing database still gets a proper error.
 	evs, err := s.st.RunEvents(ctx, run.ID, 0, exportPage, true)
@@ -246,6 +257,26 @@ func (s *Server) exportRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// exportAs writes the run as Markdown or OTLP JSON (package export), built
+// whole before the first byte so that a failing database gets an error.
+func (s *Server) exportAs(w http.ResponseWriter, r *http.Request, run *trace.Run, format string) {
+	var b bytes.Buffer
+	content := r.URL.Query().Get("content") == "1"
+	if err := export.Write(r.Context(), &b, s.st, format, []*trace.Run{run}, export.Options{Content: content}); err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	h := w.Header()
+	name, typ := "lane-run-"+fileSafe(run.ID)+".md", "text/markdown; charset=utf-8"
+	if format == export.FormatOTLP {
+		name, typ = "lane-run-"+fileSafe(run.ID)+".otlp.json", "application/json"
+	}
+	h.Set("Content-Type", typ)
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	w.Write(b.Bytes())
 }
 
 // fileSafe keeps the characters of s that need no quoting in a file name.

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/url"
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,6 +212,31 @@ func TestRunDetailEventsExport(t *testing.T) {
 			t.Errorf("export line %d: seq %s raw %q text %s", i+1, l["seq"], raw, l["text"])
 		}
 	}
+	checkExportFormats(t, e)
+}
+
+// The Export menu's other formats: Markdown (the agent's text escaped)
+// and OTLP JSON (the run's invoke_agent span).
+func checkExportFormats(t *testing.T, e *env) {
+	t.Helper()
+	body := func(path, typ string) string {
+		resp := e.request("GET", path, nil, nil)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != typ || !strings.Contains(resp.Header.Get("Content-Disposition"), "attachment") {
+			t.Fatalf("%s: %d %s %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		}
+		return string(b)
+	}
+	md := body("/api/runs/p-0001/export?format=markdown", "text/markdown; charset=utf-8")
+	if !strings.Contains(md, "### lane run `p-0001`") || !strings.Contains(md, "> &lt;b&gt;hi&lt;/b&gt;") || strings.Contains(md, "<b>") {
+		t.Errorf("markdown export:\n%s", md)
+	}
+	otlp := body("/api/runs/p-0001/export?format=otlp", "application/json")
+	if !strings.Contains(otlp, `"name": "invoke_agent `) || !strings.Contains(otlp, `"stringValue": "p-0001"`) {
+		t.Errorf("otlp export:\n%s", otlp)
+	}
+	e.getJSON("/api/runs/p-0001/export?format=pdf", 400, nil)
 }
 
 func TestSessionsAndStats(t *testing.T) {

@@ -266,6 +266,15 @@ func TestBrowser(t *testing.T) {
 	if path := eval[string](e, `location.pathname`); path != "/runs/"+run.ID {
 		t.Fatalf("location %q, want /runs/%s", path, run.ID)
 	}
+	// The Export menu opens on the three formats of the run's export.
+	e.do("open the Export menu", 10*time.Second,
+		chromedp.Click(chromedp.CSS(`.run-head .export-menu > summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`.run-head .export-menu a[href$="format=otlp"]`)))
+	if hrefs := eval[string](e, `[...document.querySelectorAll('.run-head .export-menu a')].map(a => a.getAttribute('href')).join(' ')`); hrefs !=
+		"/api/runs/"+run.ID+"/export /api/runs/"+run.ID+"/export?format=markdown /api/runs/"+run.ID+"/export?format=otlp" {
+		t.Errorf("export menu links %q", hrefs)
+	}
+	eval[bool](e, `(document.querySelector('.run-head .export-menu').open = false, true)`)
 	// The hostile output is text: in the collapsed summary's preview and, once
 	// opened, in full; nothing of it became an element or ran.
 	e.do("open the tool result", 10*time.Second,

@@ -37,12 +37,24 @@ export function runLoadError(head, id, err) {
 
 export const fetchRun = (id, signal) => api(`/api/runs/${encodeURIComponent(id)}`, { signal });
 
-// runActions: Export JSONL; while the run runs, Interrupt (stop the
+// exportMenu: the run as JSON lines (events and the runtime's lines),
+// Markdown (for a pull request or a chat) or OTLP JSON (GenAI spans).
+function exportMenu(run) {
+  const url = (format) => `/api/runs/${encodeURIComponent(run.id)}/export` + (format ? `?format=${format}` : '');
+  const item = (format, label, file, title) => h('a', { href: url(format), download: file, title }, label);
+  return h('details', { class: 'export-menu' },
+    h('summary', { class: 'button' }, 'Export'),
+    h('div', { class: 'export-items' },
+      item('', 'JSONL', `${run.id}.jsonl`, 'The run and its normalized events, with the runtime\'s own lines'),
+      item('markdown', 'Markdown', `${run.id}.md`, 'Prompt, tool calls with folded outputs, result, cost and tokens'),
+      item('otlp', 'OTLP JSON', `${run.id}.otlp.json`, 'OpenTelemetry GenAI spans, without prompts or tool contents')));
+}
+
+// runActions: Export; while the run runs, Interrupt (stop the
 // current turn; the run stays open for a message) and Cancel (end it), as
 // far as the run takes them.
 function runActions(run) {
-  const actions = h('div', { class: 'actions' },
-    h('a', { href: `/api/runs/${encodeURIComponent(run.id)}/export`, class: 'button', download: `${run.id}.jsonl` }, 'Export JSONL'));
+  const actions = h('div', { class: 'actions' }, exportMenu(run));
   if (!isRunning(run)) return actions;
   const send = (what) => () => post(`/api/runs/${encodeURIComponent(run.id)}/${what}`);
   const note = h('span', { class: 'muted action-note', 'aria-live': 'polite', hidden: true });
