@@ -337,7 +337,7 @@ func (r *claudeRead) assistant(off, n int64, line []byte, l *claudeLine) {
 	r.touch(p, l)
 	evs := r.decode(line)
 	main := !r.st.Subagent && !l.IsSidechain
-	for _, ev := range evs {
+	for i, ev := range evs {
 		switch ev.Kind {
 		case trace.KindToolCall:
 			p.Run.ToolCalls++
@@ -346,7 +346,13 @@ func (r *claudeRead) assistant(off, n int64, line []byte, l *claudeLine) {
 				r.st.LastStop, r.st.LastError, r.st.ErrorKind = "error", ev.Text, string(ev.ErrorKind)
 			}
 		case trace.KindUsage:
-			r.count(p, l, ev, main)
+			if l.Message.Usage != nil {
+				// The part written to the 1-hour cache, priced higher.
+				u := *ev.Usage
+				u.CacheCreation1hTokens = l.Message.Usage.CacheCreation.OneHour
+				evs[i].Usage = &u
+			}
+			r.count(p, l, evs[i], main)
 		}
 	}
 	if main && l.Message.StopReason != "" {
@@ -386,12 +392,16 @@ func (r *claudeRead) count(p *Part, l *claudeLine, ev trace.Event, main bool) {
 		OutputTokens:        max(prev.OutputTokens, u.OutputTokens),
 		CacheReadTokens:     max(prev.CacheReadTokens, u.CacheReadTokens),
 		CacheCreationTokens: max(prev.CacheCreationTokens, u.CacheCreationTokens),
+
+		CacheCreation1hTokens: max(prev.CacheCreation1hTokens, u.CacheCreation1hTokens),
 	}
 	delta := trace.Usage{
 		InputTokens:         grown.InputTokens - prev.InputTokens,
 		OutputTokens:        grown.OutputTokens - prev.OutputTokens,
 		CacheReadTokens:     grown.CacheReadTokens - prev.CacheReadTokens,
 		CacheCreationTokens: grown.CacheCreationTokens - prev.CacheCreationTokens,
+
+		CacheCreation1hTokens: grown.CacheCreation1hTokens - prev.CacheCreation1hTokens,
 	}
 	*prev = grown
 	p.Run.Usage = p.Run.Usage.Add(delta)
