@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -113,7 +114,7 @@ type liveSessions struct {
 }
 
 // runLive runs the three cases on the real CLI with a HOME of their own.
-func runLive(t *testing.T, r liveRig) *liveSessions {
+func runLive(t *testing.T, r liveRig, price func(string, trace.Usage) (float64, bool)) *liveSessions {
 	t.Helper()
 	bin := clitest.Bin(t, r.runtime)
 	rt, ok := runner.Lookup(r.runtime)
@@ -128,7 +129,6 @@ func runLive(t *testing.T, r liveRig) *liveSessions {
 			t.Fatal(err)
 		}
 	}
-	prices := pricing.Default()
 	one := func(prompt string, steps []step, resume *trace.Run) *trace.Run {
 		url := r.serve(t, steps)
 		env := append(clitest.Env(ls.home), "OPENAI_API_KEY=sk-test", "GEMINI_API_KEY=test-key")
@@ -138,7 +138,7 @@ func runLive(t *testing.T, r liveRig) *liveSessions {
 		o := runner.Options{Bin: bin, Dir: ls.proj, Prompt: prompt, Model: r.model, Label: r.model,
 			BaseURL: url, KeyEnv: rt.KeyEnv, Env: env,
 			Watchdogs: runner.Watchdogs{Hard: 2 * time.Minute, Idle: time.Minute},
-			Price:     prices.Cost, TempDir: filepath.Join(root, "tmp"), StateDir: filepath.Join(root, "state")}
+			Price:     price, TempDir: filepath.Join(root, "tmp"), StateDir: filepath.Join(root, "state")}
 		if resume != nil {
 			o.ResumeSession, o.ParentRunID = resume.SessionID, resume.ID
 			o.PriorSessionUsage, o.PriorSessionCostUSD = resume.Usage, resume.SessionCostUSD
@@ -170,7 +170,7 @@ func TestCapture(t *testing.T) {
 	}
 	for _, r := range liveRigs {
 		t.Run(r.runtime, func(t *testing.T) {
-			ls := runLive(t, r)
+			ls := runLive(t, r, pricing.Default().Cost)
 			dst := filepath.Join("testdata", r.fixture)
 			os.RemoveAll(dst)
 			root := filepath.Dir(ls.home)
@@ -227,4 +227,83 @@ func vacuumInto(t *testing.T, src, dst string) {
 	if _, err := db.Exec("VACUUM INTO ?", dst); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// testPrice prices every model alike, so that live and imported runs'
+// estimates can be compared.
+func testPrice(_ string, u trace.Usage) (float64, bool) {
+	return float64(3*u.InputTokens+15*u.OutputTokens+u.CacheReadTokens) / 1e6, true
+}
+
+// TestImportedAgreesWithLive runs the three cases live through lane's
+// runner on the real CLIs, then imports the files the CLIs wrote: each
+// imported run has what lane recorded live of the same run (the same
+// kinds of events, tool calls and their failures, tokens and estimate).
+func TestImportedAgreesWithLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the agent CLIs")
+	}
+	readers := map[string]Reader{"codex": Codex{Price: testPrice}, "gemini": Gemini{Price: testPrice},
+		"qwen": Qwen{Price: testPrice}, "opencode": Opencode{Price: testPrice}}
+	for _, r := range liveRigs {
+		t.Run(r.runtime, func(t *testing.T) {
+			ls := runLive(t, r, testPrice)
+			root := filepath.Dir(ls.home)
+			imported := importAll(t, readers[r.runtime], envAt(root, "home", map[string]string{"GEMINI_CLI_HOME": "state/gemini"}))
+			checkThreeCases(t, r.runtime, imported)
+			if len(imported) != len(ls.runs) {
+				t.Fatalf("%d imported runs, %d live", len(imported), len(ls.runs))
+			}
+			for i, live := range ls.runs {
+				compareRun(t, i, live, ls.rec.events[live.ID], imported[i])
+			}
+		})
+	}
+}
+
+// coreKinds are the kinds both a live run and an import of it have; a
+// live run has more of lane's own (stderr, deltas, the result line).
+var coreKinds = []trace.Kind{trace.KindSession, trace.KindToolCall, trace.KindToolResult, trace.KindText, trace.KindUsage}
+
+func compareRun(t *testing.T, i int, live *trace.Run, liveEvs []trace.Event, imp *importedRun) {
+	t.Helper()
+	got := imp.run
+	if got.SessionID != live.SessionID || got.Model != live.Model || got.Dir != live.Capability.Dir && got.Dir != live.Dir {
+		t.Errorf("run %d: session %q model %q dir %q; live %q %q %q", i, got.SessionID, got.Model, got.Dir, live.SessionID, live.Model, live.Dir)
+	}
+	if got.Usage != live.Usage {
+		t.Errorf("run %d: usage %+v, live %+v", i, got.Usage, live.Usage)
+	}
+	if got.ToolCalls != live.ToolCalls {
+		t.Errorf("run %d: %d tool calls, live %d", i, got.ToolCalls, live.ToolCalls)
+	}
+	if diff := got.CostUSD - live.CostUSD; diff > 1e-9 || diff < -1e-9 || got.CostEstimate != live.CostEstimate {
+		t.Errorf("run %d: cost %v (estimate %v), live %v (estimate %v)", i, got.CostUSD, got.CostEstimate, live.CostUSD, live.CostEstimate)
+	}
+	if strings.TrimSpace(got.ResultText) != strings.TrimSpace(live.ResultText) {
+		t.Errorf("run %d: result %q, live %q", i, got.ResultText, live.ResultText)
+	}
+	for _, k := range coreKinds {
+		if (kindCount(imp.events, k) > 0) != (kindCount(liveEvs, k) > 0) {
+			t.Errorf("run %d: %d %s events imported, %d live", i, kindCount(imp.events, k), k, kindCount(liveEvs, k))
+		}
+	}
+	for _, k := range []trace.Kind{trace.KindToolCall, trace.KindToolResult} {
+		if a, b := kindCount(imp.events, k), kindCount(liveEvs, k); a != b {
+			t.Errorf("run %d: %d %s imported, %d live", i, a, k, b)
+		}
+	}
+	if a, b := toolErrors(imp.events), toolErrors(liveEvs); a != b {
+		t.Errorf("run %d: failed tools imported %v, live %v", i, a, b)
+	}
+}
+
+func toolErrors(evs []trace.Event) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		if ev.Kind == trace.KindToolResult {
+			b.WriteString(strconv.FormatBool(ev.IsError) + " ")
+		}
+	}
+	return b.String()
 }

@@ -103,6 +103,12 @@ func mergeParts(parts []Part) []*importedRun {
 		r.Usage = r.Usage.Add(p.Run.Usage)
 		r.ToolCalls += p.Run.ToolCalls
 		r.Turns += p.Run.Turns
+		if p.ReportedCostUSD != nil {
+			r.CostUSD, r.CostEstimate = *p.ReportedCostUSD, false
+		} else if r.CostEstimate || r.CostUSD == 0 {
+			r.CostUSD += p.Run.CostUSD
+			r.CostEstimate = r.CostEstimate || p.Run.CostEstimate
+		}
 		for _, s := range []struct {
 			dst *string
 			src string
