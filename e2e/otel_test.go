@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +20,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"lane/internal/anthropictest"
@@ -364,4 +368,94 @@ func TestOTelCollectorDown(t *testing.T) {
 			t.Errorf("%s: stderr says the drop %d times:\n%s", c.name, n, r.stderr)
 		}
 	}
+}
+
+// Each attempt of a bench is a trace of its own, its run span naming the
+// bench, task and repeat; lane export --bench and --since find the same.
+func TestOTelBench(t *testing.T) {
+	e := newLocalEnv(t)
+	e.model.SetResponder(func(openaitest.Request) (openaitest.Turn, bool) { return openaitest.Text("done"), true })
+	col := newCollector(t)
+	dir := t.TempDir()
+	suite := filepath.Join(dir, "suite.yaml")
+	os.WriteFile(suite, []byte(`name: otel
+models: ["`+localModel+`"]
+tasks:
+  - {id: alpha, prompt: "say done", check: "true"}
+  - {id: beta, prompt: "say done", check: "true"}
+`), 0o644)
+	r := e.lane(context.Background(), "bench", "--parallel", "1", "-o", "json", "--otel-endpoint", col.srv.URL, suite)
+	wantExit(t, r, 0)
+	benches, err := e.openStore().ListBenches(context.Background(), 1)
+	if err != nil || len(benches) != 1 {
+		t.Fatalf("benches %v %v", benches, err)
+	}
+	b := benches[0]
+	check := func(what string, spans []*tracepb.Span) {
+		t.Helper()
+		byTrace := map[string][]*tracepb.Span{}
+		for _, s := range spans {
+			byTrace[string(s.TraceId)] = append(byTrace[string(s.TraceId)], s)
+		}
+		tasks := map[string]bool{}
+		for _, ts := range byTrace {
+			tr := treeOf(t, ts)
+			if tr.str(tr.root, "lane.bench.id") != b.ID || tr.num(tr.root, "lane.bench.repeat") != 1 {
+				t.Errorf("%s: run span %v", what, tr.attrs[tr.root])
+			}
+			tasks[tr.str(tr.root, "lane.bench.task")] = true
+		}
+		if len(byTrace) != 2 || !tasks["alpha"] || !tasks["beta"] {
+			t.Errorf("%s: %d traces, tasks %v", what, len(byTrace), tasks)
+		}
+	}
+	check("live", col.received())
+
+	x := e.lane(context.Background(), "export", "--bench", b.ID, "--format", "otlp")
+	wantExit(t, x, 0)
+	var req coltracepb.ExportTraceServiceRequest
+	if err := protojson.Unmarshal([]byte(hexIDsToBase64(t, x.stdout)), &req); err != nil {
+		t.Fatalf("otlp export: %v", err)
+	}
+	check("lane export --bench", req.ResourceSpans[0].ScopeSpans[0].Spans)
+
+	x = e.lane(context.Background(), "export", "--since", "1h", "--format", "jsonl")
+	wantExit(t, x, 0)
+	if n := strings.Count(x.stdout, `{"run":`); n != 2 {
+		t.Errorf("lane export --since 1h: %d runs", n)
+	}
+}
+
+// hexIDsToBase64 turns OTLP/JSON's hex ids into the base64 that protojson
+// reads bytes as, so the file decodes as the protobuf it stands for.
+func hexIDsToBase64(t *testing.T, s string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, val := range x {
+				if str, ok := val.(string); ok && (k == "traceId" || k == "spanId" || k == "parentSpanId") {
+					b, err := hex.DecodeString(str)
+					if err != nil {
+						t.Fatalf("%s %q: %v", k, str, err)
+					}
+					x[k] = base64.StdEncoding.EncodeToString(b)
+				} else {
+					walk(val)
+				}
+			}
+		case []any:
+			for _, val := range x {
+				walk(val)
+			}
+		}
+	}
+	walk(v)
+	out, _ := json.Marshal(v)
+	return string(out)
 }
