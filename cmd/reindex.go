@@ -40,7 +40,7 @@ lane's own events (stderr lines, requests for approval and their answers,
 messages and interrupts) stay where they were. A run lane stopped itself
 (timed out, cancelled, a refused key, the turn limit) keeps its status; its
 accounting is rebuilt. Skipped, and said: runs without raw lines, runs of
-lane's own loop, interactive ACP runs, imported sessions, running runs.`,
+lane's own loop, imported sessions, running runs.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.RunIDs = args
 			if opts.All == (len(args) > 0) {

@@ -90,8 +90,10 @@ func Redecode(run *trace.Run, stored []trace.Event, ro RedecodeOptions) (*Redeco
 	if lines == 0 {
 		return nil, &NotRedecodableError{"no raw lines stored"}
 	}
-	decoded, err := decodeLines(newSource, segs)
-	if err != nil {
+	var decoded map[int][]trace.Event
+	if newSource == nil {
+		decoded = redecodeACP(run, segs)
+	} else if decoded, err = decodeLines(newSource, segs); err != nil {
 		return nil, err
 	}
 	out := &Redecoded{Run: ptrCopy(run)}
@@ -163,7 +165,7 @@ func twoWayRun(run *trace.Run) bool {
 
 // redecodeSource is the decoder the run's stdout was read with: its
 // dialog's when the dialog reads stdout itself (codex app-server), else
-// the runtime's.
+// the runtime's; nil for an ACP connection (see redecodeACP).
 func redecodeSource(rt *Runtime, o Options, run *trace.Run) (func(io.Reader) EventSource, error) {
 	p := rt.process
 	if p.newDialog == nil || !o.interactive() {
@@ -172,9 +174,9 @@ func redecodeSource(rt *Runtime, o Options, run *trace.Run) (func(io.Reader) Eve
 	dlg := p.newDialog(o, ptrCopy(run))
 	switch d := dlg.(type) {
 	case *acpDialog:
-		// ACP's responses are read against lane's requests, which are not
-		// stored with the run.
-		return nil, &NotRedecodableError{"an interactive ACP run: the requests lane sent the agent are not stored, and its answers cannot be read without them"}
+		// ACP's answers are read against lane's requests, which are not
+		// stored: see redecodeACP.
+		return nil, nil
 	case sourcer:
 		return d.source, nil
 	}

@@ -152,9 +152,6 @@ func TestRedecodeRefuses(t *testing.T) {
 		{"imported", trace.Run{Runtime: "claude", Status: trace.StatusSucceeded, ExitCode: &zero, Imported: true},
 			[]trace.Event{{RunID: "r", Seq: 1, Kind: trace.KindRaw, Raw: []byte(`{}`)}}},
 		{"running", trace.Run{Runtime: "claude", Status: trace.StatusRunning}, nil},
-		{"ACP two-way", trace.Run{Runtime: "gemini", Status: trace.StatusSucceeded, ExitCode: &zero,
-			Capability: trace.Capability{PermissionMode: "default", Steer: twoWaySteer()}},
-			[]trace.Event{{RunID: "r", Seq: 1, Kind: trace.KindRaw, Raw: []byte(`{}`)}}},
 	} {
 		c.run.ID = "r"
 		if _, err := Redecode(&c.run, c.evs, RedecodeOptions{}); !errors.Is(err, ErrNotRedecodable) {
