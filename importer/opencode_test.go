@@ -1,0 +1,86 @@
+package importer
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+const opencodeFixture = "testdata/opencode-1.18.33/home/.local/share/opencode/opencode.db"
+
+// opencodeCopy is a copy of the fixture's database, changed by the
+// statements given (what the database held at an earlier moment).
+func opencodeCopy(t *testing.T, stmts ...string) File {
+	t.Helper()
+	data, err := os.ReadFile(opencodeFixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "opencode.db")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	fi, _ := os.Stat(p)
+	return File{Path: p, Size: fi.Size()}
+}
+
+func readOpencode(t *testing.T, f File, from Position) *Batch {
+	t.Helper()
+	b, err := Opencode{Price: testPrice}.Read(context.Background(), f, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestOpencodeAppendedMessages: a Read of the database as it was earlier
+// (the resume's messages not yet written, then its answer still being
+// written) and a Read of the whole from that Position find what one Read
+// of the whole finds; a Read with nothing new finds nothing.
+func TestOpencodeAppendedMessages(t *testing.T) {
+	whole := readOpencode(t, opencodeCopy(t), Position{})
+	want := summarize(whole.Parts)
+	if len(mergeParts(whole.Parts)) != 3 {
+		t.Fatalf("runs: %s", want)
+	}
+	// The last user message is the resume's prompt.
+	lastUser := `(SELECT id FROM message WHERE json_extract(data, '$.role') = 'user' ORDER BY id DESC LIMIT 1)`
+	earlier := map[string][]string{
+		"before the resume": {`DELETE FROM part WHERE message_id >= ` + lastUser, `DELETE FROM message WHERE id >= ` + lastUser},
+		// Its step's end (with the tokens) not yet written either.
+		"answer being written": {`UPDATE message SET data = json_remove(data, '$.time.completed') WHERE id = (SELECT max(id) FROM message)`,
+			`DELETE FROM part WHERE id = (SELECT max(id) FROM part WHERE message_id = (SELECT max(id) FROM message))`},
+	}
+	for name, stmts := range earlier {
+		t.Run(name, func(t *testing.T) {
+			first := readOpencode(t, opencodeCopy(t, stmts...), Position{})
+			rest := readOpencode(t, opencodeCopy(t), first.Position)
+			if len(rest.Parts) == 0 {
+				t.Fatal("nothing was appended")
+			}
+			if got := summarize(append(slices.Clone(first.Parts), rest.Parts...)); got != want {
+				t.Errorf("got  %s\nwant %s", got, want)
+			}
+			if first.Lines+rest.Lines != whole.Lines {
+				t.Errorf("%d+%d messages, want %d", first.Lines, rest.Lines, whole.Lines)
+			}
+		})
+	}
+	again := readOpencode(t, opencodeCopy(t), whole.Position)
+	if len(again.Parts) != 0 || again.Lines != 0 {
+		t.Errorf("a second Read found %d parts, %d messages", len(again.Parts), again.Lines)
+	}
+}
