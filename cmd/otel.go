@@ -36,7 +36,7 @@ type otelSink struct {
 // environment; nil when none is.
 func startOTel(ctx context.Context, f *Factory, o *OTelOptions) (*otelSink, error) {
 	env := f.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") + f.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
-	if o.Endpoint == "" && env == "" {
+	if (o.Endpoint == "" && env == "") || f.Getenv("OTEL_SDK_DISABLED") == "true" {
 		return nil, nil
 	}
 	for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {

@@ -58,9 +58,13 @@ func (m *Markdown) Write(w io.Writer, run *trace.Run) error {
 		b.WriteString("#### Prompt\n\n")
 		quote(&b, run.Prompt)
 	}
-	if len(m.steps) > 0 {
+	steps := m.steps
+	if n := len(steps); n > 0 && steps[n-1].ev.Kind == trace.KindText && steps[n-1].ev.Text == run.ResultText {
+		steps = steps[:n-1] // the agent's last words are the result, below
+	}
+	if len(steps) > 0 {
 		b.WriteString("#### Steps\n\n")
-		for _, s := range m.steps {
+		for _, s := range steps {
 			m.step(&b, s.ev)
 		}
 	}

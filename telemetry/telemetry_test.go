@@ -204,3 +204,37 @@ func TestHangingCollectorBoundedByFlushTimeout(t *testing.T) {
 		t.Errorf("%d spans counted dropped, want the 4 sent", exp.Dropped())
 	}
 }
+
+// A subagent's turns and tool calls hang under the tool call that
+// started it.
+func TestSubagentSpansNest(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	run := &trace.Run{ID: "r-2", Runtime: "claude", Model: "sonnet", StartedAt: at(0), EndedAt: at(1000), Status: trace.StatusFailed, ErrorKind: trace.ErrorMaxTurns}
+	b := NewBuilder(Options{Bench: &Bench{ID: "b-1", Task: "t", N: 2}})
+	for _, ev := range []trace.Event{
+		{Time: at(100), Kind: trace.KindToolCall, MessageID: "m1", ToolUseID: "task", ToolName: "Task"},
+		{Time: at(300), Kind: trace.KindToolCall, MessageID: "s1", ParentToolUseID: "task", ToolUseID: "sub", ToolName: "Read"},
+		{Time: at(400), Kind: trace.KindToolResult, ParentToolUseID: "task", ToolUseID: "sub"},
+		{Time: at(600), Kind: trace.KindToolResult, ToolUseID: "task"},
+	} {
+		b.Event(ev)
+	}
+	rs := b.Spans(run)
+	byName := map[string]Span{}
+	for _, s := range rs.Spans {
+		byName[s.Name+"/"+attr(s, "gen_ai.response.id")] = s
+	}
+	task, sub, subChat := byName["execute_tool Task/"], byName["execute_tool Read/"], byName["chat sonnet/s1"]
+	root := rs.Spans[0]
+	if task.ParentID != root.ID || sub.ParentID != task.ID || subChat.ParentID != task.ID {
+		t.Errorf("nesting: %+v", rs.Spans)
+	}
+	// The subagent's first turn began when the Task call did.
+	if !subChat.Start.Equal(at(100)) {
+		t.Errorf("subagent turn starts %v", subChat.Start)
+	}
+	if root.ErrorType != "max_turns" || attr(root, "lane.bench.id") != "b-1" || attr(root, "lane.bench.repeat") != "2" {
+		t.Errorf("run span %+v", root)
+	}
+}
