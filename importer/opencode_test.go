@@ -84,3 +84,44 @@ func TestOpencodeAppendedMessages(t *testing.T) {
 		t.Errorf("a second Read found %d parts, %d messages", len(again.Parts), again.Lines)
 	}
 }
+
+// TestDriverOnAGrowingOpencodeDatabase: the Driver tells a file that grew
+// from one rewritten by its first bytes, which SQLite changes on every
+// write, so a database that gained a run is read again from the start:
+// its runs are forgotten and imported again, the same three in the end.
+// (What a Read alone does with a Position is in
+// TestOpencodeAppendedMessages.)
+func TestDriverOnAGrowingOpencodeDatabase(t *testing.T) {
+	home := t.TempDir()
+	db := filepath.Join(home, ".local", "share", "opencode", "opencode.db")
+	os.MkdirAll(filepath.Dir(db), 0o755)
+	lastUser := `(SELECT id FROM message WHERE json_extract(data, '$.role') = 'user' ORDER BY id DESC LIMIT 1)`
+	earlier := opencodeCopy(t, `DELETE FROM part WHERE message_id >= `+lastUser, `DELETE FROM message WHERE id >= `+lastUser)
+	copyFile(t, earlier.Path, db)
+	s := openStore(t)
+	d := &Driver{Store: s, Sources: []Source{{Reader: Opencode{}}}, Env: Env{Home: home, Getenv: func(string) string { return "" }}}
+	importPass(t, d)
+	if n := len(importedRuns(t, s)); n != 2 {
+		t.Fatalf("%d runs before the resume", n)
+	}
+	copyFile(t, opencodeFixture, db)
+	st := importPass(t, d)
+	runs := importedRuns(t, s)
+	if len(runs) != 3 || runs[2].Prompt != "what did you write?" || runs[2].ParentRunID != runs[0].ID {
+		t.Fatalf("%d runs; stats %+v", len(runs), st)
+	}
+	if st.Rewritten != 1 {
+		t.Errorf("stats %+v: the database was expected to be read again whole", st)
+	}
+}
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,125 @@
+package importer
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"lane/trace"
+)
+
+// fixtureCopy copies a fixture into a folder of the test's, so that files
+// can be changed, and returns the environment that finds it.
+func fixtureCopy(t *testing.T, fx fixtureReader) Env {
+	t.Helper()
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(fx.dir)); err != nil {
+		t.Fatal(err)
+	}
+	return envAt(dst, fx.home, fx.env)
+}
+
+// TestDriverImportsEachRuntime: through the Driver and a real store, each
+// fixture becomes the three runs, the resume chained to the run it
+// resumes, marked imported with their file; a second pass reads nothing.
+func TestDriverImportsEachRuntime(t *testing.T) {
+	for _, fx := range fixtureReaders() {
+		t.Run(fx.reader.Runtime(), func(t *testing.T) {
+			s := openStore(t)
+			d := &Driver{Store: s, Sources: []Source{{Reader: fx.reader}}, Env: fixtureCopy(t, fx)}
+			st := importPass(t, d)
+			runs := importedRuns(t, s)
+			if len(runs) != 3 || st.Runs != 3 {
+				t.Fatalf("%d runs, stats %+v", len(runs), st)
+			}
+			byPrompt := map[string]*trace.Run{}
+			for _, r := range runs {
+				byPrompt[r.Prompt] = r
+				if !r.Imported || r.Source == "" || r.Runtime != fx.reader.Runtime() || r.Status != trace.StatusSucceeded {
+					t.Errorf("run %+v", r)
+				}
+				evs := runEvents(t, s, r.ID)
+				if kindCount(evs, trace.KindSession) != 1 || kindCount(evs, trace.KindToolCall) != r.ToolCalls {
+					t.Errorf("%q: events %s", r.Prompt, eventKinds(evs))
+				}
+			}
+			first, resumed := byPrompt["write hello.txt"], byPrompt["what did you write?"]
+			if first == nil || resumed == nil || resumed.ParentRunID != first.ID || resumed.SessionID != first.SessionID {
+				t.Fatalf("the resume is not chained to its run: %v", byPrompt)
+			}
+			if first.Usage.InputTokens+first.Usage.CacheReadTokens != 200 || resumed.Usage.OutputTokens != 20 {
+				t.Errorf("usage %+v, resumed %+v", first.Usage, resumed.Usage)
+			}
+			again := importPass(t, d)
+			if again.Read != 0 || again.Events != 0 || again.Unchanged != st.Files {
+				t.Errorf("second pass %+v", again)
+			}
+		})
+	}
+}
+
+// TestDriverReadsWhatWasAppended: a session file that grows by the resume's
+// lines adds the resumed run and nothing twice.
+func TestDriverReadsWhatWasAppended(t *testing.T) {
+	for _, fx := range lineReaders() {
+		t.Run(fx.reader.Runtime(), func(t *testing.T) {
+			env := fixtureCopy(t, fx)
+			files := sessionFiles(t, fx.reader, env)
+			var path string
+			var data []byte
+			for _, f := range files {
+				b, _ := os.ReadFile(f.Path)
+				if len(b) > len(data) { // the resumed session's file is the longest
+					path, data = f.Path, b
+				}
+			}
+			// Cut it in the middle of the resumed run's prompt line.
+			cut := indexOf(data, "what did you write?")
+			if cut < 0 {
+				t.Fatalf("no resume in %s", filepath.Base(path))
+			}
+			if err := os.WriteFile(path, data[:cut], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s := openStore(t)
+			d := &Driver{Store: s, Sources: []Source{{Reader: fx.reader}}, Env: env}
+			importPass(t, d)
+			before := len(importedRuns(t, s))
+			f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write(data[cut:])
+			f.Close()
+			st := importPass(t, d)
+			runs := importedRuns(t, s)
+			// The resumed run may have begun before its prompt (Codex
+			// writes its settings first).
+			if before < 2 || len(runs) != 3 || st.Rewritten != 0 || st.Read != 1 || runs[2].Prompt != "what did you write?" {
+				t.Fatalf("runs %d then %d (last %q); stats %+v", before, len(runs), runs[len(runs)-1].Prompt, st)
+			}
+			var events int
+			for _, r := range runs {
+				events += len(runEvents(t, s, r.ID))
+			}
+			whole := openStore(t)
+			importPass(t, &Driver{Store: whole, Sources: []Source{{Reader: fx.reader}}, Env: env})
+			var want int
+			for _, r := range importedRuns(t, whole) {
+				want += len(runEvents(t, whole, r.ID))
+			}
+			if events != want {
+				t.Errorf("%d events after two passes, %d in one", events, want)
+			}
+		})
+	}
+}
+
+func indexOf(b []byte, s string) int {
+	for i := 0; i+len(s) <= len(b); i++ {
+		if string(b[i:i+len(s)]) == s {
+			return i
+		}
+	}
+	return -1
+}
