@@ -270,7 +270,13 @@ func (d *Driver) runs(ctx context.Context, runtime, path string, b *Batch, rec *
 			}
 		}
 		if laneRan(existing) {
-			st.LaneRuns++
+			if !st.laneSessions[p.SessionID] {
+				if st.laneSessions == nil {
+					st.laneSessions = map[string]bool{}
+				}
+				st.laneSessions[p.SessionID] = true
+				st.LaneRuns++
+			}
 			continue
 		}
 		run, isNew := pick(existing, p)

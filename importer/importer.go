@@ -110,7 +110,9 @@ type Stats struct {
 	Events    int            // events added
 	Lines     int64          // lines read
 	Skipped   map[string]int // lines that did not normalize, by reason
-	LaneRuns  int            // sessions skipped because lane ran them
+	LaneRuns  int            // sessions skipped because lane ran them (each once)
 	Missing   []string       // roots that do not exist
 	Errors    []string       // files that could not be read
+
+	laneSessions map[string]bool
 }

@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"lane/internal/anthropictest"
+	"lane/store"
+	"lane/trace"
+)
+
+// conversation keeps the events both a live run and an imported transcript
+// have: a live run's stream also has init, result and partial deltas, a
+// transcript the person's prompts.
+func conversation(evs []trace.Event) []string {
+	var out []string
+	for _, e := range evs {
+		switch e.Kind {
+		case trace.KindText, trace.KindThinking, trace.KindToolCall, trace.KindToolResult, trace.KindUsage:
+			out = append(out, string(e.Kind)+" "+e.ToolUseID+" "+e.ParentToolUseID)
+		}
+	}
+	return out
+}
+
+// mainUsage sums the usage of the main agent's responses, each counted
+// once: what Claude Code's result reports as a run's usage.
+func mainUsage(evs []trace.Event) trace.Usage {
+	seen := map[string]trace.Usage{}
+	var order []string
+	for _, e := range evs {
+		if e.Kind != trace.KindUsage || e.ParentToolUseID != "" {
+			continue
+		}
+		if _, ok := seen[e.MessageID]; !ok {
+			order = append(order, e.MessageID)
+		}
+		u := seen[e.MessageID]
+		seen[e.MessageID] = trace.Usage{InputTokens: max(u.InputTokens, e.Usage.InputTokens),
+			OutputTokens:        max(u.OutputTokens, e.Usage.OutputTokens),
+			CacheReadTokens:     max(u.CacheReadTokens, e.Usage.CacheReadTokens),
+			CacheCreationTokens: max(u.CacheCreationTokens, e.Usage.CacheCreationTokens)}
+	}
+	var sum trace.Usage
+	for _, id := range order {
+		sum = sum.Add(seen[id])
+	}
+	return sum
+}
+
+// The same task run live by lane run, then imported from the transcript
+// Claude Code wrote meanwhile into a second database: the two runs agree on
+// the conversation's events, tokens, cost, turns and tool calls. Imported
+// into lane's own database, the session is recognised as lane's and not
+// imported twice.
+func TestImportAgreesWithLiveRun(t *testing.T) {
+	cases := []struct {
+		name     string
+		turns    []anthropictest.Turn
+		subagent []anthropictest.Turn
+		task     string
+	}{
+		{"tool_then_text", []anthropictest.Turn{
+			anthropictest.Tools(anthropictest.Bash("toolu_1", "echo hi > hello.txt")), anthropictest.Text("Done")},
+			nil, "write hello.txt"},
+		{"subagent", []anthropictest.Turn{
+			anthropictest.Tools(anthropictest.Call("toolu_agent", "Agent", map[string]any{
+				"description": "look around", "prompt": "list the files", "subagent_type": "general-purpose",
+				"run_in_background": false})),
+			anthropictest.Text("The subagent is done")},
+			[]anthropictest.Turn{anthropictest.Tools(anthropictest.Bash("toolu_sub", "ls")), anthropictest.Text("two files")},
+			"use a subagent"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, c.turns...)
+			if c.subagent != nil {
+				e.srv.SetSubagentTurns(c.subagent...)
+			}
+			args := []string{"-o", "json"}
+			if c.subagent != nil {
+				args = append(args, "--allowed-tools", "Agent,Bash,Read")
+			}
+			r := e.run(append(args, c.task)...)
+			wantExit(t, r, 0)
+			live := lastRun(t, r)
+			liveEvs := e.events(live.ID)
+
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			own := e.lane(ctx, "import", "--from", "claude")
+			wantExit(t, own, 0)
+			if !strings.Contains(own.stdout, "1 sessions lane ran itself") {
+				t.Errorf("import into lane's own database:\n%s", own.stdout)
+			}
+			other := filepath.Join(t.TempDir(), "other.db")
+			imp := e.lane(ctx, "--db", other, "import", "--from", "claude")
+			wantExit(t, imp, 0)
+			st := e.openStoreAt(other)
+			t.Cleanup(func() { st.Close() })
+			imported := true
+			runs, err := st.ListRuns(ctx, store.RunFilter{Imported: &imported})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(runs) != 1 {
+				t.Fatalf("imported %d runs\n%s", len(runs), imp.stdout)
+			}
+			got := runs[0]
+			var gotEvs []trace.Event
+			if err := st.Events(ctx, got.ID, 0, func(ev trace.Event) error { gotEvs = append(gotEvs, ev); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if !got.Imported || got.SessionID != live.SessionID || got.Prompt != c.task || got.Status != live.Status {
+				t.Errorf("imported %+v\nlive %+v", got, live)
+			}
+			if a, b := conversation(mainOnly(gotEvs)), conversation(mainOnly(liveEvs)); !slices.Equal(a, b) {
+				t.Errorf("imported events:\n%s\nlive:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+			}
+			if u := mainUsage(gotEvs); u != live.Usage || (c.subagent == nil && got.Usage != live.Usage) {
+				t.Errorf("imported main usage %+v, live %+v", u, live.Usage)
+			}
+			if got.Turns != live.Turns || got.ToolCalls != live.ToolCalls {
+				t.Errorf("turns %d/%d, tool calls %d/%d", got.Turns, live.Turns, got.ToolCalls, live.ToolCalls)
+			}
+			if !near(got.CostUSD, live.CostUSD) || got.CostEstimate != live.CostEstimate {
+				t.Errorf("cost %v (estimate %v), live %v (estimate %v)", got.CostUSD, got.CostEstimate, live.CostUSD, live.CostEstimate)
+			}
+			if c.subagent != nil {
+				// The subagent's lines are in the run, attributed to the
+				// Agent call. The live stream leaves out the subagent's last
+				// response (its text comes back as the Agent call's result);
+				// its transcript has it, tokens and all, so the import has
+				// every live event of the subagent and that one more.
+				liveSub, gotSub := conversation(subOnly(liveEvs)), conversation(subOnly(gotEvs))
+				if len(liveSub) == 0 {
+					t.Errorf("live run has no subagent events")
+				}
+				for _, ev := range liveSub {
+					i := slices.Index(gotSub, ev)
+					if i < 0 {
+						t.Errorf("subagent event %q of the live run not imported: %q", ev, gotSub)
+						continue
+					}
+					gotSub = slices.Delete(gotSub, i, i+1)
+				}
+				if !slices.Equal(gotSub, []string{"text  toolu_agent", "usage  toolu_agent"}) {
+					t.Errorf("imported subagent events beyond the live ones: %q", gotSub)
+				}
+				// The run's tokens are the whole session's: its subagent's too.
+				if got.Usage.InputTokens != 2*live.Usage.InputTokens {
+					t.Errorf("imported usage %+v, want the main agent's %+v and the subagent's", got.Usage, live.Usage)
+				}
+			}
+			b, _ := json.Marshal(got)
+			t.Logf("imported: %s", b)
+		})
+	}
+}
+
+func mainOnly(evs []trace.Event) []trace.Event {
+	return slices.DeleteFunc(slices.Clone(evs), func(e trace.Event) bool { return e.ParentToolUseID != "" })
+}
+
+func subOnly(evs []trace.Event) []trace.Event {
+	return slices.DeleteFunc(slices.Clone(evs), func(e trace.Event) bool { return e.ParentToolUseID == "" })
+}
