@@ -133,6 +133,11 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"run", "--dir", dir, "--runtime", "claude", "--model", "ollama:qwen", "task"},
 		{"run", "--dir", dir, "--max-cost", "-1", "task"},
 		{"runs", "--status", "weird"},
+		{"run", "--dir", dir, "--otel-endpoint", "localhost-without-scheme", "task"},
+		{"run", "--dir", dir, "--otel-endpoint", "http://c:4318", "--otel-flush-timeout", "0", "task"},
+		{"export"},
+		{"export", "--format", "pdf", "r1"},
+		{"export", "--since", "the other day"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			f, _, _ := testFactory(t, "")

@@ -238,3 +238,30 @@ func TestSubagentSpansNest(t *testing.T) {
 		t.Errorf("run span %+v", root)
 	}
 }
+
+// BenchmarkExportHangingCollector is what a run pays at its end to hand
+// its spans to the exporter while the collector never answers: queueing
+// only (spans past the bounded queue are dropped, never waited for).
+func BenchmarkExportHangingCollector(b *testing.B) {
+	hang := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(hang)
+	ctx := context.Background()
+	exp, err := NewExporter(ctx, Config{Endpoint: srv.URL, FlushTimeout: 100 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rs := build(Options{})
+	b.ResetTimer()
+	for b.Loop() {
+		exp.Export(ctx, rs)
+	}
+	b.StopTimer()
+	exp.Shutdown(ctx)
+}
