@@ -1,0 +1,49 @@
+package importer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// BenchmarkRecheckUnchanged re-imports a corpus of 3,000 transcripts none
+// of which changed: every file is stat'ed and skipped unread. The goal is
+// well under a second per pass.
+func BenchmarkRecheckUnchanged(b *testing.B) {
+	cfg := b.TempDir()
+	src, err := filepath.Glob(filepath.Join(claudeFixtures, "tool_then_text", "*.jsonl"))
+	if err != nil || len(src) != 1 {
+		b.Fatal("fixture missing")
+	}
+	sid := strings.TrimSuffix(filepath.Base(src[0]), ".jsonl")
+	data, err := os.ReadFile(src[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 3000 {
+		dir := filepath.Join(cfg, "projects", fmt.Sprintf("-home-dev-p%02d", i%30))
+		os.MkdirAll(dir, 0o755)
+		// Each a session of its own, named after its id as Claude Code does.
+		id := fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
+		body := bytes.ReplaceAll(data, []byte(sid), []byte(id))
+		if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), body, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := openStore(b)
+	d := claudeDriver(s, cfg)
+	first := importPass(b, d)
+	if first.Read != 3000 || first.Runs != 3000 {
+		b.Fatalf("first pass read %d files", first.Read)
+	}
+	for b.Loop() {
+		st, err := d.Import(context.Background())
+		if err != nil || st.Unchanged != 3000 || st.Read != 0 {
+			b.Fatalf("recheck: %+v, %v", st, err)
+		}
+	}
+}
