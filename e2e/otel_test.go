@@ -370,46 +370,54 @@ func TestOTelCollectorDown(t *testing.T) {
 	}
 }
 
+// otelSuite writes a bench suite of two tasks, alpha and beta, that any
+// answer passes.
+func otelSuite(t *testing.T) string {
+	t.Helper()
+	suite := filepath.Join(t.TempDir(), "suite.yaml")
+	if err := os.WriteFile(suite, []byte(`name: otel
+models: ["`+localModel+`"]
+tasks:
+  - {id: alpha, prompt: "say done", check: "true"}
+  - {id: beta, prompt: "say done", check: "true"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return suite
+}
+
+// checkBenchTraces checks that spans are one trace per attempt of b (of
+// otelSuite), each run span naming the bench, its task and repeat, and
+// worker when set.
+func checkBenchTraces(t *testing.T, what string, b *trace.Bench, spans []*tracepb.Span, worker string) {
+	t.Helper()
+	byTrace := map[string][]*tracepb.Span{}
+	for _, s := range spans {
+		byTrace[string(s.TraceId)] = append(byTrace[string(s.TraceId)], s)
+	}
+	tasks := map[string]bool{}
+	for _, ts := range byTrace {
+		tr := treeOf(t, ts)
+		if tr.str(tr.root, "lane.bench.id") != b.ID || tr.num(tr.root, "lane.bench.repeat") != 1 || tr.str(tr.root, "lane.worker") != worker {
+			t.Errorf("%s: run span %v", what, tr.attrs[tr.root])
+		}
+		tasks[tr.str(tr.root, "lane.bench.task")] = true
+	}
+	if len(byTrace) != 2 || !tasks["alpha"] || !tasks["beta"] {
+		t.Errorf("%s: %d traces, tasks %v", what, len(byTrace), tasks)
+	}
+}
+
 // Each attempt of a bench is a trace of its own, its run span naming the
 // bench, task and repeat; lane export --bench and --since find the same.
 func TestOTelBench(t *testing.T) {
 	e := newLocalEnv(t)
 	e.model.SetResponder(func(openaitest.Request) (openaitest.Turn, bool) { return openaitest.Text("done"), true })
 	col := newCollector(t)
-	dir := t.TempDir()
-	suite := filepath.Join(dir, "suite.yaml")
-	os.WriteFile(suite, []byte(`name: otel
-models: ["`+localModel+`"]
-tasks:
-  - {id: alpha, prompt: "say done", check: "true"}
-  - {id: beta, prompt: "say done", check: "true"}
-`), 0o644)
-	r := e.lane(context.Background(), "bench", "--parallel", "1", "-o", "json", "--otel-endpoint", col.srv.URL, suite)
+	r := e.lane(context.Background(), "bench", "--parallel", "1", "-o", "json", "--otel-endpoint", col.srv.URL, otelSuite(t))
 	wantExit(t, r, 0)
-	benches, err := e.openStore().ListBenches(context.Background(), 1)
-	if err != nil || len(benches) != 1 {
-		t.Fatalf("benches %v %v", benches, err)
-	}
-	b := benches[0]
-	check := func(what string, spans []*tracepb.Span) {
-		t.Helper()
-		byTrace := map[string][]*tracepb.Span{}
-		for _, s := range spans {
-			byTrace[string(s.TraceId)] = append(byTrace[string(s.TraceId)], s)
-		}
-		tasks := map[string]bool{}
-		for _, ts := range byTrace {
-			tr := treeOf(t, ts)
-			if tr.str(tr.root, "lane.bench.id") != b.ID || tr.num(tr.root, "lane.bench.repeat") != 1 {
-				t.Errorf("%s: run span %v", what, tr.attrs[tr.root])
-			}
-			tasks[tr.str(tr.root, "lane.bench.task")] = true
-		}
-		if len(byTrace) != 2 || !tasks["alpha"] || !tasks["beta"] {
-			t.Errorf("%s: %d traces, tasks %v", what, len(byTrace), tasks)
-		}
-	}
-	check("live", col.received())
+	b := onlyBench(t, e.openStore())
+	checkBenchTraces(t, "live", b, col.received(), "")
 
 	x := e.lane(context.Background(), "export", "--bench", b.ID, "--format", "otlp")
 	wantExit(t, x, 0)
@@ -417,13 +425,27 @@ tasks:
 	if err := protojson.Unmarshal([]byte(hexIDsToBase64(t, x.stdout)), &req); err != nil {
 		t.Fatalf("otlp export: %v", err)
 	}
-	check("lane export --bench", req.ResourceSpans[0].ScopeSpans[0].Spans)
+	checkBenchTraces(t, "lane export --bench", b, req.ResourceSpans[0].ScopeSpans[0].Spans, "")
 
 	x = e.lane(context.Background(), "export", "--since", "1h", "--format", "jsonl")
 	wantExit(t, x, 0)
 	if n := strings.Count(x.stdout, `{"run":`); n != 2 {
 		t.Errorf("lane export --since 1h: %d runs", n)
 	}
+}
+
+// A lane worker sends the attempts it runs; what it has queued is sent
+// when it leaves the pool.
+func TestOTelWorker(t *testing.T) {
+	e := poolEnv(t)
+	e.model.SetResponder(func(openaitest.Request) (openaitest.Turn, bool) { return openaitest.Text("done"), true })
+	col := newCollector(t)
+	w := e.startWorker(t, "--name", "w-otel", "--runtimes", "local", "--otel-endpoint", col.srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	wantExit(t, e.lane(ctx, "bench", "--workers", "-o", "json", otelSuite(t)), 0)
+	w.stop(t)
+	checkBenchTraces(t, "worker", onlyBench(t, e.openStore()), col.received(), "w-otel")
 }
 
 // hexIDsToBase64 turns OTLP/JSON's hex ids into the base64 that protojson
