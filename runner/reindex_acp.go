@@ -49,14 +49,17 @@ func redecodeACP(run *trace.Run, segs []segmentPart) map[int][]trace.Event {
 	return r.out
 }
 
-// keepToolNames gives each call the name its stored events have: opencode
-// names a call in its first update, a line that gave no event and so was
-// not stored.
+// keepToolNames gives each call the name its stored events have (its
+// tool_call's, else any other's): opencode names a call in its first
+// update, a line that gave no event and so was not stored.
 func keepToolNames(out map[int][]trace.Event, segs []segmentPart) {
 	names := map[string]string{}
 	for _, s := range segs {
 		for _, ev := range s.events {
-			if ev.Kind == trace.KindToolCall && ev.ToolUseID != "" && ev.ToolName != "" {
+			if ev.ToolUseID == "" || ev.ToolName == "" || laneMade(ev.Kind) {
+				continue
+			}
+			if _, ok := names[ev.ToolUseID]; !ok || ev.Kind == trace.KindToolCall {
 				names[ev.ToolUseID] = ev.ToolName
 			}
 		}
