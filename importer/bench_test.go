@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkRecheckUnchanged re-imports a corpus of 3,000 transcripts none
@@ -36,7 +37,9 @@ func BenchmarkRecheckUnchanged(b *testing.B) {
 	}
 	s := openStore(b)
 	d := claudeDriver(s, cfg)
+	start := time.Now()
 	first := importPass(b, d)
+	b.Logf("first pass: %v", time.Since(start))
 	if first.Read != 3000 || first.Runs != 3000 {
 		b.Fatalf("first pass read %d files", first.Read)
 	}

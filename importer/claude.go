@@ -252,20 +252,12 @@ func (r *claudeRead) line(off, n int64, line []byte) {
 	}
 }
 
-// bookkeeping recognises the lines that begin with their type cheaply, so
-// that request snapshots (most of a transcript's bytes) are not parsed.
+// bookkeeping recognises the lines that hold no conversation by their
+// top-level type alone, so that request snapshots and attachments (most of
+// a transcript's bytes) are not decoded.
 func bookkeeping(line []byte) (string, bool) {
-	const pre = `{"type":"`
-	if !bytes.HasPrefix(line, []byte(pre)) {
-		return "", false
-	}
-	rest := line[len(pre):]
-	end := bytes.IndexByte(rest, '"')
-	if end < 0 {
-		return "", false
-	}
-	t := string(rest[:end])
-	return t, t != "cost-state" && contains(claudeBookkeeping, t)
+	t, ok := topLevelType(line)
+	return t, ok && t != "cost-state" && contains(claudeBookkeeping, t)
 }
 
 func contains(list []string, s string) bool {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"lane/trace"
@@ -81,12 +82,13 @@ func (s *Store) ImportFiles(ctx context.Context, runtime string) (map[string]*Im
 // SessionRuns returns the runs of runtime with the session id, oldest
 // first: lane's own (Imported false) and imported ones alike.
 func (s *Store) SessionRuns(ctx context.Context, runtime, sessionID string) ([]*trace.Run, error) {
-	runs, err := s.queryRuns(ctx, runSelect+" WHERE runtime = ? AND session_id = ? ORDER BY started_at, rowid",
-		runtime, sessionID)
+	// By session id alone, so the planner takes runs_session rather than
+	// scanning the runtime's every run in order of start.
+	runs, err := s.queryRuns(ctx, runSelect+" WHERE session_id = ? ORDER BY started_at, rowid", sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("runs of session %s: %w", sessionID, err)
 	}
-	return runs, nil
+	return slices.DeleteFunc(runs, func(r *trace.Run) bool { return r.Runtime != runtime }), nil
 }
 
 // CommitImport records b in one transaction: the runs created or updated,
