@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -169,4 +173,80 @@ func mainOnly(evs []trace.Event) []trace.Event {
 
 func subOnly(evs []trace.Event) []trace.Event {
 	return slices.DeleteFunc(slices.Clone(evs), func(e trace.Event) bool { return e.ParentToolUseID == "" })
+}
+
+// lane import --watch imports a session as its transcript is written: a
+// file appearing in a new project folder, then lines appended to it.
+func TestImportWatch(t *testing.T) {
+	root := t.TempDir()
+	cfg := filepath.Join(root, "claude")
+	projects := filepath.Join(cfg, "projects")
+	if err := os.MkdirAll(projects, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, _ := filepath.Glob("../importer/testdata/claude-code-2.1.328/resume/*.jsonl")
+	if len(src) != 1 {
+		t.Fatal("fixture missing")
+	}
+	data, err := os.ReadFile(src[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(root, "lane.db")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, laneBin, "--db", db, "import", "--watch", "--from", "claude", projects)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	}()
+	lines := bufio.NewScanner(out)
+	waitFor := func(what string) {
+		t.Helper()
+		for lines.Scan() {
+			if strings.Contains(lines.Text(), what) {
+				return
+			}
+		}
+		t.Fatalf("lane import --watch ended before printing %q: %v", what, lines.Err())
+	}
+	waitFor("watching")
+	// The first invocation of the session, in a project folder created now.
+	second := bytes.Index(data, []byte(`"content":"second"`))
+	second = bytes.LastIndexByte(data[:second], '\n') + 1
+	dir := filepath.Join(projects, "-home-dev-proj")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, filepath.Base(src[0]))
+	if err := os.WriteFile(path, data[:second], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("(1 new)")
+	// The session resumed: its lines appended.
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(data[second:])
+	f.Close()
+	waitFor("(2 new)")
+	st, err := store.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.ListRuns(ctx, store.RunFilter{Runtime: "claude"})
+	if err != nil || len(runs) != 3 {
+		t.Fatalf("runs = %d, %v", len(runs), err)
+	}
 }
