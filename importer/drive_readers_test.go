@@ -1,10 +1,14 @@
 package importer
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"lane/store"
 	"lane/trace"
 )
 
@@ -122,4 +126,45 @@ func indexOf(b []byte, s string) int {
 		}
 	}
 	return -1
+}
+
+// TestDriverFollowsAnArchivedRollout: Codex archives a session by moving its
+// rollout to archived_sessions/; the moved file is the same file, not a
+// second copy of its runs.
+func TestDriverFollowsAnArchivedRollout(t *testing.T) {
+	fx := fixtureReaders()[0]
+	env := fixtureCopy(t, fx)
+	s := openStore(t)
+	d := &Driver{Store: s, Sources: []Source{{Reader: fx.reader}}, Env: env}
+	importPass(t, d)
+	want := summarizeRuns(t, s)
+	arch := filepath.Join(env.Home, ".codex", "archived_sessions")
+	if err := os.MkdirAll(arch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range sessionFiles(t, fx.reader, env) {
+		if err := os.Rename(f.Path, filepath.Join(arch, filepath.Base(f.Path))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := importPass(t, d)
+	if got := summarizeRuns(t, s); got != want || st.Read != 0 {
+		t.Errorf("after the move: %s\nbefore: %s\nstats %+v", got, want, st)
+	}
+}
+
+func summarizeRuns(t *testing.T, s interface {
+	ListRuns(context.Context, store.RunFilter) ([]*trace.Run, error)
+}) string {
+	t.Helper()
+	yes := true
+	runs, err := s.ListRuns(context.Background(), store.RunFilter{Imported: &yes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, r := range runs {
+		fmt.Fprintf(&b, "%s %q %+v %d; ", r.ID, r.Prompt, r.Usage, r.ToolCalls)
+	}
+	return b.String()
 }

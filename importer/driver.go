@@ -69,6 +69,33 @@ func (d *Driver) Roots(src Source) []string {
 	return src.Reader.Roots(d.Env)
 }
 
+// movedFiles finds the files that were imported under another path that is
+// gone (Codex archives a session by moving its rollout to
+// archived_sessions/): by device and inode, each is the record of its old
+// path under the new one, so that it is read on from where it was.
+func movedFiles(known map[string]*store.ImportFile, files []found) map[string]*store.ImportFile {
+	walked := make(map[string]bool, len(files))
+	for _, f := range files {
+		walked[f.path] = true
+	}
+	type id struct{ dev, inode uint64 }
+	gone := map[id]*store.ImportFile{}
+	for p, rec := range known {
+		if !walked[p] && rec.Inode != 0 {
+			gone[id{rec.Dev, rec.Inode}] = rec
+		}
+	}
+	moved := map[string]*store.ImportFile{}
+	for _, f := range files {
+		if rec, ok := gone[id{f.dev, f.inode}]; ok && known[f.path] == nil {
+			c := *rec
+			c.Path = f.path
+			moved[f.path] = &c
+		}
+	}
+	return moved
+}
+
 // found is a session file and what stat said of it.
 type found struct {
 	path       string
@@ -89,6 +116,7 @@ func (d *Driver) importSource(ctx context.Context, src Source, st *Stats) error 
 	sort.SliceStable(files, func(i, j int) bool {
 		return strings.Count(files[i].path, string(filepath.Separator)) < strings.Count(files[j].path, string(filepath.Separator))
 	})
+	moved := movedFiles(known, files)
 	retry, done := map[string]bool{}, map[string]bool{}
 	for _, f := range files {
 		if ctx.Err() != nil {
@@ -99,6 +127,9 @@ func (d *Driver) importSource(ctx context.Context, src Source, st *Stats) error 
 		}
 		st.Files++
 		prev := known[f.path]
+		if prev == nil {
+			prev = moved[f.path]
+		}
 		if prev != nil && prev.Dev == f.dev && prev.Inode == f.inode && prev.Size == f.size && prev.MTime == f.mtime {
 			st.Unchanged++
 			done[f.path] = true
