@@ -190,7 +190,30 @@ func (d *Driver) walk(src Source, st *Stats) []found {
 			return nil
 		})
 	}
+	if c, ok := src.Reader.(Companioned); ok {
+		for i := range files {
+			withCompanions(&files[i], c.Companions(files[i].path))
+		}
+	}
 	return files
+}
+
+// Companioned is a Reader whose files change through files beside them:
+// opencode's SQLite database writes to its write-ahead log (-wal), and the
+// database file itself changes only at a checkpoint.
+type Companioned interface {
+	Companions(path string) []string
+}
+
+// withCompanions folds the companions' sizes and latest time into the
+// file's, so that a change to any of them is a change to the file.
+func withCompanions(f *found, paths []string) {
+	for _, p := range paths {
+		if info, err := os.Stat(p); err == nil {
+			f.size += info.Size()
+			f.mtime = max(f.mtime, info.ModTime().UnixNano())
+		}
+	}
 }
 
 func stat(path string, info fs.FileInfo) found {
@@ -229,31 +252,41 @@ func (d *Driver) importFile(ctx context.Context, r Reader, f found, prev *store.
 			from = Position{Offset: prev.Offset, Line: prev.Line, State: prev.State}
 		}
 	}
-	b, err := r.Read(ctx, File{Path: f.path, Size: f.size}, from)
-	if err != nil {
-		return forgot, err
-	}
-	st.Read++
-	st.Lines += b.Lines
-	for why, n := range b.Skipped {
-		st.Skipped[why] += n
-	}
-	rec := store.ImportFile{Path: f.path, Runtime: r.Runtime(), Dev: f.dev, Inode: f.inode, Size: f.size,
-		MTime: f.mtime, Head: head, Offset: b.Position.Offset, Line: b.Position.Line, State: b.Position.State}
+	var runs []string
 	if prev != nil {
-		rec.Runs = prev.Runs
+		runs = prev.Runs
 	}
-	batch, err := d.runs(ctx, r.Runtime(), f.path, b, &rec, st)
-	if err != nil {
-		return forgot, err
+	// A Read stops after a bounded number of bytes, so a huge transcript is
+	// imported in several batches, each committed, in bounded memory.
+	for first := true; ; first = false {
+		b, err := r.Read(ctx, File{Path: f.path, Size: f.size}, from)
+		if err != nil {
+			return forgot, err
+		}
+		if first {
+			st.Read++
+		}
+		st.Lines += b.Lines
+		for why, n := range b.Skipped {
+			st.Skipped[why] += n
+		}
+		rec := store.ImportFile{Path: f.path, Runtime: r.Runtime(), Dev: f.dev, Inode: f.inode, Size: f.size,
+			MTime: f.mtime, Head: head, Offset: b.Position.Offset, Line: b.Position.Line, State: b.Position.State, Runs: runs}
+		batch, err := d.runs(ctx, r.Runtime(), f.path, b, &rec, st)
+		if err != nil {
+			return forgot, err
+		}
+		if err := d.Store.CommitImport(ctx, batch); err != nil {
+			return forgot, err
+		}
+		for _, ir := range batch.Runs {
+			st.Events += len(ir.Events)
+		}
+		if b.Lines == 0 || b.Position.Offset >= f.size {
+			return forgot, nil
+		}
+		from, runs = b.Position, batch.File.Runs
 	}
-	if err := d.Store.CommitImport(ctx, batch); err != nil {
-		return forgot, err
-	}
-	for _, ir := range batch.Runs {
-		st.Events += len(ir.Events)
-	}
-	return forgot, nil
 }
 
 // headHash hashes the file's first bytes: as many as were hashed before

@@ -45,6 +45,10 @@ func (Opencode) Roots(env Env) []string {
 
 func (Opencode) IsSession(path string) bool { return filepath.Base(path) == "opencode.db" }
 
+// Companions: what opencode writes goes to the write-ahead log first, and
+// into the database file only at a checkpoint.
+func (Opencode) Companions(path string) []string { return []string{path + "-wal"} }
+
 // opencodeState is, per session, how far it was imported.
 type opencodeState struct {
 	Sessions map[string]*opencodeProgress `json:"sessions,omitempty"`

@@ -125,3 +125,44 @@ func copyFile(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestDriverSeesOpencodeWriteAheadLog: opencode's database is in WAL mode,
+// where what opencode writes goes to opencode.db-wal and the database file
+// itself stays as it was until a checkpoint; the import sees it anyway.
+func TestDriverSeesOpencodeWriteAheadLog(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, ".local", "share", "opencode", "opencode.db")
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	lastUser := `(SELECT id FROM message WHERE json_extract(data, '$.role') = 'user' ORDER BY id DESC LIMIT 1)`
+	copyFile(t, opencodeCopy(t, `DELETE FROM part WHERE message_id >= `+lastUser, `DELETE FROM message WHERE id >= `+lastUser).Path, path)
+	w, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(wal)&_pragma=wal_autocheckpoint(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.SetMaxOpenConns(1)
+	if _, err := w.Exec(`SELECT 1`); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t)
+	d := &Driver{Store: s, Sources: []Source{{Reader: Opencode{}}}, Env: Env{Home: home, Getenv: func(string) string { return "" }}}
+	importPass(t, d)
+	before, _ := os.Stat(path)
+	for _, q := range []string{
+		`ATTACH DATABASE '` + opencodeFixture + `' AS whole`,
+		`INSERT INTO message SELECT * FROM whole.message WHERE id NOT IN (SELECT id FROM main.message)`,
+		`INSERT INTO part SELECT * FROM whole.part WHERE id NOT IN (SELECT id FROM main.part)`,
+		`DETACH DATABASE whole`,
+	} {
+		if _, err := w.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if after, _ := os.Stat(path); after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
+		t.Log("the database file itself changed: the test does not show the log alone")
+	}
+	importPass(t, d)
+	if runs := importedRuns(t, s); len(runs) != 3 {
+		t.Fatalf("%d runs: what is only in the write-ahead log was not imported", len(runs))
+	}
+}
