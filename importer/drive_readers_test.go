@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"lane/store"
 	"lane/trace"
@@ -167,4 +168,33 @@ func summarizeRuns(t *testing.T, s interface {
 		fmt.Fprintf(&b, "%s %q %+v %d; ", r.ID, r.Prompt, r.Usage, r.ToolCalls)
 	}
 	return b.String()
+}
+
+// TestDriverSkipsLaneOwnSessions: a session lane ran itself (lane run on
+// Codex, Qwen Code or opencode leaves the runtime's files in their usual
+// places) is recognised by its session id and not imported again.
+func TestDriverSkipsLaneOwnSessions(t *testing.T) {
+	for _, fx := range fixtureReaders() {
+		t.Run(fx.reader.Runtime(), func(t *testing.T) {
+			env := fixtureCopy(t, fx)
+			probe := openStore(t)
+			importPass(t, &Driver{Store: probe, Sources: []Source{{Reader: fx.reader}}, Env: env})
+			var session string
+			for _, r := range importedRuns(t, probe) {
+				if r.Prompt == "write hello.txt" {
+					session = r.SessionID
+				}
+			}
+			s := openStore(t)
+			own := &trace.Run{ID: trace.NewRunID(), Runtime: fx.reader.Runtime(), SessionID: session, Status: trace.StatusSucceeded, Prompt: "write hello.txt", StartedAt: time.Now()}
+			if err := s.CreateRun(context.Background(), own); err != nil {
+				t.Fatal(err)
+			}
+			st := importPass(t, &Driver{Store: s, Sources: []Source{{Reader: fx.reader}}, Env: env})
+			runs := importedRuns(t, s)
+			if len(runs) != 1 || runs[0].Prompt != "run the failing command" || st.LaneRuns != 1 {
+				t.Errorf("%d imported runs, stats %+v", len(runs), st)
+			}
+		})
+	}
 }
