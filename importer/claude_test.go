@@ -329,3 +329,33 @@ func TestMissingRootIsReported(t *testing.T) {
 }
 
 var fixtureTime = time.Date(2026, 12, 1, 15, 34, 0, 0, time.UTC)
+
+// A transcript larger than one Read's budget is imported in several
+// batches that add up to one pass's worth.
+func TestClaudeHugeFileInBatches(t *testing.T) {
+	cfg := claudeHome(t, "tool_then_text")
+	matches, _ := filepath.Glob(filepath.Join(cfg, "projects", "*", "*.jsonl"))
+	data, err := os.ReadFile(matches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A tool result of ReadBudget bytes before the last response.
+	at := bytes.Index(data, []byte(`"content":[{"text":"Done"`))
+	at = bytes.LastIndexByte(data[:at], '\n') + 1
+	big := fmt.Sprintf(`{"type":"user","isSidechain":false,"sessionId":"%s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_big","content":"%s"}]}}`+"\n",
+		strings.TrimSuffix(filepath.Base(matches[0]), ".jsonl"), strings.Repeat("y", ReadBudget))
+	huge := slices.Concat(data[:at], []byte(big), data[at:])
+	if err := os.WriteFile(matches[0], huge, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t)
+	st := importPass(t, claudeDriver(s, cfg))
+	r := importedRuns(t, s)[0]
+	if st.Read != 1 || st.Lines != int64(bytes.Count(huge, []byte("\n"))) || r.Turns != 2 || r.Status != trace.StatusSucceeded {
+		t.Errorf("stats %+v, run %+v", st, r)
+	}
+	evs := runEvents(t, s, r.ID)
+	if got := eventKinds(evs); got != "session user_message tool_call usage tool_result tool_result text usage" {
+		t.Errorf("kinds = %s", got)
+	}
+}

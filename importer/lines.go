@@ -13,12 +13,18 @@ import (
 // counted as skipped and passed over without being held in memory.
 const DefaultMaxLineSize = 128 << 20
 
+// ReadBudget is about how many bytes one ReadLines consumes before it
+// returns, so that a Read of a huge file holds a bounded part of it; the
+// Driver reads again from where it stopped.
+const ReadBudget = 32 << 20
+
 // LineFunc is given each whole line (without its end of line, valid only
 // during the call), its byte offset in the file and its number from 1.
 type LineFunc func(offset, n int64, line []byte)
 
-// ReadLines calls fn with each whole line of the file at path after from:
-// a last line without its newline is left for the next pass. A line longer
+// ReadLines calls fn with each whole line of the file at path after from,
+// up to about ReadBudget bytes: a last line without its newline is left
+// for the next pass. A line longer
 // than max is passed over and reported to long. It returns the position
 // after the last whole line (State unchanged) and the lines consumed.
 func ReadLines(ctx context.Context, path string, from Position, max int, fn LineFunc, long func(offset, n int64)) (Position, int64, error) {
@@ -78,6 +84,9 @@ func ReadLines(ctx context.Context, path string, from Position, max int, fn Line
 		pos.Line = n
 		pos.Offset += size
 		start, size, buf, skipping = pos.Offset, 0, buf[:0:0], false
+		if pos.Offset-from.Offset >= ReadBudget {
+			return pos, lines, nil
+		}
 	}
 }
 
