@@ -359,3 +359,33 @@ func TestClaudeHugeFileInBatches(t *testing.T) {
 		t.Errorf("kinds = %s", got)
 	}
 }
+
+// Without the transcript's cost-state lines (older versions wrote none)
+// the cost is priced from the tokens and marked an estimate.
+func TestClaudeCostEstimatedWithoutCostState(t *testing.T) {
+	cfg := claudeHome(t, "tool_then_text")
+	matches, _ := filepath.Glob(filepath.Join(cfg, "projects", "*", "*.jsonl"))
+	data, err := os.ReadFile(matches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept [][]byte
+	for _, l := range bytes.SplitAfter(data, []byte("\n")) {
+		if !bytes.HasPrefix(l, []byte(`{"type":"cost-state"`)) {
+			kept = append(kept, l)
+		}
+	}
+	if err := os.WriteFile(matches[0], bytes.Join(kept, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t)
+	importPass(t, claudeDriver(s, cfg))
+	r := importedRuns(t, s)[0]
+	want, known := pricing.Default().Cost(r.Model, r.Usage)
+	if !known {
+		t.Fatalf("pricing has no price for %s", r.Model)
+	}
+	if !r.CostEstimate || fmt.Sprintf("%.9f", r.CostUSD) != fmt.Sprintf("%.9f", want) {
+		t.Errorf("cost %v estimate %v, want the estimate %v", r.CostUSD, r.CostEstimate, want)
+	}
+}
