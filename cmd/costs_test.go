@@ -1,7 +1,10 @@
 package cmd
 
 import (
+	"encoding/csv"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,5 +46,47 @@ func TestThousands(t *testing.T) {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+func TestCostsTableAndCSV(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	row := func(key string, runs int, in int64, cost, est float64) store.CostRow {
+		r := store.CostRow{Key: key, Runs: runs, CostUSD: cost, EstimatedUSD: est, ReportedUSD: cost - est}
+		r.InputTokens, r.OutputTokens, r.TotalTokens = in, 10, in+10
+		return r
+	}
+	c := store.Costs{By: store.ByFolder,
+		Rows:  []store.CostRow{row(home+"/src/app", 2, 1_234_567, 12.5, 0.5), row("", 1, 5, 0.004, 0.004)},
+		Total: row("", 3, 1_234_572, 12.504, 0.504)}
+	var out strings.Builder
+	if err := costsTable(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	want := [][]string{
+		{"FOLDER", "RUNS", "INPUT", "OUTPUT", "CACHE", "READ", "CACHE", "WRITE", "TOTAL", "TOKENS", "COST", "ESTIMATED"},
+		{"~/src/app", "2", "1,234,567", "10", "0", "0", "1,234,577", "$12.50", "$0.50"},
+		{"-", "1", "5", "10", "0", "0", "15", "$0.0040", "$0.0040"},
+		{"TOTAL", "3", "1,234,572", "10", "0", "0", "1,234,582", "$12.50", "$0.50"},
+	}
+	if home == "" {
+		want[1][0] = "/src/app"
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("table:\n%s", out.String())
+	}
+	for i, w := range want {
+		if got := strings.Fields(lines[i]); strings.Join(got, " ") != strings.Join(w, " ") {
+			t.Errorf("line %d = %q, want %q", i, got, w)
+		}
+	}
+	out.Reset()
+	if err := costsCSV(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(strings.NewReader(out.String())).ReadAll()
+	if err != nil || len(recs) != 3 || recs[0][0] != "folder" || recs[1][0] != home+"/src/app" || recs[2][7] != "0.004" {
+		t.Errorf("csv %q: %v", recs, err)
 	}
 }
