@@ -239,6 +239,11 @@ func codexItem(st *codexState, part *Part, ev trace.Event, p *codexPayload) []tr
 		if m := codexExit.FindStringSubmatch(ev.Output); m != nil {
 			code, _ := strconv.Atoi(m[1])
 			ev.IsError = code != 0
+			// What the command printed follows Codex's header for
+			// the model (chunk id, wall time, exit code, tokens).
+			if _, out, ok := strings.Cut(ev.Output, "\nOutput:\n"); ok {
+				ev.Output = out
+			}
 		}
 	default:
 		return nil
