@@ -27,5 +27,7 @@ test: test-deps
 # Speed and memory figures (see README "Performance").
 bench: test-deps
 	$(GO) test -run '^$$' -bench . -benchmem ./streamjson/ ./store/ ./agent/ ./tools/
-	$(GO) test -run '^$$' -bench . -skip PoolScaling -benchtime 5x ./e2e/
+	$(GO) test -run '^$$' -bench . -benchmem ./broker/ ./telemetry/
+	$(GO) test -run '^$$' -bench . -skip 'PoolScaling|CostsVsCcusage' -benchtime 5x ./e2e/
 	$(GO) test -run '^$$' -bench PoolScaling -benchtime 1x -timeout 30m ./e2e/
+	$(GO) test -run '^$$' -bench CostsVsCcusage -benchtime 1x -timeout 60m ./e2e/
