@@ -75,16 +75,7 @@ func runAttempt(ctx context.Context, a *attempt, rec Recorder) (*trace.Run, erro
 			cause = a.observe(ev)
 		}
 		record(ev)
-		switch {
-		case ev.Kind == trace.KindSession && ev.SessionID != "":
-			run.SessionID = ev.SessionID
-		case ev.Kind == trace.KindPermissionRequest:
-			run.Permissions.Requests++
-		case ev.Kind == trace.KindPermissionDecision && ev.Permission != nil && ev.Permission.Allow:
-			run.Permissions.Allowed++
-		case ev.Kind == trace.KindPermissionDecision:
-			run.Permissions.Denied++
-		}
+		noteRunEvent(run, ev)
 		return cause
 	}
 	ex, err := a.execute(ctx, emit)
@@ -153,4 +144,20 @@ func judgeStop(run *trace.Run, ex Exit, authHint string) bool {
 func isIdleTimeout(err error) bool {
 	var te *TimeoutError
 	return errors.As(err, &te) && te.Watchdog == WatchdogIdle
+}
+
+// noteRunEvent keeps what the run record takes from its events as they are
+// recorded, live or rebuilt (Redecode): the session and the counts of
+// requests for approval and their answers.
+func noteRunEvent(run *trace.Run, ev trace.Event) {
+	switch {
+	case ev.Kind == trace.KindSession && ev.SessionID != "":
+		run.SessionID = ev.SessionID
+	case ev.Kind == trace.KindPermissionRequest:
+		run.Permissions.Requests++
+	case ev.Kind == trace.KindPermissionDecision && ev.Permission != nil && ev.Permission.Allow:
+		run.Permissions.Allowed++
+	case ev.Kind == trace.KindPermissionDecision:
+		run.Permissions.Denied++
+	}
 }

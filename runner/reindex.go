@@ -352,18 +352,10 @@ func judgeAgain(run *trace.Run, p *process, o Options, evs []trace.Event) {
 	for _, ev := range evs {
 		tally.Observe(ev)
 		_ = turns.observe(ev) // no limit: a turn limit's stop is kept as it was
-		switch {
-		case ev.Kind == trace.KindStderr:
+		if ev.Kind == trace.KindStderr {
 			stderr = append(stderr, ev.Text)
-		case ev.Kind == trace.KindSession && ev.SessionID != "":
-			run.SessionID = ev.SessionID
-		case ev.Kind == trace.KindPermissionRequest:
-			run.Permissions.Requests++
-		case ev.Kind == trace.KindPermissionDecision && ev.Permission != nil && ev.Permission.Allow:
-			run.Permissions.Allowed++
-		case ev.Kind == trace.KindPermissionDecision:
-			run.Permissions.Denied++
 		}
+		noteRunEvent(run, ev)
 	}
 	if !keepsVerdict(run) {
 		ex := Exit{Code: *run.ExitCode, StderrTail: stderr[max(0, len(stderr)-stderrTailLines):]}
