@@ -15,6 +15,9 @@ build:
 RUNTIMES_STAMP = testdata/runtimes/node_modules/.lane-installed
 $(RUNTIMES_STAMP): testdata/runtimes/package.json testdata/runtimes/package-lock.json
 	npm install --prefix testdata/runtimes --no-audit --no-fund
+	# ccusage's native build comes without its exec bit (its JS launcher
+	# sets it on first use); the tests run the native binary directly.
+	chmod +x testdata/runtimes/node_modules/@ccusage/ccusage-linux-x64/bin/ccusage
 	touch $@
 
 test-deps: $(RUNTIMES_STAMP)
