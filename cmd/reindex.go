@@ -100,6 +100,10 @@ func runReindex(ctx context.Context, f *Factory, opts *ReindexOptions) error {
 			return err
 		}
 	}
+	if opts.OutputFormat == formatText && len(runs) == 0 {
+		fmt.Fprintln(f.IO.Out, "no run of lane's own to reindex (imported sessions are read again by lane import)")
+		return nil
+	}
 	if opts.OutputFormat == formatText {
 		var parts []string
 		for _, a := range []string{"rebuilt", "would_rebuild", "unchanged", "skipped"} {
