@@ -204,7 +204,11 @@ func costsCSV(w io.Writer, c store.Costs) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{string(c.By), "runs", "input_tokens", "output_tokens", "cache_read_tokens",
 		"cache_creation_tokens", "total_tokens", "cost_usd", "estimated_usd", "reported_usd"})
-	usd := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	// Sums of float prices carry binary noise (0.0032400000000000003):
+	// ten decimals are finer than any price and keep the figure clean.
+	usd := func(v float64) string {
+		return strings.TrimRight(strings.TrimRight(strconv.FormatFloat(v, 'f', 10, 64), "0"), ".")
+	}
 	for _, r := range c.Rows {
 		cw.Write([]string{r.Key, strconv.Itoa(r.Runs), strconv.FormatInt(r.InputTokens, 10),
 			strconv.FormatInt(r.OutputTokens, 10), strconv.FormatInt(r.CacheReadTokens, 10),
