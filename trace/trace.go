@@ -288,7 +288,73 @@ type Run struct {
 	// runtime wrote (lane import); Source is that file.
 	Imported bool   `json:"imported,omitempty"`
 	Source   string `json:"source,omitempty"`
+
+	// Changes is what the run changed in its folder, nil when lane did not
+	// look (--no-changes, an imported session, a run from before lane
+	// recorded changes).
+	Changes *Changes `json:"changes,omitempty"`
 }
+
+// Changes is what a run changed in its folder: the difference between a
+// snapshot taken before it started and one taken after it ended. The
+// unified diff itself is kept beside the run (lane diff), not in it.
+type Changes struct {
+	Files      int `json:"files"`
+	Insertions int `json:"insertions"`
+	Deletions  int `json:"deletions"`
+	// Method is how the snapshots were taken: "git" (tree objects of the
+	// work tree in its own repository) or "manifest" (a folder outside git,
+	// snapshotted into lane's own object store).
+	Method string `json:"method,omitempty"`
+	// Root is the folder the paths are relative to: the repository's top
+	// level for "git", the run's folder otherwise.
+	Root string `json:"root,omitempty"`
+	// GitDir holds the snapshots' objects; Before and After are their tree
+	// ids there.
+	GitDir string `json:"git_dir,omitempty"`
+	Before string `json:"before,omitempty"`
+	After  string `json:"after,omitempty"`
+	// PatchSize is the full size in bytes of the unified diff; Truncated
+	// says the stored one was cut at the cap.
+	PatchSize int64 `json:"patch_size,omitempty"`
+	Truncated bool  `json:"truncated,omitempty"`
+	// Note says what the numbers leave out (files over the size limit
+	// compared by size and modification time only).
+	Note string `json:"note,omitempty"`
+	// Error says why there is no diff: a snapshot failed (an unreadable
+	// file, a folder that vanished). It never fails the run.
+	Error string       `json:"error,omitempty"`
+	List  []FileChange `json:"list,omitempty"`
+	// UndoneBy is the run that undid this one (lane undo); UndoOf, on that
+	// run, is the run it undid.
+	UndoneBy string `json:"undone_by,omitempty"`
+	UndoOf   string `json:"undo_of,omitempty"`
+}
+
+// FileChange is one changed path of Changes.
+type FileChange struct {
+	Path string `json:"path"`
+	// OldPath is where a renamed file was.
+	OldPath string `json:"old_path,omitempty"`
+	// Status is "added", "modified", "deleted", "renamed" or "type" (a file
+	// that became a symlink or the other way).
+	Status     string `json:"status"`
+	Insertions int    `json:"insertions"`
+	Deletions  int    `json:"deletions"`
+	Binary     bool   `json:"binary,omitempty"`
+	// Large marks a file over the size limit: compared by size and
+	// modification time only, with no content diff.
+	Large bool `json:"large,omitempty"`
+	// Modes are git's: "100644", "100755", "120000" (a symlink); "" where
+	// the file did not exist.
+	OldMode string `json:"old_mode,omitempty"`
+	NewMode string `json:"new_mode,omitempty"`
+	OldHash string `json:"old_hash,omitempty"`
+	NewHash string `json:"new_hash,omitempty"`
+}
+
+// Changed says whether c records any change.
+func (c *Changes) Changed() bool { return c != nil && c.Files > 0 }
 
 // CapOutput cuts Output to at most limit bytes (at a UTF-8 boundary) and
 // records the full size, so a giant tool output is not copied into every
