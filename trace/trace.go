@@ -325,6 +325,10 @@ type Changes struct {
 	// file, a folder that vanished). It never fails the run.
 	Error string       `json:"error,omitempty"`
 	List  []FileChange `json:"list,omitempty"`
+	// Patch is the unified diff (cut at the cap), carried from the runner
+	// to the store; it is read back on its own (lane diff), never with the
+	// run.
+	Patch string `json:"-"`
 	// UndoneBy is the run that undid this one (lane undo); UndoOf, on that
 	// run, is the run it undid.
 	UndoneBy string `json:"undone_by,omitempty"`

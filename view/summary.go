@@ -32,6 +32,9 @@ func (p *Printer) Summary(r *trace.Run) error {
 	if pc := r.Permissions; pc.Requests > 0 || pc.Denied > 0 {
 		parts = append(parts, plural(pc.Requests, "request")+" ("+count(int64(pc.Allowed))+" allowed, "+count(int64(pc.Denied))+" denied)")
 	}
+	if c := changesLabel(r.Changes); c != "" {
+		parts = append(parts, c)
+	}
 	if r.Worker != "" {
 		parts = append(parts, "worker "+r.Worker)
 	}
@@ -50,8 +53,24 @@ func (p *Printer) Summary(r *trace.Run) error {
 	}
 	p.detail(&b, "", "hint", r.ErrorHint)
 	p.detail(&b, yellow, "note", prefixed("runtime status was contradictory: ", r.Contradiction))
+	if c := r.Changes; c != nil {
+		p.detail(&b, yellow, "note", prefixed("changes not recorded: ", c.Error))
+		p.detail(&b, "", "note", c.Note)
+	}
 	_, err := io.WriteString(p.w, b.String())
 	return err
+}
+
+// changesLabel says what a run changed in its folder, "" when lane did not
+// look or could not tell.
+func changesLabel(c *trace.Changes) string {
+	switch {
+	case c == nil || c.Error != "":
+		return ""
+	case c.Files == 0:
+		return "no files changed"
+	}
+	return fmt.Sprintf("changed %s (+%d −%d)", plural(c.Files, "file"), c.Insertions, c.Deletions)
 }
 
 func prefixed(prefix, s string) string {

@@ -230,3 +230,36 @@ func TestSummarySaysTheFinalErrorOnce(t *testing.T) {
 		t.Errorf("summary without the event lacks the error:\n%s", alone.String())
 	}
 }
+
+// The summary says what the run changed in its folder, or why lane could
+// not tell; a run lane did not look at says nothing.
+func TestSummaryChanges(t *testing.T) {
+	tests := []struct {
+		changes *trace.Changes
+		want    []string
+		not     string
+	}{
+		{&trace.Changes{Files: 3, Insertions: 58, Deletions: 12}, []string{"changed 3 files (+58 −12)"}, "note"},
+		{&trace.Changes{Files: 1, Insertions: 1, Note: "1 file over 8 MiB compared by size and mtime only"},
+			[]string{"changed 1 file (+1 −0)", "note: 1 file over 8 MiB"}, ""},
+		{&trace.Changes{}, []string{"no files changed"}, "note"},
+		{&trace.Changes{Error: "snapshot before the run: folder vanished"},
+			[]string{"note: changes not recorded: snapshot before the run: folder vanished"}, "changed"},
+		{nil, nil, "changed"},
+	}
+	for _, tt := range tests {
+		var b strings.Builder
+		r := &trace.Run{ID: "r1", Status: trace.StatusSucceeded, Changes: tt.changes}
+		if err := NewPrinter(&b, false).Summary(r); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("summary %q lacks %q", b.String(), w)
+			}
+		}
+		if tt.not != "" && strings.Contains(b.String(), tt.not) {
+			t.Errorf("summary %q holds %q", b.String(), tt.not)
+		}
+	}
+}
