@@ -1,0 +1,161 @@
+package changes
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+
+	"lane/trace"
+)
+
+// Attribute links each changed path of c to the tool calls that named it
+// as a file to write: path (as c.List has it, the new path of a rename) to
+// the calls' seqs, in order. It knows the file tools of the runtimes lane
+// runs: Claude Code's Write, Edit, MultiEdit and NotebookEdit, lane's own
+// write_file and edit_file, Gemini CLI's and Qwen Code's write_file,
+// replace and edit, opencode's write, edit and patch, Codex's file_change
+// and apply_patch, and ACP's edit, delete and move calls. Relative paths
+// are taken from dir. A shell command that writes a file is not traced.
+func Attribute(events []trace.Event, c *trace.Changes, dir string) map[string][]int64 {
+	if c == nil || len(c.List) == 0 {
+		return nil
+	}
+	key := map[string]string{} // any path of the run's changes → its List path
+	for _, fc := range c.List {
+		key[fc.Path] = fc.Path
+		if fc.OldPath != "" {
+			key[fc.OldPath] = fc.Path
+		}
+	}
+	bases := []string{dir}
+	if real, err := filepath.EvalSymlinks(dir); err == nil && real != dir {
+		bases = append(bases, real)
+	}
+	roots := []string{c.Root}
+	if real, err := filepath.EvalSymlinks(c.Root); err == nil && real != c.Root {
+		roots = append(roots, real)
+	}
+	out := map[string][]int64{}
+	for _, ev := range events {
+		if ev.Kind != trace.KindToolCall || !writesFiles(ev.ToolName) {
+			continue
+		}
+		for _, p := range toolPaths(ev.Input) {
+			k, ok := key[relToRoot(p, bases, roots)]
+			if !ok {
+				continue
+			}
+			if seqs := out[k]; len(seqs) == 0 || seqs[len(seqs)-1] != ev.Seq {
+				out[k] = append(seqs, ev.Seq)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// writesFiles says whether a tool of that name writes the files its input
+// names.
+func writesFiles(name string) bool {
+	switch strings.ToLower(name) {
+	case "write", "edit", "multiedit", "notebookedit", // Claude Code, opencode, Qwen Code
+		"write_file", "edit_file", "replace", // lane, Gemini CLI, Qwen Code
+		"patch", "apply_patch", "file_change", // opencode, Codex
+		"delete", "move", "str_replace_editor", "str_replace_based_edit_tool", "create_file":
+		return true
+	}
+	return false
+}
+
+// toolPaths are the file paths a tool's input names.
+func toolPaths(input json.RawMessage) []string {
+	var in map[string]any
+	if json.Unmarshal(input, &in) != nil {
+		return nil
+	}
+	var out []string
+	for _, k := range []string{"file_path", "filePath", "notebook_path", "absolute_path", "path",
+		"old_path", "new_path", "destination", "source"} {
+		if s, ok := in[k].(string); ok && s != "" {
+			out = append(out, s)
+		}
+	}
+	if list, ok := in["paths"].([]any); ok {
+		for _, p := range list {
+			if s, ok := p.(string); ok && s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	switch ch := in["changes"].(type) {
+	case []any: // Codex: [{"path": …, "kind": …}]
+		for _, c := range ch {
+			if m, ok := c.(map[string]any); ok {
+				if s, ok := m["path"].(string); ok && s != "" {
+					out = append(out, s)
+				}
+			}
+		}
+	case map[string]any: // Codex's older form: {path: change}
+		for p := range ch {
+			out = append(out, p)
+		}
+	}
+	for _, k := range []string{"patch", "patchText", "input"} {
+		if s, ok := in[k].(string); ok {
+			out = append(out, patchPaths(s)...)
+		}
+	}
+	return out
+}
+
+// patchPaths are the files a patch names: Codex's apply_patch envelope
+// ("*** Update File: p") or a unified diff ("+++ b/p").
+func patchPaths(patch string) []string {
+	var out []string
+	for _, line := range strings.Split(patch, "\n") {
+		line = strings.TrimRight(line, "\r")
+		for _, pre := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
+			if p, ok := strings.CutPrefix(line, pre); ok {
+				out = append(out, strings.TrimSpace(p))
+			}
+		}
+		for _, pre := range []string{"+++ ", "--- "} {
+			if p, ok := strings.CutPrefix(line, pre); ok {
+				p, _, _ = strings.Cut(p, "\t")
+				if p == "/dev/null" {
+					continue
+				}
+				if len(p) > 2 && (p[:2] == "a/" || p[:2] == "b/") {
+					p = p[2:]
+				}
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// relToRoot is p (relative to one of bases, or absolute) as a slash path
+// relative to one of roots, "" when it lies outside them.
+func relToRoot(p string, bases, roots []string) string {
+	var abs []string
+	if filepath.IsAbs(p) {
+		abs = []string{filepath.Clean(p)}
+	} else {
+		for _, b := range bases {
+			abs = append(abs, filepath.Join(b, p))
+		}
+	}
+	for _, a := range abs {
+		for _, r := range roots {
+			rel, err := filepath.Rel(r, a)
+			if err == nil && rel != "." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != ".." {
+				return filepath.ToSlash(rel)
+			}
+		}
+	}
+	return ""
+}
