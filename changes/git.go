@@ -21,11 +21,17 @@ type GitError struct {
 }
 
 func (e *GitError) Error() string {
-	msg := strings.TrimSpace(e.Stderr)
+	var lines []string
+	for _, l := range strings.Split(e.Stderr, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	msg := strings.Join(lines, "; ")
 	if msg == "" {
 		msg = e.Err.Error()
 	}
-	return fmt.Sprintf("git %s: %s", strings.Join(e.Args, " "), msg)
+	return fmt.Sprintf("git %s: %s", e.Args[0], msg)
 }
 
 func (e *GitError) Unwrap() error { return e.Err }
