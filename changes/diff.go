@@ -25,9 +25,9 @@ func (s *Snapshotter) Diff(ctx context.Context, before, after *Snapshot) (*trace
 	}
 	c := &trace.Changes{Method: after.Method, Root: after.Root, GitDir: after.GitDir,
 		Before: before.Tree, After: after.Tree}
-	list, err := s.changed(ctx, after.GitDir, before.Tree, after.Tree)
-	if err != nil {
-		return nil, "", fmt.Errorf("diff: %w", err)
+	c.Note = nestedNote(after)
+	if before.Tree == after.Tree {
+		return c, "", nil
 	}
 	large := map[string]bool{}
 	for p := range before.Large {
@@ -35,6 +35,25 @@ func (s *Snapshotter) Diff(ctx context.Context, before, after *Snapshot) (*trace
 	}
 	for p := range after.Large {
 		large[p] = true
+	}
+	// The patch is made beside the list, by a git of its own.
+	type patchResult struct {
+		text string
+		size int64
+		err  error
+	}
+	pch := make(chan patchResult, 1)
+	go func() {
+		text, size, err := s.patch(ctx, after.GitDir, before.Tree, after.Tree, large)
+		pch <- patchResult{text, size, err}
+	}()
+	list, err := s.changed(ctx, after.GitDir, before.Tree, after.Tree)
+	p := <-pch
+	if err == nil {
+		err = p.err
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("diff: %w", err)
 	}
 	nLarge := 0
 	for i := range list {
@@ -48,22 +67,21 @@ func (s *Snapshotter) Diff(ctx context.Context, before, after *Snapshot) (*trace
 	}
 	c.List, c.Files = list, len(list)
 	if nLarge > 0 {
-		c.Note = fmt.Sprintf("%d %s over the size limit (%d bytes) compared by size and modification time only, with no content diff",
+		note := fmt.Sprintf("%d %s over the size limit (%d bytes) compared by size and modification time only, with no content diff",
 			nLarge, plural(nLarge, "file", "files"), s.cfg.SizeLimit)
+		c.Note = strings.TrimSuffix(note+"; "+c.Note, "; ")
 	}
-	if n := len(after.Nested); n > 0 {
-		note := fmt.Sprintf("%d nested %s left out (%s)", n, plural(n, "repository", "repositories"), strings.Join(after.Nested, ", "))
-		c.Note = strings.TrimPrefix(c.Note+"; "+note, "; ")
+	c.PatchSize, c.Truncated = p.size, int64(len(p.text)) < p.size
+	return c, p.text, nil
+}
+
+// nestedNote says which nested repositories a snapshot left out.
+func nestedNote(snap *Snapshot) string {
+	n := len(snap.Nested)
+	if n == 0 {
+		return ""
 	}
-	if len(list) == 0 {
-		return c, "", nil
-	}
-	patch, size, err := s.patch(ctx, after.GitDir, before.Tree, after.Tree, large)
-	if err != nil {
-		return nil, "", fmt.Errorf("diff: %w", err)
-	}
-	c.PatchSize, c.Truncated = size, int64(len(patch)) < size
-	return c, patch, nil
+	return fmt.Sprintf("%d nested %s left out (%s)", n, plural(n, "repository", "repositories"), strings.Join(snap.Nested, ", "))
 }
 
 func plural(n int, one, many string) string {
@@ -76,114 +94,104 @@ func plural(n int, one, many string) string {
 // changed lists the paths that differ between two trees, with their modes,
 // blobs and line counts, sorted by path.
 func (s *Snapshotter) changed(ctx context.Context, gitDir, a, b string) ([]trace.FileChange, error) {
-	o := gitOpts{gitDir: gitDir}
-	raw, err := s.git(ctx, o, "diff-tree", "-r", "-M", "-z", "--raw", "--no-abbrev", a, b)
+	out, err := s.git(ctx, gitOpts{gitDir: gitDir}, "diff-tree", "-r", "-M", "-z", "--raw", "--numstat",
+		"--no-abbrev", "--no-ext-diff", "--no-textconv", a, b)
 	if err != nil {
 		return nil, err
 	}
-	list, err := parseRaw(raw)
+	list, err := parseDiffTree(out)
 	if err != nil {
 		return nil, err
-	}
-	num, err := s.git(ctx, o, "diff-tree", "-r", "-M", "-z", "--numstat", "--no-ext-diff", "--no-textconv", a, b)
-	if err != nil {
-		return nil, err
-	}
-	counts, err := parseNumstat(num)
-	if err != nil {
-		return nil, err
-	}
-	for i := range list {
-		n, ok := counts[list[i].Path]
-		if !ok {
-			continue
-		}
-		list[i].Insertions, list[i].Deletions, list[i].Binary = n.ins, n.del, n.binary
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Path < list[j].Path })
 	return list, nil
 }
 
-// parseRaw reads diff-tree -z --raw: ":old new oldsha newsha S\0path\0",
-// with a second path for a rename.
-func parseRaw(b []byte) ([]trace.FileChange, error) {
+// parseDiffTree reads diff-tree -z --raw --numstat: every raw record
+// (":old new oldsha newsha S\0path\0", a second path for a rename), then
+// every numstat one ("ins\tdel\tpath\0", or for a rename
+// "ins\tdel\t\0old\0new\0"; a binary file counts "-\t-").
+func parseDiffTree(b []byte) ([]trace.FileChange, error) {
 	f := splitNUL(b)
 	var list []trace.FileChange
+	byPath := map[string]int{}
+	bad := func(i int) error { return fmt.Errorf("unexpected diff-tree output %q", f[i]) }
 	for i := 0; i < len(f); i++ {
-		meta := strings.Fields(strings.TrimPrefix(f[i], ":"))
-		if len(meta) != 5 || i+1 >= len(f) {
-			return nil, fmt.Errorf("unexpected diff-tree output %q", f[i])
-		}
-		fc := trace.FileChange{OldMode: meta[0], NewMode: meta[1], OldHash: meta[2], NewHash: meta[3]}
-		i++
-		fc.Path = f[i]
-		switch meta[4][0] {
-		case 'A':
-			fc.Status = "added"
-		case 'D':
-			fc.Status = "deleted"
-		case 'M':
-			fc.Status = "modified"
-		case 'T':
-			fc.Status = "type"
-		case 'R', 'C':
-			if i+1 >= len(f) {
-				return nil, fmt.Errorf("unexpected diff-tree output %q", meta)
+		if strings.HasPrefix(f[i], ":") {
+			fc, n, err := rawRecord(f[i:])
+			if err != nil {
+				return nil, err
 			}
-			i++
-			fc.Status, fc.OldPath, fc.Path = "renamed", fc.Path, f[i]
-		default:
-			return nil, fmt.Errorf("unexpected diff-tree status %q", meta[4])
+			byPath[fc.Path] = len(list)
+			list = append(list, fc)
+			i += n
+			continue
 		}
-		if fc.OldMode == "000000" {
-			fc.OldMode, fc.OldHash = "", ""
-		}
-		if fc.NewMode == "000000" {
-			fc.NewMode, fc.NewHash = "", ""
-		}
-		list = append(list, fc)
-	}
-	return list, nil
-}
-
-type lineCount struct {
-	ins, del int
-	binary   bool
-}
-
-// parseNumstat reads diff-tree -z --numstat: "ins\tdel\tpath\0", or for a
-// rename "ins\tdel\t\0old\0new\0"; a binary file counts "-\t-". The counts
-// are keyed by the (new) path.
-func parseNumstat(b []byte) (map[string]lineCount, error) {
-	f := splitNUL(b)
-	out := map[string]lineCount{}
-	for i := 0; i < len(f); i++ {
 		parts := strings.SplitN(f[i], "\t", 3)
 		if len(parts) != 3 {
-			return nil, fmt.Errorf("unexpected numstat output %q", f[i])
+			return nil, bad(i)
 		}
 		path := parts[2]
 		if path == "" { // a rename: old and new follow
 			if i+2 >= len(f) {
-				return nil, fmt.Errorf("unexpected numstat output %q", f[i])
+				return nil, bad(i)
 			}
 			path = f[i+2]
 			i += 2
 		}
-		var n lineCount
-		if parts[0] == "-" && parts[1] == "-" {
-			n.binary = true
-		} else {
-			var err1, err2 error
-			n.ins, err1 = strconv.Atoi(parts[0])
-			n.del, err2 = strconv.Atoi(parts[1])
-			if err1 != nil || err2 != nil {
-				return nil, fmt.Errorf("unexpected numstat output %q", f[i])
-			}
+		k, ok := byPath[path]
+		if !ok {
+			return nil, fmt.Errorf("unexpected diff-tree output: numstat for %q alone", path)
 		}
-		out[path] = n
+		fc := &list[k]
+		if parts[0] == "-" && parts[1] == "-" {
+			fc.Binary = true
+			continue
+		}
+		ins, err1 := strconv.Atoi(parts[0])
+		del, err2 := strconv.Atoi(parts[1])
+		if err1 != nil || err2 != nil {
+			return nil, bad(i)
+		}
+		fc.Insertions, fc.Deletions = ins, del
 	}
-	return out, nil
+	return list, nil
+}
+
+// rawRecord reads one raw record from f and says how many paths followed
+// its meta field.
+func rawRecord(f []string) (trace.FileChange, int, error) {
+	meta := strings.Fields(strings.TrimPrefix(f[0], ":"))
+	if len(meta) != 5 || len(f) < 2 {
+		return trace.FileChange{}, 0, fmt.Errorf("unexpected diff-tree output %q", f[0])
+	}
+	fc := trace.FileChange{OldMode: meta[0], NewMode: meta[1], OldHash: meta[2], NewHash: meta[3], Path: f[1]}
+	n := 1
+	switch meta[4][0] {
+	case 'A':
+		fc.Status = "added"
+	case 'D':
+		fc.Status = "deleted"
+	case 'M':
+		fc.Status = "modified"
+	case 'T':
+		fc.Status = "type"
+	case 'R', 'C':
+		if len(f) < 3 {
+			return trace.FileChange{}, 0, fmt.Errorf("unexpected diff-tree output %q", f[0])
+		}
+		fc.Status, fc.OldPath, fc.Path = "renamed", fc.Path, f[2]
+		n = 2
+	default:
+		return trace.FileChange{}, 0, fmt.Errorf("unexpected diff-tree status %q", meta[4])
+	}
+	if fc.OldMode == "000000" {
+		fc.OldMode, fc.OldHash = "", ""
+	}
+	if fc.NewMode == "000000" {
+		fc.NewMode, fc.NewHash = "", ""
+	}
+	return fc, n, nil
 }
 
 // patch is the unified diff between two trees without the files in skip,

@@ -125,7 +125,10 @@ func (s *Snapshotter) git(ctx context.Context, o gitOpts, args ...string) ([]byt
 		cmd.Stdout = o.stdout
 	}
 	cmd.Stderr = &limitWriter{w: &stderr, n: 64 << 10}
-	if err := cmd.Run(); err != nil {
+	start := time.Now()
+	err := cmd.Run()
+	s.cfg.Logger.Debug("git", "args", args, "ms", time.Since(start).Milliseconds())
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("git %s: %w", args[0], context.Cause(ctx))
 		}

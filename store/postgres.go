@@ -178,14 +178,21 @@ func (p *pgStore) close() {
 
 // Subscribe returns a channel that receives after changes are committed to
 // runs, events, benches, attempts or workers, by any process on any
-// machine: on PostgreSQL from LISTEN/NOTIFY, several changes coalesced into
-// one receive. It also receives after the listening connection was lost and
-// is back, when changes may have been missed. On SQLite it returns nil (a
-// channel that never receives): poll DataVersion there. The subscription
-// ends with ctx.
+// machine, several changes coalesced into one receive. It may also receive
+// when nothing changed: check DataVersion, which costs little. The
+// subscription ends with ctx.
+//
+// On PostgreSQL the receives come from LISTEN/NOTIFY, and after the
+// listening connection was lost and is back, when changes may have been
+// missed. On SQLite they come from the file system's notice of writes to
+// the database file or its WAL (inotify on Linux), by any process of this
+// machine (the only ones that can share a SQLite file in WAL mode); there
+// Subscribe returns nil, a channel that never receives, when the file
+// system cannot give notice: poll DataVersion then. Either way a watcher
+// had better read now and then regardless, in case a notice was lost.
 func (s *Store) Subscribe(ctx context.Context) <-chan struct{} {
 	if s.pg == nil {
-		return nil
+		return s.watchSQLite(ctx)
 	}
 	return s.pg.subscribe(ctx)
 }
