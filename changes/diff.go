@@ -20,6 +20,18 @@ func (s *Snapshotter) Diff(ctx context.Context, before, after *Snapshot) (*trace
 	if before == nil || after == nil {
 		return nil, "", errors.New("diff: a snapshot is missing")
 	}
+	if before.Method == MethodManifest && after.Method == MethodGit && before.Dir == after.Dir {
+		// The run made the folder a repository (git init): compare it in
+		// lane's store, as it was before.
+		again, err := s.take(ctx, after.Dir, MethodManifest)
+		if err != nil {
+			return nil, "", fmt.Errorf("diff: %w", err)
+		}
+		after = again
+	}
+	if before.Method == MethodGit && after.Method == MethodManifest && before.Dir == after.Dir {
+		return nil, "", fmt.Errorf("diff: %s is no longer in the repository %s (its .git was removed?)", after.Dir, before.GitDir)
+	}
 	if before.GitDir != after.GitDir || before.Root != after.Root {
 		return nil, "", fmt.Errorf("diff: snapshots of different folders (%s, %s)", before.Root, after.Root)
 	}

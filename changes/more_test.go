@@ -143,3 +143,105 @@ func TestNestedRepository(t *testing.T) {
 		}
 	})
 }
+
+func TestRunMadeARepository(t *testing.T) {
+	isolate(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	write(t, dir, "a.txt", "a\n")
+	state := treeState(t, dir)
+	s := newSnap(t)
+	before := take(t, s, dir)
+	gitInit(t, dir)
+	write(t, dir, "main.go", "package main\n")
+	commitAll(t, dir, "the run's first commit")
+	after := take(t, s, dir)
+	c, _, err := s.Diff(ctx, before, after)
+	must(t, err)
+	if got := listString(c.List); got != "added main.go +1 -0 >100644" || c.Method != MethodManifest {
+		t.Errorf("method %s, list:\n%s", c.Method, got)
+	}
+	must(t, s.Undo(ctx, c, UndoOptions{}))
+	must(t, os.RemoveAll(filepath.Join(dir, ".git")))
+	if got := treeState(t, dir); got != state {
+		t.Errorf("after undo:\n%s\nwant:\n%s", got, state)
+	}
+}
+
+func TestIgnoredSubfolder(t *testing.T) {
+	isolate(t)
+	ctx := context.Background()
+	dir := folder(t, true)
+	write(t, dir, ".gitignore", "*.log\nbuild/\n")
+	commitAll(t, dir, "ignore build")
+	sub := filepath.Join(dir, "build")
+	write(t, sub, "out.txt", "1\n")
+	s := newSnap(t)
+	before := take(t, s, sub)
+	write(t, sub, "out.txt", "2\n")
+	after := take(t, s, sub)
+	c, _, err := s.Diff(ctx, before, after)
+	must(t, err)
+	if c.Method != MethodManifest || listString(c.List) != "modified out.txt +1 -1 100644>100644" {
+		t.Errorf("method %s, list:\n%s", c.Method, listString(c.List))
+	}
+}
+
+func TestConcurrentTakes(t *testing.T) {
+	modes(t, func(t *testing.T, inGit bool) {
+		dir := folder(t, inGit)
+		s := newSnap(t)
+		want := take(t, s, dir).Tree
+		errs := make(chan error, 4)
+		trees := make(chan string, 4)
+		for range 4 {
+			go func() {
+				snap, err := s.Take(context.Background(), dir)
+				errs <- err
+				if err == nil {
+					trees <- snap.Tree
+				}
+			}()
+		}
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+			if got := <-trees; got != want {
+				t.Errorf("tree %s, want %s", got, want)
+			}
+		}
+		left, _ := filepath.Glob(filepath.Join(take(t, s, dir).indexDir, "lane-*.tmp"))
+		if len(left) > 0 {
+			t.Errorf("temporary files left: %v", left)
+		}
+	})
+}
+
+func TestWorktree(t *testing.T) {
+	isolate(t)
+	ctx := context.Background()
+	dir := folder(t, true)
+	wt := filepath.Join(t.TempDir(), "wt")
+	run(t, dir, "git", "worktree", "add", "-q", wt)
+	s := newSnap(t)
+	before := take(t, s, wt)
+	write(t, wt, "a.txt", "in the worktree\n")
+	after := take(t, s, wt)
+	c, _, err := s.Diff(ctx, before, after)
+	must(t, err)
+	top, _ := filepath.EvalSymlinks(dir)
+	if c.GitDir != filepath.Join(top, ".git") || c.Root != wt || listString(c.List) != "modified a.txt +1 -3 100644>100644" {
+		t.Errorf("git dir %s root %s list:\n%s", c.GitDir, c.Root, listString(c.List))
+	}
+	if _, err := os.Stat(filepath.Join(top, ".git", "worktrees", "wt", "lane-index")); err != nil {
+		t.Errorf("the worktree's own lane index: %v", err)
+	}
+	must(t, s.Undo(ctx, c, UndoOptions{}))
+	if b, _ := os.ReadFile(filepath.Join(wt, "a.txt")); string(b) != "one\ntwo\nthree\n" {
+		t.Errorf("a.txt after undo: %q", b)
+	}
+	if got := run(t, dir, "git", "status", "--porcelain"); got != "" {
+		t.Errorf("main work tree: %q", got)
+	}
+}

@@ -3,7 +3,6 @@ package changes
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -112,6 +112,12 @@ var ErrNoFolder = errors.New("folder does not exist")
 // nor refs; outside git, dir as a tree in a repository lane keeps for it
 // under StateDir.
 func (s *Snapshotter) Take(ctx context.Context, dir string) (*Snapshot, error) {
+	return s.take(ctx, dir, "")
+}
+
+// take is Take, into lane's own store whatever dir is in when method is
+// MethodManifest.
+func (s *Snapshotter) take(ctx context.Context, dir, method string) (*Snapshot, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", dir, err)
@@ -127,7 +133,12 @@ func (s *Snapshotter) Take(ctx context.Context, dir string) (*Snapshot, error) {
 		return nil, fmt.Errorf("snapshot %s: not a folder", abs)
 	}
 	snap := &Snapshot{Dir: abs, Taken: time.Now()}
-	if err := s.locate(ctx, snap); err != nil {
+	if method == MethodManifest {
+		err = s.shadow(ctx, snap)
+	} else {
+		err = s.locate(ctx, snap)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", abs, err)
 	}
 	if err := s.writeTree(ctx, snap); err != nil {
@@ -153,7 +164,34 @@ func (s *Snapshotter) locate(ctx context.Context, snap *Snapshot) error {
 		return fmt.Errorf("not in a work tree (git rev-parse said %q)", out)
 	}
 	snap.Method, snap.Root, snap.indexDir, snap.GitDir = MethodGit, lines[0], lines[1], lines[2]
+	ignored, err := s.ignored(ctx, snap)
+	if err != nil {
+		return err
+	}
+	if ignored {
+		// The repository's snapshot would leave the folder out.
+		return s.shadow(ctx, snap)
+	}
 	return nil
+}
+
+// ignored says whether the repository ignores snap.Dir, a folder in it.
+func (s *Snapshotter) ignored(ctx context.Context, snap *Snapshot) (bool, error) {
+	real, err := filepath.EvalSymlinks(snap.Dir)
+	if err != nil {
+		return false, err
+	}
+	rel, err := filepath.Rel(snap.Root, real)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return false, nil
+	}
+	_, err = s.git(ctx, gitOpts{dir: snap.Root}, "check-ignore", "-q", "--", filepath.ToSlash(rel)+"/")
+	var ge *GitError
+	var ee *exec.ExitError
+	if errors.As(err, &ge) && errors.As(ge.Err, &ee) && ee.ExitCode() == 1 {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // shadow sets snap up to be snapshotted into lane's own repository for
@@ -335,11 +373,4 @@ func (s *Snapshotter) addPlaceholders(ctx context.Context, snap *Snapshot, o git
 	o.stdin = &info
 	_, err := s.git(ctx, o, "update-index", "-z", "--index-info")
 	return err
-}
-
-// randomName is a name no other run picks.
-func randomName() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -71,7 +71,7 @@ func (s *Snapshotter) Undo(ctx context.Context, c *trace.Changes, opts UndoOptio
 			return fmt.Errorf("undo: %w", err)
 		}
 	}
-	now, err := s.Take(ctx, c.Root)
+	now, err := s.take(ctx, c.Root, c.Method)
 	if err != nil {
 		return fmt.Errorf("undo: %w", err)
 	}
