@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"lane/changes"
 	"lane/internal/proc"
 	"lane/trace"
 )
@@ -36,6 +37,9 @@ type attempt struct {
 	next func(o *Options, failed *trace.Run)
 	// cleanup, when set, removes what the attempt made for itself.
 	cleanup func()
+	// changes snapshots the run's folder before and after it; nil records
+	// no changes.
+	changes *changes.Snapshotter
 }
 
 // runAttempt records, runs and judges one attempt. The error is non-nil
@@ -78,6 +82,7 @@ func runAttempt(ctx context.Context, a *attempt, rec Recorder) (*trace.Run, erro
 		noteRunEvent(run, ev)
 		return cause
 	}
+	watch := watchFolder(ctx, a.changes, run.Dir)
 	ex, err := a.execute(ctx, emit)
 	if err != nil {
 		run.Status, run.ErrorKind = trace.StatusFailed, trace.ErrorCrash
@@ -90,6 +95,7 @@ func runAttempt(ctx context.Context, a *attempt, rec Recorder) (*trace.Run, erro
 		}
 		a.finish(run, ex)
 	}
+	run.Changes = watch.end(ctx)
 	run.EndedAt = time.Now().UTC()
 	run.DurationMS = run.EndedAt.Sub(run.StartedAt).Milliseconds()
 	if run.Status != trace.StatusSucceeded && run.ErrorMessage != "" {

@@ -81,6 +81,13 @@ func fakeRuntime(scenario string) int {
 		<-sig
 		say(`{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":1,"terminal_reason":"aborted_streaming","session_id":"sess-1","errors":["aborted"]}`)
 		return 0
+	case "edits-folder":
+		os.WriteFile("made.txt", []byte("made by the run\n"), 0o644)
+		say(initLine, textLine, resultOK)
+	case "removes-folder":
+		wd, _ := os.Getwd()
+		os.RemoveAll(wd)
+		say(initLine, textLine, resultOK)
 	case "auth-401":
 		say(initLine, retry401)
 		hang()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"lane/changes"
 	"lane/interact"
 	"lane/internal/proc"
 	"lane/provider"
@@ -105,6 +106,10 @@ type Options struct {
 	// runtimes that have a two-way mode use it even in bypassPermissions.
 	Attended bool
 
+	// Changes snapshots the folder before and after each run, to record
+	// what the run changed; nil records nothing (--no-changes).
+	Changes *changes.Snapshotter
+
 	// continuing: the task is already in History, as the last attempt
 	// left it (a retry of lane's own loop).
 	continuing bool
@@ -191,6 +196,7 @@ func runAttempts(ctx context.Context, rt *Runtime, o Options, rec Recorder) (*tr
 		if err != nil {
 			return nil, err
 		}
+		a.changes = o.Changes
 		run, err := runAttempt(ctx, a, rec)
 		if err != nil {
 			return run, err

@@ -1,0 +1,64 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"lane/changes"
+	"lane/trace"
+)
+
+// changesTimeout bounds the snapshot after a run, which is taken even when
+// the run was cancelled: what an interrupted agent left is worth knowing.
+const changesTimeout = time.Minute
+
+// folderWatch is what a run changed in its folder in the making: the
+// snapshot before it started, diffed against one after it ends.
+type folderWatch struct {
+	snap   *changes.Snapshotter
+	dir    string
+	before *changes.Snapshot
+	err    error
+}
+
+// watchFolder takes the snapshot of dir before a run; nil snap (changes
+// off) gives a watch that records nothing. A failed snapshot is kept to be
+// recorded on the run: it never fails the run.
+func watchFolder(ctx context.Context, snap *changes.Snapshotter, dir string) *folderWatch {
+	if snap == nil || dir == "" {
+		return nil
+	}
+	w := &folderWatch{snap: snap, dir: dir}
+	w.before, w.err = snap.Take(ctx, dir)
+	if w.err != nil {
+		w.err = fmt.Errorf("snapshot before the run: %w", w.err)
+	}
+	return w
+}
+
+// end takes the snapshot after the run and returns the difference.
+func (w *folderWatch) end(ctx context.Context) *trace.Changes {
+	if w == nil {
+		return nil
+	}
+	defer w.snap.Release(w.before)
+	if w.err != nil {
+		return &trace.Changes{Error: w.err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), changesTimeout)
+	defer cancel()
+	after, err := w.snap.Take(ctx, w.dir)
+	if err != nil {
+		return &trace.Changes{Error: fmt.Sprintf("snapshot after the run: %v", err)}
+	}
+	defer w.snap.Release(after)
+	c, patch, err := w.snap.Diff(ctx, w.before, after)
+	if err != nil {
+		return &trace.Changes{Error: fmt.Sprintf("diff the snapshots: %v", err)}
+	}
+	c.Patch = patch
+	slog.Debug("run changed its folder", "dir", w.dir, "files", c.Files, "method", c.Method)
+	return c
+}
