@@ -71,7 +71,7 @@ func (c *CopyCount) add(d CopyCount) {
 
 // CopyStats counts what Copy did, kind by kind.
 type CopyStats struct {
-	Runs, Events, Benches, Attempts, AttemptRuns, Blobs, Approvals, Steers CopyCount
+	Runs, Events, Benches, Attempts, AttemptRuns, Blobs, Approvals, Steers, RunChanges CopyCount
 }
 
 func (s *CopyStats) add(d CopyStats) {
@@ -83,6 +83,7 @@ func (s *CopyStats) add(d CopyStats) {
 	s.Blobs.add(d.Blobs)
 	s.Approvals.add(d.Approvals)
 	s.Steers.add(d.Steers)
+	s.RunChanges.add(d.RunChanges)
 }
 
 // Copy copies the history of from into to and returns what it did, also
@@ -140,7 +141,7 @@ func Copy(ctx context.Context, from, to *Store, opts CopyOptions) (CopyStats, er
 	if err := c.benches(ctx); err != nil {
 		return c.stats, fmt.Errorf("copy: %w", err)
 	}
-	for _, t := range []copyTable{attemptTable, attemptRunTable, blobTable, approvalTable, steerTable} {
+	for _, t := range []copyTable{attemptTable, attemptRunTable, blobTable, approvalTable, steerTable, runChangesTable} {
 		if err := c.table(ctx, t); err != nil {
 			return c.stats, fmt.Errorf("copy: %w", err)
 		}
@@ -750,6 +751,12 @@ var (
 		cols:  []string{"id", "run_id", "kind", "text", "deliver_now", "sender", "sent_at", "delivered_at"},
 		key:   1,
 		count: func(s *CopyStats) *CopyCount { return &s.Steers },
+	}
+	runChangesTable = copyTable{
+		name:  "run_changes",
+		cols:  []string{"run_id", "files", "patch"},
+		key:   1,
+		count: func(s *CopyStats) *CopyCount { return &s.RunChanges },
 	}
 )
 

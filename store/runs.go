@@ -25,6 +25,7 @@ var runColumns = []string{
 	"owner_pid", "owner_start", "owner_host", "worker",
 	"permission_requests", "permissions_allowed", "permissions_denied", "cap_steer",
 	"imported", "source", "cache_creation_1h_tokens",
+	"changes",
 }
 
 var (
@@ -63,6 +64,10 @@ func runArgs(r *trace.Run) ([]any, error) {
 	if r.ExitCode != nil {
 		exit = *r.ExitCode
 	}
+	changes, err := changesSummary(r.Changes)
+	if err != nil {
+		return nil, fmt.Errorf("encode changes: %w", err)
+	}
 	return []any{
 		r.ID, r.ParentRunID, r.Attempt, string(r.Status), r.Runtime, r.Model, r.Dir, r.Prompt, r.SessionID, r.RuntimeVer,
 		r.CostUSD, r.CostEstimate, r.SessionCostUSD,
@@ -73,6 +78,7 @@ func runArgs(r *trace.Run) ([]any, error) {
 		r.OwnerPID, int64(r.OwnerStart), r.OwnerHost, r.Worker,
 		r.Permissions.Requests, r.Permissions.Allowed, r.Permissions.Denied, steer,
 		r.Imported, r.Source, r.Usage.CacheCreation1hTokens,
+		changes,
 	}, nil
 }
 
@@ -84,7 +90,7 @@ func scanRun(sc scanner) (*trace.Run, error) {
 		status, errKind         string
 		started, ended, exit    sql.NullInt64
 		addDirs, tools, denials sql.NullString
-		steer                   sql.NullString
+		steer, changes          sql.NullString
 		ownerStart              int64
 	)
 	err := sc.Scan(
@@ -97,6 +103,7 @@ func scanRun(sc scanner) (*trace.Run, error) {
 		&r.OwnerPID, &ownerStart, &r.OwnerHost, &r.Worker,
 		&r.Permissions.Requests, &r.Permissions.Allowed, &r.Permissions.Denied, &steer,
 		&r.Imported, &r.Source, &r.Usage.CacheCreation1hTokens,
+		&changes,
 	)
 	if err != nil {
 		return nil, err
@@ -120,6 +127,12 @@ func scanRun(sc scanner) (*trace.Run, error) {
 	}
 	if denials.Valid {
 		r.PermissionDenials = json.RawMessage(denials.String)
+	}
+	if changes.Valid {
+		r.Changes = new(trace.Changes)
+		if err := json.Unmarshal([]byte(changes.String), r.Changes); err != nil {
+			return nil, fmt.Errorf("decode changes of run %s: %w", r.ID, err)
+		}
 	}
 	r.OwnerStart = uint64(ownerStart)
 	return &r, nil
@@ -159,6 +172,9 @@ func (s *Store) UpdateRun(ctx context.Context, r *trace.Run) error {
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return cmp.Or(err, ErrNotFound)
+		}
+		if err := writeRunChanges(ctx, tx, r); err != nil {
+			return err
 		}
 		return settleApprovals(ctx, tx, r.ID, cmp.Or(r.EndedAt, time.Now()))
 	})
@@ -205,6 +221,9 @@ func (s *Store) GetRun(ctx context.Context, idOrPrefix string) (*trace.Run, erro
 	}
 	if err == nil {
 		r, err = s.checkOwner(ctx, r)
+	}
+	if err == nil {
+		err = s.loadChangeList(ctx, r)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get run %s: %w", idOrPrefix, err)

@@ -80,6 +80,8 @@ func fullRun(t *testing.T, id string) *trace.Run {
 		Permissions:       trace.PermissionCounts{Requests: 3, Allowed: 2, Denied: 1},
 		Imported:          true,
 		Source:            "/home/dev/.claude/projects/p/s.jsonl",
+		Changes: &trace.Changes{Files: 2, Insertions: 5, Deletions: 1, Method: "git", Root: "/work/x",
+			GitDir: "/work/x/.git", Before: "aaa", After: "bbb", Note: "1 file over the size limit"},
 	}
 }
 
