@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lane/changes"
 	"lane/runner"
 	"lane/store"
 	"lane/trace"
@@ -71,6 +72,7 @@ func ExitCode(err error) int {
 	var ue *UsageError
 	var me *runner.MissingError
 	var oe *RunOutcomeError
+	var ce *changes.ConflictError
 	switch {
 	case isNotFound(err):
 		return ExitRunFailed
@@ -80,6 +82,8 @@ func ExitCode(err error) int {
 		return ExitRuntimeMissing
 	case errors.As(err, &oe):
 		return runExitCode(oe.Run)
+	case errors.As(err, &ce):
+		return ExitRunFailed
 	case errors.Is(err, runner.ErrCancelled):
 		return ExitCancelled
 	}

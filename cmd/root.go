@@ -133,6 +133,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		NewCmdImport(f, nil),
 		NewCmdCosts(f, nil),
 		NewCmdShow(f, nil),
+		NewCmdDiff(f),
+		NewCmdUndo(f),
 		NewCmdReindex(f, nil),
 		NewCmdDashboard(f, nil),
 		NewCmdBench(f, nil),

@@ -23,7 +23,9 @@ import (
 
 // RunOptions are the flags of `lane run` (and `lane resume`).
 type RunOptions struct {
-	Dir                string
+	Dir string
+	// NoChanges records no snapshot of the folder (--no-changes).
+	NoChanges          bool
 	Model              string
 	AllowedTools       []string
 	AddDirs            []string
@@ -166,6 +168,7 @@ func addRuntimeFlags(c *cobra.Command, opts *RunOptions) {
 	fl.StringVar(&opts.Sandbox, "sandbox", "auto", "confine bash: auto, landlock, bwrap or off (local loop)")
 	fl.StringVar(&opts.Fallback, "fallback", "", "when Claude Code cannot run the task, rerun it on this PROVIDER:MODEL")
 	fl.DurationVar(&opts.BashTimeout, "bash-timeout", 2*time.Minute, "default timeout of one bash command (local loop)")
+	fl.BoolVar(&opts.NoChanges, "no-changes", false, "do not record what the run changes in its folder (lane diff, lane undo)")
 }
 
 func readTask(arg string, in io.Reader) (string, error) {
@@ -358,6 +361,7 @@ func runOptions(f *Factory, cfg *config.File, t config.Target, opts *RunOptions,
 		PriorSessionUsage:   opts.PriorSessionUsage,
 		Price:               priceFunc(cfg, t),
 		StateDir:            f.StateDir(),
+		Changes:             snapshotter(f, cfg, opts),
 		ToolMode:            opts.ToolMode,
 		Sandbox:             sandbox.Mode(opts.Sandbox),
 		BashTimeout:         opts.BashTimeout,

@@ -38,6 +38,9 @@ type File struct {
 	// spares a person the question (in the modes that ask), deny refuses
 	// whatever the mode.
 	Permissions Permissions `yaml:"permissions"`
+	// Changes: false records no snapshot of runs' folders, as --no-changes
+	// does for one run (unset or true: lane diff and lane undo work).
+	Changes *bool `yaml:"changes"`
 }
 
 // Permissions are the config file's permission rules.

@@ -131,6 +131,10 @@ func NewServer(t testing.TB, turns ...Turn) *Server {
 // next turn of the script.
 func (s *Server) SetResponder(respond func(Request) (Turn, bool)) { s.main.SetResponder(respond) }
 
+// SetTurns replaces the main agent's script, for turns that name what only
+// exists once the server does (a folder made beside it).
+func (s *Server) SetTurns(turns ...Turn) { s.main.Set(turns...) }
+
 // URL is the base URL to give claude as ANTHROPIC_BASE_URL.
 func (s *Server) URL() string { return s.srv.URL() }
 

@@ -1,0 +1,283 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lane/changes"
+	"lane/config"
+	"lane/store"
+	"lane/trace"
+)
+
+// RuntimeUndo is the runtime name of the runs lane undo records.
+const RuntimeUndo = "undo"
+
+// snapshotter is what records the changes of f's runs, nil when
+// --no-changes or the config file's `changes: false` turns it off.
+func snapshotter(f *Factory, cfg *config.File, opts *RunOptions) *changes.Snapshotter {
+	if opts.NoChanges || cfg.Changes != nil && !*cfg.Changes {
+		return nil
+	}
+	return changes.New(changes.Config{StateDir: f.StateDir()})
+}
+
+// DiffOptions are the flags of `lane diff`.
+type DiffOptions struct {
+	RunID        string
+	Stat         bool
+	OutputFormat string
+}
+
+// NewCmdDiff builds `lane diff RUN`.
+func NewCmdDiff(f *Factory) *cobra.Command {
+	opts := &DiffOptions{}
+	c := &cobra.Command{
+		Use:   "diff RUN",
+		Short: "Print what a run changed in its folder",
+		Long: `Diff prints the unified diff of what a run (an id or a unique prefix)
+changed in its folder, from the snapshots lane took before it started and
+after it ended. --stat lists the files with their +/- counts; -o json
+prints the changes and the diff as one document.`,
+		Args: exactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.RunID = args[0]
+			return runDiff(c.Context(), f, opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.Stat, "stat", false, "the changed files with their +/- counts")
+	c.Flags().StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text or json")
+	return c
+}
+
+func runDiff(ctx context.Context, f *Factory, opts *DiffOptions) error {
+	if opts.OutputFormat != formatText && opts.OutputFormat != formatJSON {
+		return usageErrorf(fmt.Errorf("--output-format %q: want text or json", opts.OutputFormat))
+	}
+	st, err := f.OpenStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	run, err := openRun(ctx, st, opts.RunID)
+	if err != nil {
+		return err
+	}
+	if err := recordedChanges(run); err != nil {
+		return err
+	}
+	patch, err := st.RunPatch(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	out := f.IO.Out
+	switch {
+	case opts.OutputFormat == formatJSON:
+		return json.NewEncoder(out).Encode(struct {
+			RunID   string         `json:"run_id"`
+			Changes *trace.Changes `json:"changes"`
+			Patch   string         `json:"patch"`
+		}{run.ID, run.Changes, patch})
+	case opts.Stat:
+		return writeStat(out, run.Changes)
+	}
+	if _, err := io.WriteString(out, patch); err != nil {
+		return err
+	}
+	if c := run.Changes; c.Truncated {
+		fmt.Fprintf(f.IO.ErrOut, "lane: the diff is cut at %s of %s; --stat lists every file\n",
+			byteSize(int64(len(patch))), byteSize(c.PatchSize))
+	}
+	return nil
+}
+
+// recordedChanges says why run has no changes to show, nil when it has.
+func recordedChanges(run *trace.Run) error {
+	switch c := run.Changes; {
+	case run.Imported:
+		return fmt.Errorf("run %s is an imported session: lane did not see its folder before it: %w", run.ID, store.ErrNotFound)
+	case c == nil && !run.Status.Finished():
+		return fmt.Errorf("run %s is still %s: its changes are recorded when it ends: %w", run.ID, run.Status, store.ErrNotFound)
+	case c == nil:
+		return fmt.Errorf("run %s has no recorded changes (run with --no-changes, or before lane recorded them): %w", run.ID, store.ErrNotFound)
+	case c.Error != "":
+		return fmt.Errorf("run %s's changes were not recorded: %s: %w", run.ID, c.Error, store.ErrNotFound)
+	}
+	return nil
+}
+
+// writeStat lists c's files as git diff --stat does, with the totals.
+func writeStat(w io.Writer, c *trace.Changes) error {
+	width := 0
+	for _, fc := range c.List {
+		width = max(width, len(statName(fc)))
+	}
+	var b strings.Builder
+	for _, fc := range c.List {
+		fmt.Fprintf(&b, " %-*s | %s\n", width, statName(fc), statCounts(fc))
+	}
+	fmt.Fprintf(&b, " %s changed, %d insertions(+), %d deletions(-)\n", plural(int64(c.Files), "file", "files"), c.Insertions, c.Deletions)
+	if c.Note != "" {
+		fmt.Fprintf(&b, " note: %s\n", c.Note)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func statName(fc trace.FileChange) string {
+	if fc.OldPath != "" {
+		return fc.OldPath + " => " + fc.Path
+	}
+	return fc.Path
+}
+
+func statCounts(fc trace.FileChange) string {
+	var s string
+	switch {
+	case fc.Large:
+		s = "over the size limit (size and mtime changed)"
+	case fc.Binary:
+		s = "binary"
+	default:
+		s = fmt.Sprintf("+%d -%d", fc.Insertions, fc.Deletions)
+	}
+	switch {
+	case fc.Status == "added" || fc.Status == "deleted" || fc.Status == "renamed" || fc.Status == "type":
+		s += " (" + fc.Status + ")"
+	case fc.OldMode != fc.NewMode:
+		s += " (mode " + fc.OldMode + " → " + fc.NewMode + ")"
+	}
+	return s
+}
+
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// UndoOptions are the flags of `lane undo`.
+type UndoOptions struct {
+	RunID string
+	Force bool
+}
+
+// NewCmdUndo builds `lane undo RUN`.
+func NewCmdUndo(f *Factory) *cobra.Command {
+	opts := &UndoOptions{}
+	c := &cobra.Command{
+		Use:   "undo RUN",
+		Short: "Put a run's folder back as it was before the run",
+		Long: `Undo restores the files a run changed to what they held before it
+started: files it created are removed, files it deleted or modified come
+back, renames are undone. Only those files are touched, and only if they
+still hold what the run left; otherwise undo lists the conflicts and
+changes nothing (--force restores them anyway). The undo is recorded as a
+run of its own (runtime "undo") whose diff is the reverse.`,
+		Args: exactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.RunID = args[0]
+			return runUndo(c.Context(), f, opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.Force, "force", false, "restore the files even where they changed since the run")
+	return c
+}
+
+func runUndo(ctx context.Context, f *Factory, opts *UndoOptions) error {
+	st, err := f.OpenStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	run, err := openRun(ctx, st, opts.RunID)
+	if err != nil {
+		return err
+	}
+	if err := recordedChanges(run); err != nil {
+		return err
+	}
+	c := run.Changes
+	switch {
+	case c.Files == 0:
+		fmt.Fprintf(f.IO.Out, "run %s changed nothing: nothing to undo\n", run.ID)
+		return nil
+	case c.UndoneBy != "" && !opts.Force:
+		return fmt.Errorf("run %s was undone already by run %s (--force undoes it again): %w", run.ID, c.UndoneBy, store.ErrNotFound)
+	}
+	snap := changes.New(changes.Config{StateDir: f.StateDir()})
+	undo := &trace.Run{
+		ID: trace.NewRunID(), ParentRunID: run.ID, Attempt: 1, Status: trace.StatusRunning,
+		Runtime: RuntimeUndo, Dir: run.Dir, Prompt: "lane undo " + run.ID,
+		StartedAt: time.Now().UTC(), OwnerPID: os.Getpid(),
+	}
+	before, err := snap.Take(ctx, run.Dir)
+	if err != nil {
+		return fmt.Errorf("undo run %s: snapshot the folder: %w", run.ID, err)
+	}
+	defer snap.Release(before)
+	if err := snap.Undo(ctx, c, changes.UndoOptions{Force: opts.Force}); err != nil {
+		var ce *changes.ConflictError
+		if errors.As(err, &ce) {
+			writeConflicts(f.IO.ErrOut, run.ID, ce)
+			return fmt.Errorf("%w: %w", errReported, err)
+		}
+		return fmt.Errorf("undo run %s: %w", run.ID, err)
+	}
+	return recordUndo(ctx, f, st, snap, run, undo, before)
+}
+
+// recordUndo records the undo that just restored run's files as a run of
+// its own, with the reverse diff, and marks run undone.
+func recordUndo(ctx context.Context, f *Factory, st *store.Store, snap *changes.Snapshotter, run, undo *trace.Run, before *changes.Snapshot) error {
+	ctx = context.WithoutCancel(ctx) // the folder is restored: say so
+	after, err := snap.Take(ctx, run.Dir)
+	if err == nil {
+		defer snap.Release(after)
+		var patch string
+		undo.Changes, patch, err = snap.Diff(ctx, before, after)
+		if err == nil {
+			undo.Changes.Patch, undo.Changes.UndoOf = patch, run.ID
+		}
+	}
+	if err != nil {
+		undo.Changes = &trace.Changes{Error: err.Error(), UndoOf: run.ID}
+	}
+	undo.Status, undo.EndedAt = trace.StatusSucceeded, time.Now().UTC()
+	undo.DurationMS = undo.EndedAt.Sub(undo.StartedAt).Milliseconds()
+	undo.ResultText = fmt.Sprintf("restored %s changed by run %s", plural(int64(run.Changes.Files), "file", "files"), run.ID)
+	if err := st.CreateRun(ctx, undo); err != nil {
+		return fmt.Errorf("record the undo: %w", err)
+	}
+	if err := st.UpdateRun(ctx, undo); err != nil {
+		return fmt.Errorf("record the undo: %w", err)
+	}
+	run.Changes.UndoneBy = undo.ID
+	if err := st.UpdateRun(ctx, run); err != nil {
+		return fmt.Errorf("mark run %s undone: %w", run.ID, err)
+	}
+	fmt.Fprintf(f.IO.Out, "%s · run %s\n", undo.ResultText, undo.ID)
+	return nil
+}
+
+func writeConflicts(w io.Writer, runID string, ce *changes.ConflictError) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "lane: not undoing run %s: %s changed since the run (nothing was touched; --force restores them anyway):\n",
+		runID, plural(int64(len(ce.Conflicts)), "file", "files"))
+	for _, c := range ce.Conflicts {
+		fmt.Fprintf(&b, "  %s: %s\n", c.Path, c.Why)
+	}
+	io.WriteString(w, b.String())
+}
