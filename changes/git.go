@@ -44,6 +44,7 @@ type gitOpts struct {
 	index    string    // GIT_INDEX_FILE, when set
 	stdin    io.Reader // nil: no input
 	stdout   io.Writer // nil: collected and returned
+	config   []string  // more -c settings
 }
 
 // gitConfig are settings given to every git lane runs: paths unquoted in
@@ -103,6 +104,9 @@ func gitEnv(index string) []string {
 // it). Cancelling ctx kills git and whatever it started (a filter).
 func (s *Snapshotter) git(ctx context.Context, o gitOpts, args ...string) ([]byte, error) {
 	argv := gitConfig()
+	for _, c := range o.config {
+		argv = append(argv, "-c", c)
+	}
 	if o.dir != "" {
 		argv = append(argv, "-C", o.dir)
 	}

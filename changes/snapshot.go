@@ -243,11 +243,14 @@ func (s *Snapshotter) writeTree(ctx context.Context, snap *Snapshot) error {
 	for _, p := range snap.Nested {
 		spec = append(spec, ":(top,literal,exclude)"+p)
 	}
-	o.stdin = strings.NewReader(strings.Join(spec, "\x00") + "\x00")
-	if _, err := s.git(ctx, o, "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+	// The untracked cache (kept in lane's index, not git's) spares reading
+	// every folder again: only those whose modification time moved.
+	add := o
+	add.stdin = strings.NewReader(strings.Join(spec, "\x00") + "\x00")
+	add.config = []string{"core.untrackedCache=true"}
+	if _, err := s.git(ctx, add, "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
 		return err
 	}
-	o.stdin = nil
 	if err := s.addPlaceholders(ctx, snap, o); err != nil {
 		return err
 	}
