@@ -209,7 +209,7 @@ func (s *Snapshotter) shadow(ctx context.Context, snap *Snapshot) error {
 	if err := os.MkdirAll(filepath.Dir(repo), 0o700); err != nil {
 		return err
 	}
-	if _, err := s.git(ctx, gitOpts{}, "init", "--bare", "-q", repo); err != nil {
+	if _, err := s.git(ctx, gitOpts{}, "init", "--bare", "-q", "--template=", repo); err != nil {
 		return err
 	}
 	// Say whose snapshots these are, for a person looking in StateDir.

@@ -62,6 +62,13 @@ func (s *Snapshotter) Undo(ctx context.Context, c *trace.Changes, opts UndoOptio
 	if !c.Changed() {
 		return nil
 	}
+	for _, fc := range c.List {
+		for _, p := range []string{fc.Path, fc.OldPath} {
+			if p != "" && !filepath.IsLocal(filepath.FromSlash(p)) {
+				return fmt.Errorf("undo: %q is not a path inside %s", p, c.Root)
+			}
+		}
+	}
 	for _, tree := range []string{c.Before, c.After} {
 		if _, err := s.git(ctx, gitOpts{gitDir: c.GitDir}, "cat-file", "-e", tree+"^{tree}"); err != nil {
 			var ge *GitError

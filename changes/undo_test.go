@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"lane/trace"
 )
 
 // folder makes a folder holding setupFiles, in a repository of its own
@@ -192,4 +194,18 @@ func TestUndoPruned(t *testing.T) {
 		t.Errorf("new.txt: %v", err)
 	}
 	t.Log(err)
+}
+
+func TestUndoRefusesForeignPaths(t *testing.T) {
+	isolate(t)
+	dir := t.TempDir()
+	s := newSnap(t)
+	snap := take(t, s, dir)
+	for _, p := range []string{"../outside", "/etc/passwd", "a/../../b"} {
+		c := &trace.Changes{Files: 1, Method: MethodManifest, Root: dir, GitDir: snap.GitDir, Before: snap.Tree, After: snap.Tree,
+			List: []trace.FileChange{{Path: p, Status: "added", NewMode: "100644"}}}
+		if err := s.Undo(context.Background(), c, UndoOptions{Force: true}); err == nil || !strings.Contains(err.Error(), "not a path inside") {
+			t.Errorf("undo of %q: %v", p, err)
+		}
+	}
 }
