@@ -245,3 +245,26 @@ func TestWorktree(t *testing.T) {
 		t.Errorf("main work tree: %q", got)
 	}
 }
+
+func TestFreshRepository(t *testing.T) {
+	isolate(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	gitInit(t, dir) // no commit, no index yet
+	s := newSnap(t)
+	before := take(t, s, dir)
+	write(t, dir, "first.txt", "first\n")
+	after := take(t, s, dir)
+	c, _, err := s.Diff(ctx, before, after)
+	must(t, err)
+	if c.Method != MethodGit || listString(c.List) != "added first.txt +1 -0 >100644" {
+		t.Errorf("method %s, list:\n%s", c.Method, listString(c.List))
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "index")); !os.IsNotExist(err) {
+		t.Errorf("git's index: %v, want none still", err)
+	}
+	must(t, s.Undo(ctx, c, UndoOptions{}))
+	if _, err := os.Stat(filepath.Join(dir, "first.txt")); !os.IsNotExist(err) {
+		t.Errorf("first.txt after undo: %v", err)
+	}
+}

@@ -319,6 +319,7 @@ func (s *Snapshotter) findLarge(ctx context.Context, snap *Snapshot, o gitOpts) 
 	if snap.Method == MethodManifest {
 		// Every file lane's index knows may have grown past the limit.
 		args = append(args, "--cached")
+		o.config = []string{"core.untrackedCache=true"}
 	} else {
 		o.index = "" // untracked as git's own index says
 	}
