@@ -85,6 +85,10 @@ func TestLocalReadEditAndTest(t *testing.T) {
 	if run.CostUSD != 0 || run.CostEstimate || run.Usage.InputTokens == 0 {
 		t.Errorf("an Ollama model costs a known 0: cost %v estimate %v usage %+v", run.CostUSD, run.CostEstimate, run.Usage)
 	}
+	// lane's own loop records what it changed, as every runtime does.
+	if c := run.Changes; c == nil || c.Files != 1 || c.List[0].Path != "greeting.txt" || c.Insertions != 1 || c.Deletions != 1 {
+		t.Errorf("changes %+v", c)
+	}
 	evs := e.events(run.ID)
 	res := toolResults(evs)
 	if !strings.Contains(res["c1"].Output, "hello world") || res["c2"].IsError || !strings.Contains(res["c3"].Output, "TEST PASSED") {
@@ -220,6 +224,10 @@ func TestLocalResumeContinuesTheTranscript(t *testing.T) {
 	second := lastRun(t, r)
 	if second.Runtime != "local" || second.SessionID != first.SessionID || second.ParentRunID != first.ID {
 		t.Errorf("second %+v", second)
+	}
+	// Each run's changes are its own: the resumed run wrote nothing.
+	if first.Changes == nil || first.Changes.Files != 1 || second.Changes == nil || second.Changes.Files != 0 {
+		t.Errorf("changes: first %+v, second %+v", first.Changes, second.Changes)
 	}
 	reqs := e.model.Requests()
 	var text []string
