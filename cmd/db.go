@@ -24,14 +24,48 @@ type DBCopyOptions struct {
 func NewCmdDB(f *Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "db",
-		Short: "Work on lane's databases: copy a history from one to another",
+		Short: "Work on lane's databases: copy a history from one to another, rebuild the stats",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			return c.Help()
 		},
 	}
-	c.AddCommand(NewCmdDBCopy(f, nil))
+	c.AddCommand(NewCmdDBCopy(f, nil), NewCmdDBRebuildStats(f, nil))
 	return c
+}
+
+// NewCmdDBRebuildStats builds `lane db rebuild-stats`.
+func NewCmdDBRebuildStats(f *Factory, runF func(context.Context) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rebuild-stats",
+		Short: "Recompute the daily roll-ups of the dashboard's stats from the runs",
+		Long: `Rebuild-stats recomputes, from the runs, the daily roll-ups that the
+dashboard's stats (/api/stats) read for whole days, in the database --db or
+LANE_DB names. lane keeps them up to date as runs are written, whoever
+writes them; rebuild them after changing the database by other means, for
+example a TRUNCATE of runs or a table restored by hand.`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(c.Context())
+			}
+			return runDBRebuildStats(c.Context(), f)
+		},
+	}
+}
+
+func runDBRebuildStats(ctx context.Context, f *Factory) error {
+	st, err := f.OpenStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	n, err := st.RebuildStats(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f.IO.Out, "rebuilt the stats of %s\n", plural(n, "run", "runs"))
+	return err
 }
 
 // NewCmdDBCopy builds `lane db copy`.

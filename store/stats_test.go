@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +76,227 @@ func TestStats(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestStatsRollupsMatchScan checks that Stats, which reads the daily
+// roll-ups for whole days, gives what a scan of the runs gives, after every
+// kind of write: runs created, still running, finished, swept as
+// interrupted, rewritten by lane reindex, imported, updated by an import
+// and deleted by one.
+func TestStatsRollupsMatchScan(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := be.open(t)
+		livePID, liveStart := selfOwner(t)
+		deadPID, deadStart := exitedOwner(t)
+		base := time.Date(2025, 3, 28, 0, 0, 0, 0, time.UTC)
+		rng := rand.New(rand.NewPCG(7, 8))
+		statuses := []trace.Status{trace.StatusSucceeded, trace.StatusFailed, trace.StatusCancelled,
+			trace.StatusTimedOut, trace.StatusInterrupted}
+		// Costs whose float sums depend on their order, one below the unit,
+		// one on a rounding tie, one negative.
+		costs := []float64{0.1, 0.2, 1.0 / 3, 1e-11, 5e-11, 2.5e-10, 12.345678901234, -0.3, 0}
+		var runs []*trace.Run
+		for i := range 200 {
+			r := &trace.Run{ID: fmt.Sprintf("r%03d", i), Status: statuses[rng.IntN(len(statuses))],
+				StartedAt: base.Add(time.Duration(rng.Int64N(int64(8 * 24 * time.Hour)))),
+				Model:     []string{"opus", "sonnet", "haiku"}[rng.IntN(3)], Dir: fmt.Sprintf("/d%d", rng.IntN(4)),
+				CostUSD: costs[rng.IntN(len(costs))], Usage: trace.Usage{InputTokens: rng.Int64N(1000),
+					OutputTokens: rng.Int64N(100), CacheReadTokens: rng.Int64N(10_000), CacheCreationTokens: rng.Int64N(50)}}
+			switch i % 20 {
+			case 1:
+				r.Status, r.OwnerPID, r.OwnerStart = trace.StatusRunning, livePID, liveStart
+			case 2:
+				r.Status, r.OwnerPID, r.OwnerStart = trace.StatusRunning, deadPID, deadStart
+			case 3:
+				r.Imported = true
+			}
+			runs = append(runs, r)
+		}
+		// Runs on the days SQL's truncating division makes odd: the first
+		// day of 1970 and the one before.
+		runs = append(runs,
+			&trace.Run{ID: "epoch", Status: trace.StatusSucceeded, StartedAt: time.Unix(3600, 0), CostUSD: 0.1},
+			&trace.Run{ID: "pre-epoch", Status: trace.StatusFailed, StartedAt: time.Unix(-3600, 0), CostUSD: 0.2})
+		for _, r := range runs {
+			if r.Imported {
+				f := ImportFile{Path: "/sessions/" + r.ID + ".jsonl", Runtime: "claude", Runs: []string{r.ID}}
+				if err := s.CommitImport(ctx, &ImportBatch{File: f, Runs: []ImportRun{{Run: r, New: true}}}); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			createRunT(t, s, r)
+		}
+		compareStats(t, s, "created", base)
+
+		// A running run finishes; a finished one is rewritten by lane
+		// reindex into another day and model; an import brings its run up
+		// to date; a rewritten session file deletes the runs it fed.
+		live := runs[1]
+		live.Status, live.CostUSD, live.Usage.OutputTokens = trace.StatusSucceeded, 0.7, 77
+		if err := s.UpdateRun(ctx, live); err != nil {
+			t.Fatal(err)
+		}
+		re := runs[5]
+		re.StartedAt, re.Model, re.CostUSD, re.Status = re.StartedAt.Add(50*time.Hour), "qwen", 0.05, trace.StatusFailed
+		if err := s.ReplaceRun(ctx, re, nil); err != nil {
+			t.Fatal(err)
+		}
+		imp := runs[23]
+		imp.CostUSD += 1.1 // alone: the update trigger must see it
+		f := ImportFile{Path: "/sessions/" + imp.ID + ".jsonl", Runtime: "claude", Runs: []string{imp.ID}}
+		if err := s.CommitImport(ctx, &ImportBatch{File: f, Runs: []ImportRun{{Run: imp}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ForgetImport(ctx, "/sessions/"+runs[43].ID+".jsonl"); err != nil {
+			t.Fatal(err)
+		}
+		moved := runs[9]
+		moved.Dir = "/elsewhere"
+		if err := s.UpdateRun(ctx, moved); err != nil {
+			t.Fatal(err)
+		}
+		compareStats(t, s, "updated", base)
+
+		if got := rollupRows(t, s); len(got) == 0 {
+			t.Fatal("no roll-up rows")
+		}
+	})
+}
+
+// compareStats compares Stats with scanStats over ranges that start and
+// end on and between UTC days, open or not.
+func compareStats(t *testing.T, s *Store, when string, base time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	day := 24 * time.Hour
+	mid := base.Add(2*day + 7*time.Hour + 13*time.Minute)
+	ranges := []StatsQuery{
+		{},
+		{Since: mid},
+		{Until: mid},
+		{Since: mid, Until: mid.Add(3*day + 5*time.Hour)},
+		{Since: base.Add(day), Until: base.Add(4 * day)},
+		{Since: base.Add(day), Until: base.Add(4*day + time.Nanosecond)},
+		{Since: base.Add(day - time.Nanosecond), Until: base.Add(4 * day)},
+		{Since: mid, Until: mid.Add(2 * time.Hour)},          // within a day
+		{Since: mid, Until: mid.Add(day - time.Minute)},      // across midnight, no whole day
+		{Since: base.Add(3 * day), Until: base.Add(3 * day)}, // empty
+		{Since: mid.Add(day), Until: mid},                    // backwards
+		{Since: time.Unix(0, 0), Until: base.Add(day)},
+		{Since: time.Unix(-7200, 0), Until: time.Unix(7200, 0)},
+		{Until: time.Unix(1, 0)},
+		{Until: time.Unix(25*3600, 0)}, // day 0 (both runs around the epoch) from its roll-up
+		{Since: time.Unix(-7200, 0), Until: time.Unix(49*3600, 0)},
+		{Since: base.Add(-30 * day), Until: base.Add(30 * day)},
+		{Since: base.Add(7*day + time.Hour)},
+	}
+	for _, q := range ranges {
+		want, err := s.scanStats(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Stats(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: Stats(%v, %v) from roll-ups:\n got %+v\nwant %+v", when, q.Since, q.Until, got, want)
+		}
+	}
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM runs`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if all, err := s.Stats(ctx, StatsQuery{}); err != nil || all.Totals.Runs != n {
+		t.Errorf("%s: Stats counts %d runs (%v), the table has %d", when, all.Totals.Runs, err, n)
+	}
+}
+
+// TestRebuildStats checks that the migration's fill and RebuildStats make
+// the roll-ups the triggers keep, and that RebuildStats mends roll-ups
+// changed behind lane's back.
+func TestRebuildStats(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := be.open(t)
+		base := time.Date(2025, 5, 1, 22, 0, 0, 0, time.UTC)
+		for i := range 40 {
+			createRunT(t, s, &trace.Run{ID: fmt.Sprintf("r%02d", i), Status: trace.StatusSucceeded,
+				StartedAt: base.Add(time.Duration(i) * 97 * time.Minute), Model: []string{"a", "b"}[i%2],
+				Dir: []string{"/x", "/y", "/z"}[i%3], CostUSD: 0.1 * float64(i%7), Usage: trace.Usage{InputTokens: int64(i)}})
+		}
+		kept := rollupRows(t, s)
+
+		// The migration's own fill, on emptied tables.
+		ms, err := migrations(s.Backend())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := ms[7]
+		_, fill, ok := strings.Cut(m.sql, "-- The roll-ups of the runs already there")
+		_, fill, ok2 := strings.Cut(fill, "\n")
+		if m.name != "0008_stats" || !ok || !ok2 {
+			t.Fatalf("migration %s has no fill", m.name)
+		}
+		for _, q := range []string{`DELETE FROM run_stats_day`, `DELETE FROM run_stats_model`, `DELETE FROM run_stats_dir`, fill} {
+			if _, err := s.db.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%.40s: %v", q, err)
+			}
+		}
+		if got := rollupRows(t, s); !reflect.DeepEqual(got, kept) {
+			t.Errorf("migration fill:\n got %v\nwant %v", got, kept)
+		}
+
+		// Roll-ups edited behind lane's back, then rebuilt.
+		for _, q := range []string{`UPDATE run_stats_day SET runs = runs + 5`, `DELETE FROM run_stats_dir WHERE dir = '/y'`} {
+			if _, err := s.db.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st, err := s.Stats(ctx, StatsQuery{}); err != nil || st.Totals.Runs == 40 {
+			t.Fatalf("Stats over edited roll-ups counts %d runs (%v): it does not read them", st.Totals.Runs, err)
+		}
+		n, err := s.RebuildStats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 40 {
+			t.Errorf("RebuildStats counted %d runs, want 40", n)
+		}
+		if got := rollupRows(t, s); !reflect.DeepEqual(got, kept) {
+			t.Errorf("after RebuildStats:\n got %v\nwant %v", got, kept)
+		}
+	})
+}
+
+// rollupRows returns every row of the roll-up tables, as text, in order.
+func rollupRows(t *testing.T, s *Store) []string {
+	t.Helper()
+	var out []string
+	for _, q := range []string{
+		`SELECT 'day', day, '', runs, succeeded, failed, cost_units, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens FROM run_stats_day ORDER BY 2`,
+		`SELECT 'model', day, model, runs, succeeded, failed, cost_units, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens FROM run_stats_model ORDER BY 2, 3`,
+		`SELECT 'dir', day, dir, runs, succeeded, failed, cost_units, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens FROM run_stats_dir ORDER BY 2, 3`,
+	} {
+		rows, err := s.db.Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var (
+				kind, key string
+				v         [9]int64
+			)
+			if err := rows.Scan(&kind, &v[0], &key, &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8]); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprint(kind, key, v))
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }
