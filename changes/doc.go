@@ -23,7 +23,8 @@
 // plain folder: all of them) are not read: the tree holds a small
 // placeholder blob naming their size and modification time, so a change
 // shows as a modified file, marked Large, with no lines counted, no patch,
-// and a Note. A folder holding a repository of its own is left out, and
+// and a Note; undo can remove such a file the run created, but not write
+// back one it changed. A folder holding a repository of its own is left out, and
 // named in the Note. Files are stored byte for byte (core.autocrlf is off),
 // but a repository's .gitattributes still apply (its eol rules and clean
 // filters, such as Git LFS's), as they do for git add; undo applies the

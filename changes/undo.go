@@ -16,8 +16,10 @@ import (
 // UndoOptions say how far Undo goes.
 type UndoOptions struct {
 	// Force restores every path even when it changed since the run; files
-	// over the size limit, whose content lane did not keep, are still left
-	// as they are (and passed to Skipped).
+	// over the size limit that the run changed or removed, whose content
+	// lane did not keep, are still left as they are (and passed to Skipped).
+	// Without Force those are conflicts; one the run created is removed
+	// like any other.
 	Force bool
 	// Skipped, when set, is told of each path Force left as it is.
 	Skipped func(Conflict)
@@ -117,12 +119,16 @@ const whyLarge = "over the size limit: its content before the run was not kept"
 
 func isLargeConflict(c *trace.Changes, path string) bool {
 	for _, fc := range c.List {
-		if fc.Large && (fc.Path == path || fc.OldPath == path) {
+		if needsContent(fc) && (fc.Path == path || fc.OldPath == path) {
 			return true
 		}
 	}
 	return false
 }
+
+// needsContent says whether undoing fc means writing back a file over the
+// size limit, which lane cannot; one the run created is only removed.
+func needsContent(fc trace.FileChange) bool { return fc.Large && fc.OldMode != "" }
 
 // conflicts compares the listed paths as they are now with how the run
 // left them.
@@ -146,7 +152,7 @@ func (s *Snapshotter) conflicts(ctx context.Context, c *trace.Changes, now *Snap
 		if fc.OldPath != "" {
 			touched[fc.OldPath] = true
 		}
-		if fc.Large {
+		if needsContent(fc) {
 			add(fc.Path, whyLarge)
 		}
 	}

@@ -154,6 +154,7 @@ func TestUndoLarge(t *testing.T) {
 	before := take(t, s, dir)
 	write(t, dir, "big.bin", strings.Repeat("y", 3000))
 	write(t, dir, "small.txt", "changed\n")
+	write(t, dir, "downloaded.bin", strings.Repeat("z", 5000))
 	after := take(t, s, dir)
 	c, _, err := s.Diff(ctx, before, after)
 	must(t, err)
@@ -169,6 +170,9 @@ func TestUndoLarge(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "small.txt")); string(b) != "small\n" {
 		t.Errorf("small.txt holds %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "downloaded.bin")); !os.IsNotExist(err) {
+		t.Errorf("downloaded.bin, created by the run: %v, want it removed", err)
 	}
 	if fi, _ := os.Stat(filepath.Join(dir, "big.bin")); fi.Size() != 3000 {
 		t.Errorf("big.bin is %d bytes, want it left as it is", fi.Size())
