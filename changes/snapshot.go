@@ -182,7 +182,7 @@ func (s *Snapshotter) ignored(ctx context.Context, snap *Snapshot) (bool, error)
 		return false, err
 	}
 	rel, err := filepath.Rel(snap.Root, real)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+	if err != nil || rel == "." || !filepath.IsLocal(rel) {
 		return false, nil
 	}
 	_, err = s.git(ctx, gitOpts{dir: snap.Root}, "check-ignore", "-q", "--", filepath.ToSlash(rel)+"/")
