@@ -213,6 +213,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/benches", s.listBenches)
 	mux.HandleFunc("GET /api/benches/{id}", s.getBench)
 	mux.HandleFunc("GET /api/workers", s.listWorkers)
+	s.changesRoutes(mux) // changes.go
 	mux.HandleFunc("GET /ws", s.serveWS)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not found")

@@ -16,7 +16,7 @@ import { viewBenchDetail } from './views/bench.js';
 import { viewBenches } from './views/benches.js';
 import { viewCosts } from './views/costs.js';
 import { newRunDialog } from './views/newrun.js';
-import { viewRun } from './views/run.js';
+import { viewRun, viewRunChanges } from './views/run.js';
 import { viewRuns } from './views/runs.js';
 import { viewSessions } from './views/sessions.js';
 import { viewWorkers } from './views/workers.js';
@@ -26,6 +26,7 @@ import { viewWorkers } from './views/workers.js';
 const routes = [
   [/^\/$/, viewRuns, 'runs'],
   [/^\/runs\/([^/]+)\/?$/, viewRun, 'runs'],
+  [/^\/runs\/([^/]+)\/changes\/?$/, viewRunChanges, 'runs'],
   [/^\/sessions\/?$/, viewSessions, 'sessions'],
   [/^\/costs\/?$/, viewCosts, 'costs'],
   [/^\/bench\/?$/, viewBenches, 'bench'],

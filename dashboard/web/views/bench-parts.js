@@ -1,9 +1,12 @@
 // The tables of a bench's page: the models compared, the task grid, where
-// the attempts ran, the failed attempts.
+// the attempts ran, the failed attempts, every attempt with what its run
+// changed. changes, where given, maps a run id to its Changes summary
+// (GET /api/benches/{id}/changes); null means they could not be read.
 
 import { h, s } from '../lib/dom.js';
 import { lazyDetails } from '../lib/collapse.js';
 import { fmtCost, fmtDur, fmtPct, oneLine } from '../lib/format.js';
+import { filesChanged, filesChangedLink } from '../lib/changes.js';
 import { runLink, runPath, tokensText, tokensTitle } from '../lib/widgets.js';
 
 export const MODEL_COLORS = 8; // classes m0…m7 in style.css
@@ -62,12 +65,13 @@ const ATTEMPT_LABEL = { passed: 'passed', failed: 'failed', running: 'running', 
 // in the queue for a worker: pending there means enqueued, not yet taken.
 const queued = (a, pool) => pool && a.status === 'pending';
 
-function attemptTitle(a, pool) {
+function attemptTitle(a, pool, changes) {
   const parts = [`#${a.n} ${queued(a, pool) ? 'queued, waiting for a worker' : ATTEMPT_LABEL[a.status] ?? a.status}`];
   if (a.worker && !queued(a, pool)) parts.push(`on ${a.worker}`);
   if (a.failure_kind) parts.push(a.failure_kind + (a.failure_kind.startsWith('check') ? ` (exit ${a.check_exit_code})` : ''));
   if (a.cost_usd) parts.push(fmtCost(a.cost_usd));
   if (a.duration_ms) parts.push(fmtDur(a.duration_ms));
+  if (a.run_id && changes && a.run_id in changes) parts.push(`files changed ${filesChanged(changes[a.run_id]).text}`);
   return parts.join(' · ');
 }
 
@@ -76,7 +80,7 @@ const attemptClass = (a, pool) => `pill a-${String(a.status).replace(/[^a-z]/g, 
 // taskGrid is one row per task, one cell per model: passed/attempts and a
 // link to each attempt's run; pool marks a bench run by the pool, whose
 // pending attempts are queued.
-export function taskGrid(tasks, models, attempts, pool) {
+export function taskGrid(tasks, models, attempts, pool, changes) {
   if (!tasks.length) return h('p', { class: 'muted' }, 'No attempts yet.');
   const byRun = new Map();
   const noRun = new Map(); // task\0model → attempts without a run
@@ -92,13 +96,13 @@ export function taskGrid(tasks, models, attempts, pool) {
     h('thead', null, h('tr', null, h('th', null, 'Task'), models.map((m) => h('th', { class: 'cell' }, m.model)), h('th', { class: 'num' }, 'All models'))),
     h('tbody', null, tasks.map((t) => h('tr', { dataset: { task: t.task_id } },
       h('th', { scope: 'row', class: 'task' }, h('code', null, t.task_id)),
-      (t.models || []).map((c) => gridCell(c, byRun, noRun.get(`${t.task_id}\0${c.model}`) || [], pool)),
+      (t.models || []).map((c) => gridCell(c, byRun, noRun.get(`${t.task_id}\0${c.model}`) || [], pool, changes)),
       h('td', { class: 'num' }, `${t.passed}/${t.attempts}`))))));
 }
 
 // gridCell is one task × model: its score, then its attempts, a link to
 // the run of each that has one, then how many wait in the queue.
-function gridCell(c, byRun, runless, pool) {
+function gridCell(c, byRun, runless, pool, changes) {
   const kind = c.attempts === 0 ? 'none' : c.passed === c.attempts ? 'good' : c.passed === 0 ? 'bad' : 'mixed';
   const withRun = (c.run_ids || []).map((rid) => byRun.get(rid) || { n: '?', status: '', run_id: rid });
   const waiting = [...withRun, ...runless].filter((a) => queued(a, pool)).length;
@@ -107,7 +111,7 @@ function gridCell(c, byRun, runless, pool) {
     h('span', { class: 'score', title: `${c.passed} of ${c.attempts} finished attempts passed` }, `${c.passed}/${c.attempts}`),
     h('span', { class: 'att' },
       withRun.map((a) => pill('a', a, {
-        href: runPath(a.run_id), title: `${attemptTitle(a, pool)} · run ${a.run_id}`,
+        href: runPath(a.run_id), title: `${attemptTitle(a, pool, changes)} · run ${a.run_id}`,
         class: a.failure_kind === 'cancelled' ? ' a-cancelled' : '',
       })),
       runless.map((a) => pill('span', a, { title: attemptTitle(a, pool) }))),
@@ -148,18 +152,18 @@ const FAILURE_COLUMNS = ['Task', 'Model', '#', 'Failure', 'Exit', 'Check output'
 // failedAttempts lists the failed attempts with their check's verdict, and
 // the worker of each when the pool ran any; open holds the keys of the
 // check outputs the reader had open.
-export function failedAttempts(attempts, open) {
+export function failedAttempts(attempts, open, changes) {
   const failed = attempts.filter((a) => a.status === 'failed');
   if (!failed.length) return null;
   const workers = failed.some((a) => a.worker);
-  const columns = workers ? [...FAILURE_COLUMNS.slice(0, -1), 'Worker', 'Run'] : FAILURE_COLUMNS;
+  const columns = [...FAILURE_COLUMNS.slice(0, -1), ...(workers ? ['Worker'] : []), 'Files changed', 'Run'];
   return [h('h2', null, `Failed attempts (${failed.length})`),
     h('div', { class: 'table-wrap' }, h('table', { class: 'bench-failures' },
       h('thead', null, h('tr', null, columns.map((c) => h('th', null, c)))),
-      h('tbody', null, failed.map((a) => failureRow(a, open, workers)))))];
+      h('tbody', null, failed.map((a) => failureRow(a, open, workers, changes)))))];
 }
 
-function failureRow(a, open, workers) {
+function failureRow(a, open, workers, changes) {
   const key = `${a.task_id}\0${a.model}\0${a.n}`;
   const out = String(a.check_output || '');
   let outEl = h('span', { class: 'muted' }, '–');
@@ -176,5 +180,34 @@ function failureRow(a, open, workers) {
     h('td', { class: 'num' }, checked ? String(a.check_exit_code) : '–'),
     h('td', { class: 'check' }, outEl),
     workers ? h('td', { class: 'nowrap worker' }, a.worker || '–') : null,
+    h('td', { class: 'num' }, changesCell(a, changes)),
     h('td', { class: 'nowrap' }, a.run_id ? runLink(a.run_id) : '–'));
+}
+
+// changesCell is what an attempt's run changed, a link to its Changes view.
+function changesCell(a, changes) {
+  if (!a.run_id) return '–';
+  if (!changes) return h('span', { class: 'muted', title: 'could not be read' }, '?');
+  return filesChangedLink(a.run_id, changes[a.run_id] ?? null);
+}
+
+const ATTEMPT_COLUMNS = [['Task'], ['Model'], ['#', 'num'], ['Status'], ['Files changed', 'num'], ['Run']];
+
+// allAttempts lists every attempt with what its run changed in its folder,
+// collapsed (open keeps it open across refreshes).
+export function allAttempts(attempts, open, changes) {
+  if (!attempts.length) return null;
+  const key = 'all-attempts';
+  const d = lazyDetails('all-attempts', h('h2', { class: 'inline' }, `All attempts (${attempts.length})`), () =>
+    h('div', { class: 'table-wrap' }, h('table', { class: 'bench-attempts' },
+      h('thead', null, h('tr', null, ATTEMPT_COLUMNS.map(([c, cls]) => h('th', { class: cls }, c)))),
+      h('tbody', null, attempts.map((a) => h('tr', { dataset: { run: a.run_id || '' } },
+        h('td', null, h('code', null, a.task_id)),
+        h('td', { class: 'nowrap' }, a.model),
+        h('td', { class: 'num' }, String(a.n)),
+        h('td', { class: 'nowrap' }, h('span', { class: attemptClass(a, false) }, ATTEMPT_LABEL[a.status] ?? a.status)),
+        h('td', { class: 'num' }, changesCell(a, changes)),
+        h('td', { class: 'nowrap' }, a.run_id ? runLink(a.run_id) : '–')))))), open.has(key));
+  d.dataset.key = key;
+  return d;
 }

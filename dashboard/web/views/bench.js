@@ -1,6 +1,7 @@
 // One bench (/bench/{id}): how the models compare, task by task, with the
 // attempts that failed and, for a bench run by the pool of workers, where
-// each ran and how many wait in the queue; refreshed while it runs.
+// each ran and how many wait in the queue; what each attempt's run changed
+// in its folder; refreshed while it runs.
 
 import { api, aborted } from '../lib/api.js';
 import { add, h } from '../lib/dom.js';
@@ -10,7 +11,7 @@ import { live } from '../lib/live.js';
 import { setTitle } from '../lib/title.js';
 import { errorBox, statusEl, timeEl } from '../lib/widgets.js';
 import { benchDurEl, progressTitle } from './bench-common.js';
-import { MODEL_COLORS, failedAttempts, modelTable, taskGrid, workerTable } from './bench-parts.js';
+import { MODEL_COLORS, allAttempts, failedAttempts, modelTable, taskGrid, workerTable } from './bench-parts.js';
 import { benchScatter } from './bench-scatter.js';
 
 export function viewBenchDetail(root, [id]) {
@@ -27,8 +28,12 @@ export function viewBenchDetail(root, [id]) {
   async function load() {
     const mine = ++seq;
     try {
-      const res = await api(`/api/benches/${encodeURIComponent(id)}`, { signal: life.signal });
+      const path = `/api/benches/${encodeURIComponent(id)}`;
+      const [res, ch] = await Promise.all([api(path, { signal: life.signal }),
+        // what the runs changed is extra: the bench shows without it
+        api(`${path}/changes`, { signal: life.signal }).catch((err) => { if (aborted(err)) throw err; return null; })]);
       if (mine !== seq) return; // a later load answers
+      res.changes = ch ? ch.runs || {} : null;
       running = res.bench.status === 'running';
       const json = JSON.stringify(res);
       if (json !== last) {
@@ -98,9 +103,10 @@ function renderBenchBody(body, res) {
     h('h2', null, 'Cost vs pass rate'),
     benchScatter(models, color),
     h('h2', null, 'Tasks'),
-    taskGrid(res.tasks || [], models, attempts, !!res.bench.workers),
+    taskGrid(res.tasks || [], models, attempts, !!res.bench.workers, res.changes),
     workers ? [h('h2', null, 'Where the attempts ran'), workers] : null,
-    failedAttempts(attempts, open)]);
+    failedAttempts(attempts, open, res.changes),
+    allAttempts(attempts, open, res.changes)]);
 }
 
 function countAttempts(attempts) {

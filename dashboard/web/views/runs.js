@@ -4,6 +4,7 @@
 import { api, aborted } from '../lib/api.js';
 import { approvals } from '../lib/approvals.js';
 import { h } from '../lib/dom.js';
+import { filesChangedLink } from '../lib/changes.js';
 import { oneLine, shortDir, fmtCost, tsMs } from '../lib/format.js';
 import { lifetime } from '../lib/lifetime.js';
 import { live } from '../lib/live.js';
@@ -15,7 +16,8 @@ import {
 } from '../lib/widgets.js';
 
 const RUN_FILTERS = ['status', 'model', 'dir', 'runtime', 'session', 'since', 'until', 'q'];
-const RUN_COLUMNS = ['Status', 'Runtime · model', 'Worker', 'Folder', 'Prompt', 'Cost', 'Tokens in/out/cache', 'Turns', 'Tools', 'Duration', 'Started'];
+const RUN_COLUMNS = ['Status', 'Runtime · model', 'Worker', 'Folder', 'Prompt', 'Cost', 'Tokens in/out/cache', 'Turns', 'Tools',
+  'Files changed', 'Duration', 'Started'];
 const PAGE = '50';
 
 export function viewRuns(root) {
@@ -190,6 +192,7 @@ function runRow(run) {
   h('td', { class: 'num nowrap', title: tokensTitle(run.usage) }, tokensText(run.usage)),
   h('td', { class: 'num' }, String(run.turns ?? 0)),
   h('td', { class: 'num' }, String(run.tool_calls ?? 0)),
+  h('td', { class: 'num files-cell' }, filesChangedLink(run.id, run.changes, run)),
   h('td', { class: 'num nowrap' }, durEl(run)),
   h('td', { class: 'nowrap' }, timeEl(run.started_at)));
   showWaiting(tr, approvals.count(run.id));
