@@ -47,7 +47,11 @@ function renderChanges(res, onJump) {
   out.push(summaryLine(res));
   const files = res.files || [];
   if (!files.length) {
-    out.push(h('p', { class: 'muted empty' }, 'The run changed no file in its folder.'));
+    // a run whose only changes have no diff (files over the size limit)
+    // may have no stored file list
+    out.push(h('p', { class: 'muted empty' }, c.files
+      ? 'lane kept no list of these files for this run.'
+      : 'The run changed no file in its folder.'));
     return out;
   }
   const sections = [];
