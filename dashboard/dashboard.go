@@ -4,10 +4,11 @@
 // documentation, of everything it serves.
 //
 // Other lane processes write to the same database; the dashboard learns of
-// their commits by polling the data version of a SQLite file, or from
-// PostgreSQL's notifications (LISTEN/NOTIFY, see store.Subscribe), and then
-// reads only what is new (events after a global id cursor, runs after a
-// revision).
+// their commits from the store's subscription (store.Subscribe: the file
+// system's notice of a write to a SQLite file, or PostgreSQL's
+// LISTEN/NOTIFY), and then reads only what is new (events after a global
+// id cursor, runs after a revision). Between commits it does nothing but a
+// sweep every few seconds.
 //
 // A database URL's password is never shown: the runs the dashboard starts
 // get the database in their environment (LANE_DB), not on their command
@@ -33,6 +34,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -41,13 +43,20 @@ import (
 )
 
 const (
+	// defaultPoll is how often the data version of a SQLite file is
+	// checked when the file system cannot notify its changes.
 	defaultPoll = 100 * time.Millisecond
-	// retryDelay is how soon the poller on PostgreSQL, which reads only
-	// when notified, takes up a read it could not finish (see Server.listen).
+	// retryDelay is how soon the poller, when it reads only when notified,
+	// takes up a read it could not finish (see Server.listen).
 	retryDelay = 100 * time.Millisecond
-	// sweepInterval is how often the poller reads run changes even though
-	// the data version did not move, so that running runs whose lane process
-	// died are marked interrupted (and broadcast).
+	// sweepInterval is how often the poller reads run changes and events
+	// even though nothing announced a change: so that running runs whose
+	// lane process died are marked interrupted (and broadcast), and as the
+	// safety net of the subscription, in case a notice was lost (an
+	// overflow of the kernel's queue, a writer held up between its write
+	// and its commit: see store.Subscribe). A few seconds is late enough
+	// that an idle dashboard costs nothing to speak of (three small queries
+	// each time), and soon enough for either.
 	sweepInterval = 3 * time.Second
 	// eventPage is how many events one query reads, live and in catch-up.
 	eventPage = 1000
@@ -78,16 +87,17 @@ type Config struct {
 	// DBPath is the database LaneBin is told to use, a file or a URL,
 	// passed in its environment as LANE_DB; required with LaneBin.
 	DBPath string
-	// Poll is how often a SQLite database's data version is checked; 0
-	// means 100 ms. On PostgreSQL the dashboard waits for notifications
-	// instead.
+	// Poll is how often a SQLite database's data version is checked when
+	// the file system cannot notify changes to the file (store.Subscribe
+	// returned nil); 0 means 100 ms. Otherwise, and on PostgreSQL, the
+	// dashboard waits for notifications instead.
 	Poll time.Duration
 	// Logger receives what the dashboard cannot report to a client (a
 	// failing poll, a child that would not start); nil means slog.Default().
 	Logger *slog.Logger
 }
 
-// Server is the dashboard. Handler serves requests; Run polls the database
+// Server is the dashboard. Handler serves requests; Run follows the database
 // and feeds the websocket clients.
 type Server struct {
 	st       *store.Store
@@ -104,6 +114,11 @@ type Server struct {
 	upgrader websocket.Upgrader
 	handler  http.Handler
 	redact   redactor // takes the database's password out of errors and logs
+
+	// subscribe is the store's Subscribe; tests replace it with one that
+	// returns nil, to poll.
+	subscribe func(context.Context) <-chan struct{}
+	checks    atomic.Int64 // reads of the data version, for tests
 
 	mu       sync.Mutex
 	running  bool
@@ -140,6 +155,7 @@ func New(cfg Config) (*Server, error) {
 		now:      time.Now,
 		children: map[*exec.Cmd]bool{},
 	}
+	s.subscribe = s.st.Subscribe
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -221,7 +237,7 @@ func (s *Server) routes() http.Handler {
 	return mux
 }
 
-// Run polls the database and feeds the websocket clients until ctx ends.
+// Run follows the database and feeds the websocket clients until ctx ends.
 // Then it closes every client, interrupts the runs it started (killing
 // those still running after childGrace) and returns once all of its
 // goroutines have stopped. It can be called once.

@@ -124,20 +124,23 @@ func (h *hub) count() int {
 }
 
 // poll reads what other connections commit and broadcasts it, until ctx
-// ends. On SQLite it reads whenever the data version moved, checked every
-// Poll; on PostgreSQL whenever the store's subscription says something
-// changed (LISTEN/NOTIFY), with no polling.
+// ends. It reads whenever the store's subscription says something changed:
+// on PostgreSQL from LISTEN/NOTIFY, on SQLite from the file system's notice
+// of a write to the database. Where there is no subscription (a SQLite
+// file the file system cannot watch), it checks the data version every
+// Poll instead.
 func (s *Server) poll(ctx context.Context) {
 	p := poller{s: s, runRev: s.runRev}
 	// RunsChangedAfter marks interrupted the runs whose lane process died,
 	// which commits nothing until it is called: call it now and then
-	// whatever the data version says.
+	// whatever the data version says. That read is also the safety net of
+	// the subscription, should a notice be lost.
 	sweep := time.NewTicker(s.sweep)
 	defer sweep.Stop()
-	// The subscription ends with poll; Subscribe is nil on SQLite.
+	// The subscription ends with poll.
 	sctx, unsubscribe := context.WithCancel(ctx)
 	defer unsubscribe()
-	if changes := s.st.Subscribe(sctx); changes != nil {
+	if changes := s.subscribe(sctx); changes != nil {
 		s.listen(ctx, &p, changes, sweep.C)
 		return
 	}
@@ -156,14 +159,14 @@ func (s *Server) poll(ctx context.Context) {
 	}
 }
 
-// listen is poll on PostgreSQL: it reads after each notification of a
-// change (and after the store's listener reconnected, when changes may have
-// been missed). The subscription is taken before the first read, so a
-// change committed after that read is notified. A read left unfinished (a
-// failing database, clients' queues without room) is taken up again after
-// retryDelay, as no notification may come to prompt it: where the SQLite
-// poller would read on at its next tick, this one would wait for the next
-// change.
+// listen is poll with a subscription: it reads after each notice of a
+// change (which may come when nothing changed: the data version tells).
+// The subscription is taken before the first read, so a change committed
+// after that read is notified. Between notices nothing runs but the sweep.
+// A read left unfinished (a failing database, clients' queues without
+// room) is taken up again after retryDelay, as no notice may come to
+// prompt it: where the poller without a subscription would read on at its
+// next tick, this one would wait for the next change.
 func (s *Server) listen(ctx context.Context, p *poller, changes <-chan struct{}, sweep <-chan time.Time) {
 	retry := time.NewTimer(retryDelay)
 	defer retry.Stop()
@@ -207,6 +210,7 @@ type poller struct {
 // and what is left must be read later.
 func (p *poller) check(ctx context.Context, force bool) bool {
 	s := p.s
+	s.checks.Add(1)
 	v, err := s.st.DataVersion(ctx)
 	if err != nil {
 		p.fail(ctx, err)

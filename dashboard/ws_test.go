@@ -5,8 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -214,51 +220,186 @@ func TestShutdownClosesClients(t *testing.T) {
 	}
 }
 
-// BenchmarkEventToWebsocket measures the time from an event written by
-// another Store's EventWriter (another lane process) to its arrival at a
-// websocket client, with the default poll interval.
+// BenchmarkEventToWebsocket measures the time from the start of a commit
+// of an event by another process (the test binary again, see
+// TestEventWriterProcess), one commit every millisecond, to the event's
+// arrival at a websocket client: "notify" as the dashboard runs, "poll"
+// without a subscription, checking every defaultPoll as it did before
+// SQLite files were watched. The time an EventWriter keeps an event
+// before its commit (up to its flush interval) is not counted.
 func BenchmarkEventToWebsocket(b *testing.B) {
-	e := newEnv(b, envOpt{poll: defaultPoll})
+	for _, notify := range []bool{true, false} {
+		b.Run(map[bool]string{true: "notify", false: "poll"}[notify], func(b *testing.B) {
+			benchEventToWebsocket(b, notify)
+		})
+	}
+}
+
+func benchEventToWebsocket(b *testing.B, notify bool) {
+	e := newSQLiteEnv(b, notify)
 	c := e.dial("", nil)
 	readHello(b, c)
 	run := createRun(b, e.other, "bench").ID
-	w := e.other.NewEventWriter(run)
-	defer w.Close(context.Background())
 
-	sent := make([]atomic.Int64, b.N+1) // unix ns by seq
-	lat := make([]time.Duration, 0, b.N)
-	got := make(chan error, 1)
-	go func() {
-		for len(lat) < b.N {
-			c.SetReadDeadline(time.Now().Add(wait))
-			var m wsMsg
-			if err := c.ReadJSON(&m); err != nil {
-				got <- err
-				return
-			}
-			if m.Type == "event" {
-				lat = append(lat, time.Duration(time.Now().UnixNano()-sent[m.Event.Seq].Load()))
-			}
-		}
-		got <- nil
-	}()
-	b.ResetTimer()
-	tick := time.NewTicker(time.Millisecond) // an agent's pace is far slower
-	defer tick.Stop()
-	for seq := 1; seq <= b.N; seq++ {
-		<-tick.C
-		sent[seq].Store(time.Now().UnixNano())
-		if err := w.Write(trace.Event{Seq: int64(seq), Time: time.Now().UTC(), Kind: trace.KindText, Text: "step"}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := <-got; err != nil {
+	writer := exec.Command(os.Args[0], "-test.run=^TestEventWriterProcess$")
+	writer.Env = append(os.Environ(), writerEnv+"="+e.path, "LANE_BENCH_RUN="+run, fmt.Sprintf("LANE_BENCH_N=%d", b.N))
+	writer.Stderr = os.Stderr
+	out, err := writer.StdoutPipe()
+	if err != nil {
 		b.Fatal(err)
 	}
+	b.ResetTimer()
+	if err := writer.Start(); err != nil {
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	for len(lat) < b.N {
+		c.SetReadDeadline(time.Now().Add(wait))
+		var m wsMsg
+		if err := c.ReadJSON(&m); err != nil {
+			b.Fatal(err)
+		}
+		if m.Type != "event" {
+			continue
+		}
+		sent, err := strconv.ParseInt(m.Event.Text, 10, 64)
+		if err != nil {
+			b.Fatalf("event %d: %v", m.Event.Seq, err)
+		}
+		lat = append(lat, time.Duration(time.Now().UnixNano()-sent))
+	}
 	b.StopTimer()
+	rest, _ := io.ReadAll(out)
+	if err := writer.Wait(); err != nil {
+		b.Fatalf("writer: %v: %s", err, rest)
+	}
 	slices.Sort(lat)
 	ms := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))]) / 1e6 }
 	b.ReportMetric(ms(0.5), "p50-ms")
 	b.ReportMetric(ms(0.99), "p99-ms")
 	b.ReportMetric(ms(1), "max-ms")
+}
+
+// writerEnv names the database TestEventWriterProcess writes to.
+const writerEnv = "LANE_BENCH_WRITER_DB"
+
+// TestEventWriterProcess is the other lane process of
+// BenchmarkEventToWebsocket: it commits LANE_BENCH_N text events of run
+// LANE_BENCH_RUN, one a millisecond, each with the time its commit began
+// (Unix nanoseconds) as its text. Without writerEnv it does nothing.
+func TestEventWriterProcess(t *testing.T) {
+	db := os.Getenv(writerEnv)
+	if db == "" {
+		t.Skip("the writer process of BenchmarkEventToWebsocket")
+	}
+	n, err := strconv.Atoi(os.Getenv("LANE_BENCH_N"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st := openStore(t, db)
+	run := os.Getenv("LANE_BENCH_RUN")
+	tick := time.NewTicker(time.Millisecond) // an agent's pace is far slower
+	defer tick.Stop()
+	for seq := 1; seq <= n; seq++ {
+		<-tick.C
+		now := time.Now()
+		ev := trace.Event{RunID: run, Seq: int64(seq), Time: now.UTC(), Kind: trace.KindText, Text: strconv.FormatInt(now.UnixNano(), 10)}
+		if err := st.AppendEvents(ctx, []trace.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// newSQLiteEnv is newEnv on a fresh SQLite file, with or without the
+// store's subscription (without, the dashboard checks the file every
+// defaultPoll, as it did before it watched the file).
+func newSQLiteEnv(t testing.TB, notify bool) *env {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "lane.db")
+	st, other := openStore(t, path), openStore(t, path)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	srv, err := New(Config{Store: st, Addr: addr, DBPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !notify {
+		srv.subscribe = func(context.Context) <-chan struct{} { return nil }
+	}
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	ts.Listener.Close()
+	ts.Listener = ln
+	ts.Start()
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &env{t: t, path: path, st: st, other: other, srv: srv, ts: ts, base: "http://" + addr, host: addr, stop: cancel, ran: make(chan error, 1)}
+	go func() { e.ran <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		e.shutdown()
+		ts.Close()
+	})
+	return e
+}
+
+// BenchmarkIdleDashboard measures what a dashboard with one websocket
+// client costs while nothing is written: the CPU time of the whole test
+// process per second (cpu-ms/s) and the reads of the data version per
+// second (checks/s), "notify" as the dashboard runs and "poll" checking
+// every defaultPoll, as it did before SQLite files were watched. One op is
+// one idle second; the dashboard sweeps every sweepInterval, so run a few
+// (-benchtime 6x).
+func BenchmarkIdleDashboard(b *testing.B) {
+	for _, notify := range []bool{true, false} {
+		b.Run(map[bool]string{true: "notify", false: "poll"}[notify], func(b *testing.B) {
+			e := newSQLiteEnv(b, notify)
+			c := e.dial("", nil)
+			readHello(b, c)
+			run := createRun(b, e.other, "idle").ID
+			appendEvents(b, e.other, run, 1, 10, "before")
+			readEvents(b, c, 10)
+
+			checks, cpu, start := e.srv.checks.Load(), cpuTime(b), time.Now()
+			b.ResetTimer()
+			for range b.N {
+				time.Sleep(time.Second) // the idle window measured
+			}
+			b.StopTimer()
+			secs := time.Since(start).Seconds()
+			b.ReportMetric(float64(cpuTime(b)-cpu)/1e6/secs, "cpu-ms/s")
+			b.ReportMetric(float64(e.srv.checks.Load()-checks)/secs, "checks/s")
+		})
+	}
+}
+
+// cpuTime is the CPU time this process has used, user and system.
+func cpuTime(t testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// A dashboard watching its SQLite file reads it when something is written,
+// not in between: over an idle half second (no sweep in it) it checks the
+// data version a few times at most, where polling every 20 ms, as the
+// tests used to, would check it 25 times.
+func TestIdleDashboardDoesNotPoll(t *testing.T) {
+	e := newEnv(t, envOpt{sweep: time.Hour})
+	c := e.dial("", nil)
+	readHello(t, c)
+	run := createRun(t, e.other, "idle").ID
+	appendEvents(t, e.other, run, 1, 3, "before")
+	readEvents(t, c, 3)
+	before := e.srv.checks.Load()
+	time.Sleep(500 * time.Millisecond) // the idle window, not a wait for an event
+	if n := e.srv.checks.Load() - before; n > 5 {
+		t.Errorf("%d checks of the data version in an idle half second, want 5 at most", n)
+	}
+	// And it still reads what comes next.
+	appendEvents(t, e.other, run, 4, 4, "after")
+	checkSeqs(t, readEvents(t, c, 1), run, 4, 4)
 }
