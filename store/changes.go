@@ -26,14 +26,15 @@ func changesSummary(c *trace.Changes) (any, error) {
 	return string(b), nil
 }
 
-// writeRunChanges keeps r's per-file list and patch when the run brings a
-// patch (any change has one, if only a mode's): only a run that just ended
-// does (the runner fills it; GetRun never reads it back), so a record
-// rewritten later from what GetRun read (lane reindex, lane undo marking a
-// run undone) leaves the stored diff as it was.
+// writeRunChanges keeps r's per-file list and patch. Only a run that just
+// ended brings its patch (the runner fills it; GetRun never reads it back),
+// so a record rewritten later from what GetRun read (lane reindex, lane undo
+// marking a run undone) must not write over a stored patch with none: the
+// list is written without a patch only when there is none to lose (a run
+// that changed only files over the size limit, whose diff is empty).
 func writeRunChanges(ctx context.Context, tx *txn, r *trace.Run) error {
 	c := r.Changes
-	if c == nil || c.Patch == "" {
+	if c == nil || c.Patch == "" && (len(c.List) == 0 || c.PatchSize > 0) {
 		return nil
 	}
 	files, err := json.Marshal(c.List)

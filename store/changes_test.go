@@ -71,6 +71,19 @@ func TestRunChangesRoundTrip(t *testing.T) {
 		if c := runs[0].Changes; c == nil || c.Files != 2 || c.List != nil {
 			t.Fatalf("listed changes = %+v", c)
 		}
+		// A run that changed only files over the size limit has no patch,
+		// and still its list.
+		large := testRun("large")
+		if err := s.CreateRun(ctx, large); err != nil {
+			t.Fatal(err)
+		}
+		large.Changes = &trace.Changes{Files: 1, List: []trace.FileChange{{Path: "model.bin", Status: "modified", Large: true}}}
+		if err := s.UpdateRun(ctx, large); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.GetRun(ctx, "large"); err != nil || len(got.Changes.List) != 1 || !got.Changes.List[0].Large {
+			t.Fatalf("large-only changes: %+v %v", got.Changes, err)
+		}
 		if p, err := s.RunPatch(ctx, "no-such-run"); err != nil || p != "" {
 			t.Fatalf("RunPatch of a run without changes = %q, %v", p, err)
 		}
