@@ -268,3 +268,37 @@ func TestFreshRepository(t *testing.T) {
 		t.Errorf("first.txt after undo: %v", err)
 	}
 }
+
+func TestForeignGitEnvironment(t *testing.T) {
+	isolate(t)
+	ctx := context.Background()
+	dir := folder(t, true)
+	other := folder(t, true)
+	// As in a git hook: variables that point git at another repository.
+	t.Setenv("GIT_DIR", filepath.Join(other, ".git"))
+	t.Setenv("GIT_INDEX_FILE", filepath.Join(other, ".git", "index"))
+	t.Setenv("GIT_WORK_TREE", other)
+	s := newSnap(t)
+	before := take(t, s, dir)
+	write(t, dir, "a.txt", "changed\n")
+	after := take(t, s, dir)
+	c, _, err := s.Diff(ctx, before, after)
+	must(t, err)
+	top, _ := filepath.EvalSymlinks(dir)
+	if c.Root != top || listString(c.List) != "modified a.txt +1 -3 100644>100644" {
+		t.Errorf("root %s, list:\n%s", c.Root, listString(c.List))
+	}
+}
+
+func TestDiffOfTwoFolders(t *testing.T) {
+	isolate(t)
+	s := newSnap(t)
+	a := take(t, s, t.TempDir())
+	b := take(t, s, t.TempDir())
+	if _, _, err := s.Diff(context.Background(), a, b); err == nil || !strings.Contains(err.Error(), "different folders") {
+		t.Errorf("diff of two folders: %v", err)
+	}
+	if _, _, err := s.Diff(context.Background(), nil, b); err == nil {
+		t.Error("diff without a snapshot: no error")
+	}
+}
