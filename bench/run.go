@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,6 +67,9 @@ type Config struct {
 	// (lane bench --workers); Run then follows them until they are done or
 	// ctx ends, which detaches without stopping the bench.
 	Pool Pool
+	// Log gets warnings: a git fixture copied rather than checked out as
+	// worktrees, a stale worktree that could not be removed. nil: none.
+	Log *slog.Logger
 }
 
 // Failure kinds of an attempt besides the run's own error kinds.
@@ -89,7 +93,10 @@ func Run(ctx context.Context, cfg Config) (*trace.Bench, error) {
 	if cfg.Run == nil || cfg.Store == nil {
 		return nil, errors.New("bench: Config.Run and Config.Store are required")
 	}
-	r := &runner{cfg: cfg, workDir: cmp.Or(cfg.WorkDir, os.TempDir())}
+	r := &runner{cfg: cfg, workDir: cmp.Or(cfg.WorkDir, os.TempDir()), log: cfg.Log}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
 	todo, err := r.prepare(ctx)
 	if err != nil {
 		if !r.recorded {
@@ -150,6 +157,7 @@ type runner struct {
 	tasks   map[string]*Task
 	bench   *trace.Bench
 	workDir string
+	log     *slog.Logger
 	prog    *progress
 	// recorded: the bench is in the store as running.
 	recorded bool
@@ -168,7 +176,7 @@ func (r *runner) prepare(ctx context.Context) ([]trace.Attempt, error) {
 	if r.cfg.Resume != nil {
 		existing, err = r.takeUp(ctx)
 	} else {
-		err = r.create()
+		err = r.create(ctx)
 	}
 	if err != nil {
 		return nil, err
@@ -191,6 +199,9 @@ func (r *runner) prepare(ctx context.Context) ([]trace.Attempt, error) {
 	todo, err := r.attemptsToRun(ctx, existing)
 	if err != nil {
 		return nil, err
+	}
+	if r.cfg.Pool == nil {
+		r.sweepFixtures(ctx)
 	}
 	r.orderForStart(todo)
 	r.counts.spent = r.spent
@@ -225,13 +236,18 @@ func (r *runner) takeUp(ctx context.Context) ([]trace.Attempt, error) {
 }
 
 // create makes r's bench a new one of the config's suite, the suite's
-// models and repeat unless the config overrides them.
-func (r *runner) create() error {
+// models and repeat unless the config overrides them, and decides which
+// fixtures its attempts check out as worktrees (not on workers, which
+// unpack them).
+func (r *runner) create(ctx context.Context) error {
 	cfg := r.cfg
 	if cfg.Suite == nil {
 		return errors.New("bench: no suite")
 	}
 	r.suite = cfg.Suite
+	if cfg.Pool == nil {
+		resolveFixtures(ctx, r.suite, r.log)
+	}
 	suiteJSON, err := json.Marshal(cfg.Suite)
 	if err != nil {
 		return fmt.Errorf("bench: encode suite: %w", err)
@@ -450,6 +466,20 @@ func (r *runner) snapshot() counts {
 	return r.counts
 }
 
+// sweepFixtures removes what attempts of killed lane processes left in the
+// fixture repositories this bench checks worktrees out of.
+func (r *runner) sweepFixtures(ctx context.Context) {
+	done := map[string]bool{}
+	for i := range r.suite.Tasks {
+		t := &r.suite.Tasks[i]
+		repo := worktreeRepo(AttemptEnv{SuiteDir: r.suite.Dir}, t)
+		if repo != "" && !done[repo] {
+			done[repo] = true
+			sweepWorktrees(ctx, repo, t.SetupTimeout, r.log)
+		}
+	}
+}
+
 // execute runs attempt a of task here.
 func (r *runner) execute(ctx context.Context, task *Task, a *trace.Attempt) {
 	RunAttempt(ctx, AttemptEnv{Run: r.cfg.Run, WorkDir: r.workDir, Keep: r.cfg.Keep, SuiteDir: r.suite.Dir}, task, a)
@@ -475,9 +505,7 @@ func RunAttempt(ctx context.Context, env AttemptEnv, task *Task, a *trace.Attemp
 		failAttempt(a, FailSetup, "make the attempt's folder: "+err.Error(), -1)
 		return
 	}
-	if !env.Keep {
-		defer removeTree(dir)
-	}
+	defer releaseFolder(ctx, env, task, dir)
 	if exitCode, err := setUp(ctx, env, task, dir); err != nil {
 		failAttempt(a, FailSetup, err.Error(), exitCode)
 		return
@@ -500,6 +528,21 @@ func RunAttempt(ctx context.Context, env AttemptEnv, task *Task, a *trace.Attemp
 	runCheck(ctx, task, dir, a)
 }
 
+// releaseFolder removes the attempt's folder dir unless it is to be kept:
+// a worktree from its fixture repository too, and a kept worktree is
+// unlocked. It runs whether the attempt passed, failed or was cancelled.
+func releaseFolder(ctx context.Context, env AttemptEnv, task *Task, dir string) {
+	ctx = context.WithoutCancel(ctx)
+	switch repo := worktreeRepo(env, task); {
+	case repo != "" && env.Keep:
+		keepWorktree(ctx, repo, dir, task.SetupTimeout)
+	case repo != "":
+		_ = dropWorktree(ctx, repo, dir, task.SetupTimeout) // as with removeTree, a leftover does no harm to the attempt
+	case !env.Keep:
+		_ = removeTree(dir) // a folder that cannot be removed does no harm
+	}
+}
+
 // failAttempt marks a failed, of kind, with output and exitCode where the
 // check's would go.
 func failAttempt(a *trace.Attempt, kind, output string, exitCode int) {
@@ -513,12 +556,10 @@ func setUp(ctx context.Context, env AttemptEnv, task *Task, dir string) (exitCod
 	switch {
 	case task.FixtureBlob != "" && env.Blob != nil:
 		err = unpackFixture(ctx, env, task.FixtureBlob, dir)
+	case worktreeRepo(env, task) != "":
+		err = addWorktree(ctx, worktreeRepo(env, task), dir, task.FixtureCommit, env.Keep, task.SetupTimeout)
 	case task.Fixture != "":
-		src := task.Fixture
-		if !filepath.IsAbs(src) {
-			src = filepath.Join(env.SuiteDir, src)
-		}
-		err = copyTree(src, dir)
+		err = copyTree(fixturePath(env.SuiteDir, task.Fixture), dir)
 	case task.Git != nil:
 		err = cloneRepo(ctx, task.Git, dir, task.SetupTimeout)
 	}

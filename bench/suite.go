@@ -47,15 +47,22 @@ type TaskDefaults struct {
 }
 
 // Task is one job of a suite. Its folder comes from Fixture (a directory
-// relative to the suite's Dir, copied fresh for every attempt), from Git,
-// or, with neither, is empty.
+// relative to the suite's Dir, copied fresh for every attempt, or a
+// worktree of it when it is a git repository), from Git, or, with neither,
+// is empty.
 type Task struct {
 	ID      string `json:"id"`
 	Prompt  string `json:"prompt"`
 	Fixture string `json:"fixture,omitempty"`
 	// FixtureBlob is the digest of the fixture as stored for lane workers
 	// (a tar archive in the database), set by a Pool's Pack.
-	FixtureBlob  string        `json:"fixture_blob,omitempty"`
+	FixtureBlob string `json:"fixture_blob,omitempty"`
+	// FixtureCommit is the commit of a Fixture that is a git repository,
+	// taken when the bench was created: each attempt's folder is then a
+	// worktree of the fixture detached at it. Empty: the fixture is copied
+	// (not a repository, or one with uncommitted changes).
+	FixtureCommit string `json:"fixture_commit,omitempty"`
+
 	Git          *GitSource    `json:"git,omitempty"`
 	Setup        []string      `json:"setup,omitempty"` // sh -c commands run in the folder before the agent
 	SetupTimeout time.Duration `json:"setup_timeout,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"lane/broker"
+	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -42,9 +43,10 @@ func NewCmdBench(f *Factory, runF func(context.Context, *BenchOptions) error) *c
 		Use:   "bench [flags] SUITE.yaml | bench --resume BENCH",
 		Short: "Run a task suite across models and compare them",
 		Long: `Bench runs every task of a suite file with every model, --repeat times, each
-attempt a normal lane run in a fresh copy of the task's folder, checks the
-result, and prints a comparison: pass rate with its 95% interval, pass@k,
-duration, cost, tokens, failures by kind. See README "lane bench".`,
+attempt a normal lane run in a fresh copy of the task's folder (a git
+worktree of it when the folder is a git repository), checks the result, and
+prints a comparison: pass rate with its 95% interval, pass@k, duration,
+cost, tokens, failures by kind. See README "lane bench".`,
 		RunE: func(c *cobra.Command, args []string) error {
 			switch {
 			case opts.Resume != "" && len(args) == 0:
@@ -65,7 +67,7 @@ duration, cost, tokens, failures by kind. See README "lane bench".`,
 	fl.IntVar(&opts.Repeat, "repeat", 0, "attempts per task and model (default: the suite's, else 1)")
 	fl.IntVar(&opts.Parallel, "parallel", 1, "attempts run at once")
 	fl.Float64Var(&opts.MaxCost, "max-cost", 0, "stop starting attempts once the bench has spent this many USD (0: no limit)")
-	fl.BoolVar(&opts.Keep, "keep", false, "keep each attempt's folder")
+	fl.BoolVar(&opts.Keep, "keep", false, "keep each attempt's folder (a git fixture's worktree stays registered in it)")
 	fl.StringVar(&opts.Resume, "resume", "", "continue an interrupted bench: run only its unfinished attempts")
 	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text or json")
 	fl.BoolVar(&opts.Workers, "workers", false, "run the attempts on the pool of lane workers of the shared PostgreSQL database")
@@ -150,7 +152,7 @@ func checkBenchFlags(opts *BenchOptions) error {
 func benchConfig(ctx context.Context, st *store.Store, opts *BenchOptions) (bench.Config, error) {
 	bc := bench.Config{
 		Models: opts.Models, Repeat: opts.Repeat, Parallel: opts.Parallel, MaxCostUSD: opts.MaxCost,
-		Keep: opts.Keep, Store: st,
+		Keep: opts.Keep, Store: st, Log: slog.Default(),
 	}
 	if opts.Resume == "" {
 		suite, err := bench.Load(opts.Suite)
