@@ -169,6 +169,7 @@ func copySummary(st store.CopyStats) string {
 		{"blob", "blobs", st.Blobs},
 		{"request for approval", "requests for approval", st.Approvals},
 		{"message", "messages", st.Steers},
+		{"stored diff", "stored diffs", st.RunChanges},
 	}
 	parts := make([]string, len(kinds))
 	for i, k := range kinds {
