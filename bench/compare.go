@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"slices"
+
 	"lane/bench/stats"
 	"lane/trace"
 )
@@ -19,6 +21,7 @@ type Report struct {
 type ModelStats struct {
 	Model string `json:"model"`
 	stats.Stats
+	Changed
 }
 
 // TaskStats are one model's figures on one task.
@@ -26,24 +29,67 @@ type TaskStats struct {
 	Task  string `json:"task"`
 	Model string `json:"model"`
 	stats.Stats
+	Changed
 }
 
-// Compare computes the report of bench b from its attempts. It leaves out
-// the models without an attempt, and the task × model pairs without one.
-func Compare(b trace.Bench, attempts []trace.Attempt) Report {
+// Changed is what the attempts' runs changed in their folders, over the
+// attempts whose run recorded it.
+type Changed struct {
+	// MedianFilesChanged is the median of their runs' Changes.Files; nil
+	// when no run recorded its changes.
+	MedianFilesChanged *float64 `json:"median_files_changed,omitempty"`
+}
+
+// Compare computes the report of bench b from its attempts, and from the
+// runs behind them (by run id; nil or missing ones are left out) what they
+// changed. It leaves out the models without an attempt, and the task ×
+// model pairs without one.
+func Compare(b trace.Bench, attempts []trace.Attempt, runs map[string]*trace.Run) Report {
 	t := stats.Tabulate(b, attempts)
 	r := Report{Bench: b, CostUSD: t.CostUSD}
+	files := filesChanged(attempts, runs)
 	for m, model := range t.Models {
 		if s := t.ByModel[m]; s.Attempts > 0 {
-			r.Models = append(r.Models, ModelStats{Model: model, Stats: s})
+			r.Models = append(r.Models, ModelStats{Model: model, Stats: s, Changed: medianOf(files[[2]string{"", model}])})
 		}
 	}
 	for i, task := range t.Tasks {
 		for m, c := range t.Cells[i] {
 			if c.Stats.Attempts > 0 {
-				r.Tasks = append(r.Tasks, TaskStats{Task: task, Model: t.Models[m], Stats: c.Stats})
+				model := t.Models[m]
+				r.Tasks = append(r.Tasks, TaskStats{Task: task, Model: model, Stats: c.Stats,
+					Changed: medianOf(files[[2]string{task, model}])})
 			}
 		}
 	}
 	return r
+}
+
+// filesChanged is the Files of the recorded changes of every attempt's
+// run, by task and model and by model alone (task ""). A run whose
+// snapshot failed (Changes.Error) recorded no count.
+func filesChanged(attempts []trace.Attempt, runs map[string]*trace.Run) map[[2]string][]int {
+	out := map[[2]string][]int{}
+	for _, a := range attempts {
+		run := runs[a.RunID]
+		if a.RunID == "" || run == nil || run.Changes == nil || run.Changes.Error != "" {
+			continue
+		}
+		for _, k := range [][2]string{{a.TaskID, a.Model}, {"", a.Model}} {
+			out[k] = append(out[k], run.Changes.Files)
+		}
+	}
+	return out
+}
+
+func medianOf(xs []int) Changed {
+	if len(xs) == 0 {
+		return Changed{}
+	}
+	xs = slices.Sorted(slices.Values(xs))
+	m := float64(xs[len(xs)/2])
+	if len(xs)%2 == 0 {
+		m = float64(xs[len(xs)/2-1]+xs[len(xs)/2]) / 2
+	}
+	return Changed{MedianFilesChanged: &m}
 }

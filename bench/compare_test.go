@@ -16,8 +16,10 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // reportBench is a finished bench with attempts of every kind: 2 tasks × 3
 // models × 3 repeats, one model cut short by the budget, a setup failure,
-// an unfinished attempt.
-func reportBench() (trace.Bench, []trace.Attempt) {
+// an unfinished attempt; and the runs of the attempts that have one, with
+// what they changed: sonnet's every time, haiku's but for a failed snapshot
+// and a run from before lane recorded changes, qwen's never.
+func reportBench() (trace.Bench, []trace.Attempt, map[string]*trace.Run) {
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	b := trace.Bench{
 		ID: "3f2a9c1e77d04b21", Name: "go-fixes", SuitePath: "/suites/go-fixes.yaml",
@@ -50,6 +52,7 @@ func reportBench() (trace.Bench, []trace.Attempt) {
 		"calc-average/ollama:qwen2.5-coder:14b": {ok(0, 95), {status: trace.AttemptSkipped}, {status: trace.AttemptPending}},
 	}
 	var as []trace.Attempt
+	runs := map[string]*trace.Run{}
 	i := 0
 	for _, task := range []string{"calc-average", "wordcount-sh"} { // the store's order
 		for _, m := range []string{"haiku", "ollama:qwen2.5-coder:14b", "sonnet"} {
@@ -66,11 +69,31 @@ func reportBench() (trace.Bench, []trace.Attempt) {
 				if p.kind == "check_failed" {
 					a.CheckExitCode, a.CheckOutput = 1, "--- FAIL"
 				}
+				if p.hasRunID {
+					runs[a.RunID] = &trace.Run{ID: a.RunID, Model: m, Changes: reportChanges(task, m, a.N)}
+				}
 				as = append(as, a)
 			}
 		}
 	}
-	return b, as
+	return b, as, runs
+}
+
+// reportChanges is what reportBench's run of task by model, attempt n,
+// changed: sonnet n files; haiku n+1 on calc-average, and on wordcount-sh
+// a failed snapshot, nothing recorded, then 4 files.
+func reportChanges(task, model string, n int) *trace.Changes {
+	switch {
+	case model == "sonnet":
+		return &trace.Changes{Files: n, Insertions: 10 * n, Method: "git"}
+	case model == "haiku" && task == "calc-average":
+		return &trace.Changes{Files: n + 1, Method: "git"}
+	case model == "haiku" && n == 1:
+		return &trace.Changes{Error: "snapshot: the folder vanished"}
+	case model == "haiku" && n == 3:
+		return &trace.Changes{Files: 4, Method: "manifest"}
+	}
+	return nil
 }
 
 func TestCompareReportBench(t *testing.T) {
@@ -100,6 +123,38 @@ func TestCompareReportBench(t *testing.T) {
 	if q.Skipped != 2 || q.Pending != 1 || len(q.PassAtK) != 1 || q.PassAtK[0].Value != 0.5 ||
 		*q.CostPerPassUSD != 0 {
 		t.Errorf("qwen %+v", q)
+	}
+}
+
+// Files changed: the median over the attempts whose run recorded its
+// changes; none for a model whose runs recorded none.
+func TestCompareFilesChanged(t *testing.T) {
+	r := Compare(reportBench())
+	for _, tt := range []struct {
+		model string
+		want  any
+	}{
+		{"sonnet", 2.0},                   // 1 2 3 on each task
+		{"haiku", 3.0},                    // 2 3 on calc-average, 4 on wordcount-sh
+		{"ollama:qwen2.5-coder:14b", nil}, // no run recorded any
+	} {
+		for _, m := range r.Models {
+			if m.Model == tt.model && deref(m.MedianFilesChanged) != tt.want {
+				t.Errorf("%s: median files changed %v, want %v", m.Model, deref(m.MedianFilesChanged), tt.want)
+			}
+		}
+	}
+	for _, c := range r.Tasks {
+		if c.Task == "calc-average" && c.Model == "haiku" && deref(c.MedianFilesChanged) != 2.5 {
+			t.Errorf("calc-average/haiku: %v, want 2.5 (of 2 and 3)", deref(c.MedianFilesChanged))
+		}
+	}
+	// Without the runs, the report has no such figure.
+	b, as, _ := reportBench()
+	for _, m := range Compare(b, as, nil).Models {
+		if m.MedianFilesChanged != nil {
+			t.Errorf("%s: %v without runs", m.Model, *m.MedianFilesChanged)
+		}
 	}
 }
 
@@ -138,7 +193,7 @@ func TestReportGolden(t *testing.T) {
 // A bench with no attempts, or only unfinished ones, still reports.
 func TestReportEmpty(t *testing.T) {
 	b := trace.Bench{ID: "e", Name: "empty", Models: []string{"m"}, Repeat: 1, Status: trace.StatusCancelled}
-	r := Compare(b, []trace.Attempt{{TaskID: "a", Model: "m", N: 1, Status: trace.AttemptPending}})
+	r := Compare(b, []trace.Attempt{{TaskID: "a", Model: "m", N: 1, Status: trace.AttemptPending}}, nil)
 	for _, w := range []func(*bytes.Buffer) error{
 		func(w *bytes.Buffer) error { return r.WriteTable(w) },
 		func(w *bytes.Buffer) error { return r.WriteMarkdown(w) },

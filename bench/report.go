@@ -24,7 +24,7 @@ func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(r.header(false), "\t"))
 	for _, m := range r.Models {
-		fmt.Fprintln(tw, strings.Join(r.cells([]string{m.Model}, m.Stats), "\t"))
+		fmt.Fprintln(tw, strings.Join(r.cells([]string{m.Model}, m.Stats, m.Changed), "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -34,7 +34,7 @@ func (r Report) WriteTable(w io.Writer) error {
 		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(r.header(true), "\t"))
 		for _, t := range r.Tasks {
-			fmt.Fprintln(tw, strings.Join(r.cells([]string{t.Task, t.Model}, t.Stats), "\t"))
+			fmt.Fprintln(tw, strings.Join(r.cells([]string{t.Task, t.Model}, t.Stats, t.Changed), "\t"))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -46,7 +46,8 @@ func (r Report) WriteTable(w io.Writer) error {
 
 // legend says what the columns are.
 const legend = "RATE: passed/finished, 95% CI: Wilson; MEDIAN, MEAN: the agent's run; " +
-	"$/ATTEMPT, TOKENS, TURNS, TOOLS: means per attempt; $/PASS: total cost / passes."
+	"$/ATTEMPT, TOKENS, TURNS, TOOLS: means per attempt; $/PASS: total cost / passes; " +
+	"FILES CHANGED: median per attempt whose run recorded its changes."
 
 // WriteMarkdown writes the report as markdown tables.
 func (r Report) WriteMarkdown(w io.Writer) error {
@@ -71,13 +72,13 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	}
 	var rows [][]string
 	for _, m := range r.Models {
-		rows = append(rows, r.cells([]string{m.Model}, m.Stats))
+		rows = append(rows, r.cells([]string{m.Model}, m.Stats, m.Changed))
 	}
 	table(r.header(false), rows)
 	if len(r.Tasks) > 0 {
 		rows = nil
 		for _, t := range r.Tasks {
-			rows = append(rows, r.cells([]string{t.Task, t.Model}, t.Stats))
+			rows = append(rows, r.cells([]string{t.Task, t.Model}, t.Stats, t.Changed))
 		}
 		fmt.Fprintln(ew)
 		table(r.header(true), rows)
@@ -93,7 +94,7 @@ var csvHeader = []string{
 	"pass_rate", "ci_low", "ci_high", "pass_at_1", "k", "pass_at_k",
 	"median_duration_ms", "mean_duration_ms", "cost_usd", "cost_per_attempt_usd", "cost_per_pass_usd",
 	"input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "tokens",
-	"turns", "tool_calls", "mean_turns", "mean_tool_calls", "failures",
+	"turns", "tool_calls", "mean_turns", "mean_tool_calls", "failures", "median_files_changed",
 }
 
 // WriteCSV writes one row per model and one per task × model, with every
@@ -102,7 +103,7 @@ var csvHeader = []string{
 func (r Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write(csvHeader)
-	row := func(scope, task, model string, s stats.Stats) {
+	row := func(scope, task, model string, s stats.Stats, ch Changed) {
 		var p1, k, pk string
 		for _, p := range s.PassAtK {
 			if p.K == 1 {
@@ -120,13 +121,14 @@ func (r Report) WriteCSV(w io.Writer) error {
 			optNum(s.CostPerPassUSD),
 			i64(u.InputTokens), i64(u.OutputTokens), i64(u.CacheReadTokens), i64(u.CacheCreationTokens), i64(s.Tokens),
 			itoa(s.Turns), itoa(s.ToolCalls), optNum(s.MeanTurns), optNum(s.MeanToolCalls), failuresCSV(s.Failures),
+			optNum(ch.MedianFilesChanged),
 		})
 	}
 	for _, m := range r.Models {
-		row("model", "", m.Model, m.Stats)
+		row("model", "", m.Model, m.Stats, m.Changed)
 	}
 	for _, t := range r.Tasks {
-		row("task", t.Task, t.Model, t.Stats)
+		row("task", t.Task, t.Model, t.Stats, t.Changed)
 	}
 	cw.Flush()
 	return cw.Error()
@@ -179,13 +181,13 @@ func (r Report) header(perTask bool) []string {
 	for _, k := range r.ks() {
 		h = append(h, fmt.Sprintf("PASS@%d", k))
 	}
-	return append(h, "MEDIAN", "MEAN", "$/ATTEMPT", "$/PASS", "TOKENS", "TURNS", "TOOLS", "FAILURES")
+	return append(h, "MEDIAN", "MEAN", "$/ATTEMPT", "$/PASS", "TOKENS", "TURNS", "TOOLS", "FILES CHANGED", "FAILURES")
 }
 
 // ks are the pass@k columns: those of the bench's repeat.
 func (r Report) ks() []int { return stats.Ks(r.Bench.Repeat) }
 
-func (r Report) cells(names []string, s stats.Stats) []string {
+func (r Report) cells(names []string, s stats.Stats, ch Changed) []string {
 	c := append(names, fmt.Sprintf("%d/%d", s.Passed, s.Finished), optPct(s.PassRate), ci(s))
 	for _, k := range r.ks() {
 		v := "-"
@@ -204,7 +206,16 @@ func (r Report) cells(names []string, s stats.Stats) []string {
 		fail = "-"
 	}
 	return append(c, optDur(s.MedianDurationMS), optDur(s.MeanDurationMS), optUSD(s.CostPerAttemptUSD),
-		optUSD(s.CostPerPassUSD), optTokens(s.MeanTokens), optOne(s.MeanTurns), optOne(s.MeanToolCalls), fail)
+		optUSD(s.CostPerPassUSD), optTokens(s.MeanTokens), optOne(s.MeanTurns), optOne(s.MeanToolCalls),
+		optCount(ch.MedianFilesChanged), fail)
+}
+
+// optCount is a median of counts: whole, or halfway between two.
+func optCount(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
 }
 
 func ci(s stats.Stats) string {

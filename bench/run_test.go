@@ -268,7 +268,7 @@ func TestRunKnownOutcomes(t *testing.T) {
 
 	// The comparison.
 	as, _ := st.Attempts(ctx, b.ID)
-	r := Compare(*b, as)
+	r := Compare(*b, as, nil)
 	if len(r.Models) != 2 || r.Models[0].Model != "good" || r.Models[1].Model != "bad" {
 		t.Fatalf("models %+v", r.Models)
 	}
@@ -603,7 +603,7 @@ func TestMaxCostSkips(t *testing.T) {
 			t.Errorf("attempt %d: %+v, want %s", n, a, want)
 		}
 	}
-	r := Compare(*b, slices.Collect(mapsValues(got)))
+	r := Compare(*b, slices.Collect(mapsValues(got)), nil)
 	if s := r.Models[0]; s.Skipped != 2 || s.Finished != 3 || math.Abs(r.CostUSD-1.2) > 1e-9 {
 		t.Errorf("report: %+v, cost %v", s, r.CostUSD)
 	}
@@ -678,7 +678,7 @@ tasks:
 	if a := got["ok/m/1"]; a.Status != trace.AttemptPassed {
 		t.Errorf("ok: %+v", a)
 	}
-	r := Compare(*b, slices.Collect(mapsValues(got)))
+	r := Compare(*b, slices.Collect(mapsValues(got)), nil)
 	if s := r.Models[0]; s.Runs != 1 || s.Finished != 3 || s.Failures[FailSetup] != 2 {
 		t.Errorf("stats: %+v", s.Stats)
 	}

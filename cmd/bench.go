@@ -46,7 +46,7 @@ func NewCmdBench(f *Factory, runF func(context.Context, *BenchOptions) error) *c
 attempt a normal lane run in a fresh copy of the task's folder (a git
 worktree of it when the folder is a git repository), checks the result, and
 prints a comparison: pass rate with its 95% interval, pass@k, duration,
-cost, tokens, failures by kind. See README "lane bench".`,
+cost, tokens, files changed, failures by kind. See README "lane bench".`,
 		RunE: func(c *cobra.Command, args []string) error {
 			switch {
 			case opts.Resume != "" && len(args) == 0:
@@ -220,15 +220,38 @@ func recordedRunner(f *Factory, st *store.Store, cfg *config.File, opts *BenchOp
 // printBenchReport prints bench b's comparison from its stored attempts,
 // as JSON or as text tables.
 func printBenchReport(ctx context.Context, f *Factory, st *store.Store, b *trace.Bench, format string) error {
-	attempts, err := st.Attempts(ctx, b.ID)
+	report, err := benchReport(ctx, st, b)
 	if err != nil {
 		return err
 	}
-	report := bench.Compare(*b, attempts)
 	if format == formatJSON {
 		return report.WriteJSON(f.IO.Out)
 	}
 	return report.WriteTable(f.IO.Out)
+}
+
+// benchReport compares bench b's models from its stored attempts and the
+// runs behind them.
+func benchReport(ctx context.Context, st *store.Store, b *trace.Bench) (bench.Report, error) {
+	attempts, err := st.Attempts(ctx, b.ID)
+	if err != nil {
+		return bench.Report{}, err
+	}
+	runs := map[string]*trace.Run{}
+	for _, a := range attempts {
+		if a.RunID == "" || runs[a.RunID] != nil {
+			continue
+		}
+		run, err := st.GetRun(ctx, a.RunID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue // deleted since: the report does without what it changed
+		case err != nil:
+			return bench.Report{}, err
+		}
+		runs[a.RunID] = run
+	}
+	return bench.Compare(*b, attempts, runs), nil
 }
 
 func newCmdBenchReport(f *Factory) *cobra.Command {
@@ -248,11 +271,10 @@ func newCmdBenchReport(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			attempts, err := st.Attempts(ctx, b.ID)
+			r, err := benchReport(ctx, st, b)
 			if err != nil {
 				return err
 			}
-			r := bench.Compare(*b, attempts)
 			switch format {
 			case "text":
 				return r.WriteTable(f.IO.Out)
