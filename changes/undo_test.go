@@ -213,3 +213,35 @@ func TestUndoRefusesForeignPaths(t *testing.T) {
 		}
 	}
 }
+
+func TestUndoTypeChange(t *testing.T) {
+	modes(t, func(t *testing.T, inGit bool) {
+		ctx := context.Background()
+		dir := folder(t, inGit)
+		must(t, os.Symlink("a.txt", filepath.Join(dir, "was-link")))
+		must(t, os.Symlink("keep", filepath.Join(dir, "dir-link")))
+		if inGit {
+			commitAll(t, dir, "links")
+		}
+		state := withoutIgnored(treeState(t, dir))
+		s := newSnap(t)
+		before := take(t, s, dir)
+		must(t, os.Remove(filepath.Join(dir, "a.txt")))
+		must(t, os.Symlink("bin.dat", filepath.Join(dir, "a.txt"))) // a file becomes a symlink
+		must(t, os.Remove(filepath.Join(dir, "was-link")))
+		write(t, dir, "was-link", "a file now\n") // and a symlink a file
+		must(t, os.Remove(filepath.Join(dir, "dir-link")))
+		must(t, os.Symlink("dir/deep", filepath.Join(dir, "dir-link"))) // a symlink retargeted
+		after := take(t, s, dir)
+		c, _, err := s.Diff(ctx, before, after)
+		must(t, err)
+		want := "type a.txt +1 -3 100644>120000\nmodified dir-link +1 -1 120000>120000\ntype was-link +1 -1 120000>100644"
+		if got := listString(c.List); got != want {
+			t.Errorf("list:\n%s\nwant:\n%s", got, want)
+		}
+		must(t, s.Undo(ctx, c, UndoOptions{}))
+		if got := withoutIgnored(treeState(t, dir)); got != state {
+			t.Errorf("after undo:\n%s\nbefore the run:\n%s", got, state)
+		}
+	})
+}
