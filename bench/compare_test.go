@@ -2,9 +2,12 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -210,5 +213,46 @@ func TestReportEmpty(t *testing.T) {
 	if !strings.Contains(out.String(), "1 task × 1 model × 1 · 1 attempt (1 unfinished)") ||
 		!strings.Contains(out.String(), "\nm      0/0     -     -") {
 		t.Errorf("table:\n%s", out.String())
+	}
+}
+
+// The report's files changed from runs as the store gives them back.
+func TestReportFilesChangedFromTheStore(t *testing.T) {
+	st := openStore(t)
+	suite := makeSuite(t, "models: [m1, m2]\nrepeat: 3\ntasks:\n  - {id: a, prompt: p, check: 'true'}\n", nil)
+	agent := &fakeAgent{st: st, act: func(_ context.Context, spec RunSpec) outcome {
+		if spec.Model == "m2" {
+			return outcome{} // lane did not look
+		}
+		return outcome{changes: &trace.Changes{Files: 2 * spec.N, Insertions: 5, Method: "git"}}
+	}}
+	b, err := Run(context.Background(), Config{Suite: suite, Run: agent.run, Store: st, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempts, err := st.Attempts(context.Background(), b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]*trace.Run{}
+	for _, a := range attempts {
+		if runs[a.RunID], err = st.GetRun(context.Background(), a.RunID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if err := Compare(*b, attempts, runs).WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	// m1 changed 2, 4 and 6 files; m2's runs recorded nothing.
+	lines := strings.Split(out.String(), "\n")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`^MODEL .* FILES CHANGED  FAILURES$`),
+		regexp.MustCompile(`^m1 .*  4 +-$`),
+		regexp.MustCompile(`^m2 .*  - +-$`),
+	} {
+		if !slices.ContainsFunc(lines, want.MatchString) {
+			t.Errorf("no line matches %s:\n%s", want, out.String())
+		}
 	}
 }

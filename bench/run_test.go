@@ -70,6 +70,7 @@ type outcome struct {
 	turns      int
 	toolCalls  int
 	usage      trace.Usage
+	changes    *trace.Changes // what the run records it changed
 }
 
 // fakeAgent is a RunFunc that acts as told per attempt and records its run
@@ -99,7 +100,7 @@ func (f *fakeAgent) run(ctx context.Context, spec RunSpec) (*trace.Run, error) {
 		ID: trace.NewRunID(), Status: cmp.Or(o.status, trace.StatusSucceeded), ErrorKind: o.kind,
 		Runtime: "fake", Model: spec.Model, Dir: spec.Dir, Prompt: spec.Prompt,
 		CostUSD: o.cost, Usage: o.usage, Turns: o.turns, ToolCalls: o.toolCalls,
-		StartedAt: now, EndedAt: now, DurationMS: o.durationMS,
+		StartedAt: now, EndedAt: now, DurationMS: o.durationMS, Changes: o.changes,
 	}
 	if err := f.st.CreateRun(context.WithoutCancel(ctx), r); err != nil {
 		return nil, err
