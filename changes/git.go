@@ -131,7 +131,10 @@ func (s *Snapshotter) git(ctx context.Context, o gitOpts, args ...string) ([]byt
 	cmd.Stderr = &limitWriter{w: &stderr, n: 64 << 10}
 	start := time.Now()
 	err := cmd.Run()
-	s.cfg.Logger.Debug("git", "args", args, "ms", time.Since(start).Milliseconds())
+	if ps := cmd.ProcessState; ps != nil {
+		s.cfg.Logger.Debug("git", "args", args, "ms", time.Since(start).Milliseconds(),
+			"cpu_ms", (ps.UserTime() + ps.SystemTime()).Milliseconds())
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("git %s: %w", args[0], context.Cause(ctx))

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -327,24 +328,45 @@ func (s *Snapshotter) findLarge(ctx context.Context, snap *Snapshot, o gitOpts) 
 	if err != nil {
 		return err
 	}
+	var files []string
 	for _, p := range splitNUL(out) {
 		if strings.HasSuffix(p, "/") {
 			snap.Nested = append(snap.Nested, strings.TrimSuffix(p, "/"))
-			continue
+		} else {
+			files = append(files, p)
 		}
-		if s.cfg.SizeLimit < 0 {
-			continue
-		}
-		fi, err := os.Lstat(filepath.Join(snap.Root, filepath.FromSlash(p)))
-		if err != nil || !fi.Mode().IsRegular() || fi.Size() <= s.cfg.SizeLimit {
-			continue // gone since (git add will say), a symlink, or small
-		}
-		if snap.Large == nil {
-			snap.Large = map[string]LargeFile{}
-		}
-		snap.Large[p] = LargeFile{Size: fi.Size(), ModTime: fi.ModTime()}
+	}
+	if s.cfg.SizeLimit >= 0 {
+		snap.Large = s.sizes(snap.Root, files)
 	}
 	return nil
+}
+
+// sizes are the regular files among paths over the size limit. A file
+// gone since is left to git add to report; a symlink is never large.
+func (s *Snapshotter) sizes(root string, paths []string) map[string]LargeFile {
+	var mu sync.Mutex
+	var large map[string]LargeFile
+	var wg sync.WaitGroup
+	workers := min(4, len(paths)/1000+1) // lstat waits on the disk, not the CPU
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(paths); i += workers {
+				fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(paths[i])))
+				if err != nil || !fi.Mode().IsRegular() || fi.Size() <= s.cfg.SizeLimit {
+					continue
+				}
+				mu.Lock()
+				if large == nil {
+					large = map[string]LargeFile{}
+				}
+				large[paths[i]] = LargeFile{Size: fi.Size(), ModTime: fi.ModTime()}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return large
 }
 
 // placeholder is the blob that stands for a file over the size limit.
