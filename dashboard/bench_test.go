@@ -478,7 +478,7 @@ func TestBenchAPIAgreesWithReport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		report := bench.Compare(*b, attempts)
+		report := bench.Compare(*b, attempts, nil)
 		var api benchDetail
 		e.getJSON("/api/benches/"+id, 200, &api)
 		checkModelsAgree(t, id, report.Models, api.Models)
