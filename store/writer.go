@@ -28,8 +28,9 @@ var ErrClosed = errors.New("event writer closed")
 
 // EventWriter records the events of one run without making its caller wait
 // for the database: Write buffers, and a goroutine of the writer's own
-// commits the buffer in short transactions every flushInterval, or sooner
-// when it grows past flushEvents or flushBytes.
+// commits the buffer in short transactions: at once when an event finds the
+// buffer empty (what gathers meanwhile goes in the next), when it grows past
+// flushEvents or flushBytes, and every flushInterval after a failure.
 //
 // A flush that fails keeps its events for the next one and is reported by
 // the next Write, Flush or Close. An event SQLite refuses for good (a
@@ -109,7 +110,11 @@ func (w *EventWriter) Write(ev trace.Event) error {
 	}
 	w.buf = append(w.buf, r)
 	w.bytes += r.size()
-	if len(w.buf) >= flushEvents || w.bytes >= flushBytes {
+	// The first event into an empty buffer starts a flush at once, so a
+	// quiet run's events reach the database (and the dashboards watching
+	// it) in a commit's time rather than a tick's; events that arrive while
+	// that commit runs gather for the next (group commit).
+	if len(w.buf) == 1 || len(w.buf) >= flushEvents || w.bytes >= flushBytes {
 		select {
 		case w.kick <- struct{}{}:
 		default:
