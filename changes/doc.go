@@ -11,7 +11,8 @@
 // from git's index the first time. Each snapshot copies it to a temporary
 // file, runs git add -A and git write-tree on the copy and renames the copy
 // over lane-index, so git's stat cache spares re-reading unchanged files
-// and two runs never wait on one index.lock. HEAD, git's index, the stash,
+// (and its untracked cache, unchanged folders) and two runs never wait on
+// one index.lock; a crash can leave a lane-index-*.tmp file behind. HEAD, git's index, the stash,
 // branches and every other ref are left alone; a snapshot of a subfolder is
 // a snapshot of the whole work tree, and paths are relative to its top.
 //
