@@ -340,3 +340,72 @@ func TestNoChanges(t *testing.T) {
 		t.Errorf("changes: false recorded %+v", r.Changes)
 	}
 }
+
+// A bench on a git fixture runs each attempt in a worktree of it, stores
+// each attempt's diff, reports the files changed per model and leaves no
+// worktree behind.
+func TestBenchOnAGitFixtureStoresEachAttemptsDiff(t *testing.T) {
+	e := newEnv(t)
+	e.srv.SetResponder(func(r anthropictest.Request) (anthropictest.Turn, bool) {
+		for _, m := range r.Messages {
+			for _, b := range m.Blocks() {
+				if b.Type == "tool_result" {
+					return anthropictest.Text("done"), true
+				}
+			}
+		}
+		return anthropictest.Tools(anthropictest.Bash("", "echo 42 > answer.txt && echo edited >> README")), true
+	})
+	suiteDir := t.TempDir()
+	fixture := filepath.Join(suiteDir, "fixture")
+	writeFiles(t, fixture, map[string]string{"README": "a project\n"})
+	git(t, fixture, "init", "-q")
+	git(t, fixture, "add", "-A")
+	git(t, fixture, "commit", "-q", "-m", "fixture")
+	writeFiles(t, suiteDir, map[string]string{"suite.yaml": `name: worktrees
+models: [sonnet]
+repeat: 2
+tasks:
+  - id: answer
+    prompt: "write 42 into answer.txt"
+    fixture: fixture
+    check: "grep -qx 42 answer.txt && test -f .git" # a worktree's .git is a file naming the fixture's repository
+`})
+	r := e.lane(context.Background(), "bench", "-o", "json", filepath.Join(suiteDir, "suite.yaml"))
+	wantExit(t, r, 0)
+
+	st := e.openStore()
+	benches, err := st.ListBenches(context.Background(), 5)
+	if err != nil || len(benches) != 1 {
+		t.Fatalf("benches %v %v", benches, err)
+	}
+	attempts, err := st.Attempts(context.Background(), benches[0].ID)
+	if err != nil || len(attempts) != 2 {
+		t.Fatalf("%d attempts: %v", len(attempts), err)
+	}
+	for _, a := range attempts {
+		if a.Status != trace.AttemptPassed {
+			t.Errorf("attempt %+v", a)
+		}
+		run, err := st.GetRun(context.Background(), a.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := run.Changes
+		if c == nil || c.Method != "git" || c.Files != 2 || len(c.List) != 2 ||
+			c.List[0].Path != "README" || c.List[1].Path != "answer.txt" {
+			t.Errorf("attempt %d's changes %+v", a.N, c)
+		}
+		if p, _ := st.RunPatch(context.Background(), a.RunID); !strings.Contains(p, "+42") {
+			t.Errorf("attempt %d's diff %q", a.N, p)
+		}
+	}
+	if list := git(t, fixture, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
+		t.Errorf("worktrees left behind:\n%s", list)
+	}
+	report := e.lane(context.Background(), "bench", "report", benches[0].ID, "--format", "markdown")
+	wantExit(t, report, 0)
+	if !strings.Contains(strings.ToLower(report.stdout), "files changed") {
+		t.Errorf("the report lacks files changed:\n%s", report.stdout)
+	}
+}
