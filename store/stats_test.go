@@ -99,7 +99,7 @@ func TestStatsRollupsMatchScan(t *testing.T) {
 		var runs []*trace.Run
 		for i := range 200 {
 			r := &trace.Run{ID: fmt.Sprintf("r%03d", i), Status: statuses[rng.IntN(len(statuses))],
-				StartedAt: base.Add(time.Duration(rng.Int64N(int64(8 * 24 * time.Hour)))),
+				StartedAt: base.Add(time.Duration(rng.Int64N(int64(70 * 24 * time.Hour)))), // three 32-day blocks
 				Model:     []string{"opus", "sonnet", "haiku"}[rng.IntN(3)], Dir: fmt.Sprintf("/d%d", rng.IntN(4)),
 				CostUSD: costs[rng.IntN(len(costs))], Usage: trace.Usage{InputTokens: rng.Int64N(1000),
 					OutputTokens: rng.Int64N(100), CacheReadTokens: rng.Int64N(10_000), CacheCreationTokens: rng.Int64N(50)}}
@@ -191,6 +191,11 @@ func compareStats(t *testing.T, s *Store, when string, base time.Time) {
 		{Since: time.Unix(-7200, 0), Until: time.Unix(49*3600, 0)},
 		{Since: base.Add(-30 * day), Until: base.Add(30 * day)},
 		{Since: base.Add(7*day + time.Hour)},
+		{Since: mid.Add(10 * day), Until: mid.Add(55 * day)},   // a block and days either side
+		{Since: base.Add(17 * day), Until: base.Add(49 * day)}, // one block exactly
+		{Since: base.Add(17 * day), Until: base.Add(48*day + time.Hour)},
+		{Until: base.Add(40*day + time.Minute)},
+		{Since: base.Add(20 * day)},
 	}
 	for _, q := range ranges {
 		want, err := s.scanStats(ctx, q)
@@ -240,7 +245,8 @@ func TestRebuildStats(t *testing.T) {
 		if m.name != "0008_stats" || !ok || !ok2 {
 			t.Fatalf("migration %s has no fill", m.name)
 		}
-		for _, q := range []string{`DELETE FROM run_stats_day`, `DELETE FROM run_stats_model`, `DELETE FROM run_stats_dir`, fill} {
+		for _, q := range []string{`DELETE FROM run_stats_day`, `DELETE FROM run_stats_model`, `DELETE FROM run_stats_dir`,
+			`DELETE FROM run_stats_model_block`, `DELETE FROM run_stats_dir_block`, fill} {
 			if _, err := s.db.ExecContext(ctx, q); err != nil {
 				t.Fatalf("%.40s: %v", q, err)
 			}
@@ -250,7 +256,8 @@ func TestRebuildStats(t *testing.T) {
 		}
 
 		// Roll-ups edited behind lane's back, then rebuilt.
-		for _, q := range []string{`UPDATE run_stats_day SET runs = runs + 5`, `DELETE FROM run_stats_dir WHERE dir = '/y'`} {
+		for _, q := range []string{`UPDATE run_stats_day SET runs = runs + 5`, `DELETE FROM run_stats_dir WHERE dir = '/y'`,
+			`DELETE FROM run_stats_model_block`} {
 			if _, err := s.db.ExecContext(ctx, q); err != nil {
 				t.Fatal(err)
 			}
@@ -279,6 +286,8 @@ func rollupRows(t *testing.T, s *Store) []string {
 		`SELECT 'day', day, '', runs, succeeded, failed, cost_units, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens FROM run_stats_day ORDER BY 2`,
 		`SELECT 'model', day, model, runs, succeeded, failed, cost_units, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens FROM run_stats_model ORDER BY 2, 3`,
 		`SELECT 'dir', day, dir, runs, succeeded, failed, cost_units, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens FROM run_stats_dir ORDER BY 2, 3`,
+		`SELECT 'model block', block, model, runs, succeeded, failed, cost_units, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens FROM run_stats_model_block ORDER BY 2, 3`,
+		`SELECT 'dir block', block, dir, runs, succeeded, failed, cost_units, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens FROM run_stats_dir_block ORDER BY 2, 3`,
 	} {
 		rows, err := s.db.Query(q)
 		if err != nil {

@@ -26,7 +26,7 @@ CREATE TABLE run_stats_model (
     output_tokens         BIGINT NOT NULL,
     cache_read_tokens     BIGINT NOT NULL,
     cache_creation_tokens BIGINT NOT NULL,
-    PRIMARY KEY (model, day)
+    PRIMARY KEY (day, model)
 );
 
 CREATE TABLE run_stats_dir (
@@ -40,7 +40,36 @@ CREATE TABLE run_stats_dir (
     output_tokens         BIGINT NOT NULL,
     cache_read_tokens     BIGINT NOT NULL,
     cache_creation_tokens BIGINT NOT NULL,
-    PRIMARY KEY (dir, day)
+    PRIMARY KEY (day, dir)
+);
+
+-- The same by blocks of 32 days (block = day / 32, store.blockDays).
+CREATE TABLE run_stats_model_block (
+    block                 BIGINT NOT NULL,
+    model                 TEXT   COLLATE "C" NOT NULL,
+    runs                  BIGINT NOT NULL,
+    succeeded             BIGINT NOT NULL,
+    failed                BIGINT NOT NULL,
+    cost_units            BIGINT NOT NULL,
+    input_tokens          BIGINT NOT NULL,
+    output_tokens         BIGINT NOT NULL,
+    cache_read_tokens     BIGINT NOT NULL,
+    cache_creation_tokens BIGINT NOT NULL,
+    PRIMARY KEY (model, block)
+);
+
+CREATE TABLE run_stats_dir_block (
+    block                 BIGINT NOT NULL,
+    dir                   TEXT   COLLATE "C" NOT NULL,
+    runs                  BIGINT NOT NULL,
+    succeeded             BIGINT NOT NULL,
+    failed                BIGINT NOT NULL,
+    cost_units            BIGINT NOT NULL,
+    input_tokens          BIGINT NOT NULL,
+    output_tokens         BIGINT NOT NULL,
+    cache_read_tokens     BIGINT NOT NULL,
+    cache_creation_tokens BIGINT NOT NULL,
+    PRIMARY KEY (dir, block)
 );
 
 -- A cost in units of 1e-10 dollars, rounded half away from zero by the same
@@ -54,7 +83,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 
 -- lane_run_stats_add adds r's contribution times n (1 or -1) to the day,
--- model and dir rows of its day.
+-- model and dir rows of its day and of its block.
 CREATE FUNCTION lane_run_stats_add(r runs, n bigint) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     d    bigint := r.started_at / 86400000000000;
@@ -73,7 +102,16 @@ BEGIN
 
     INSERT INTO run_stats_model AS t VALUES (d, r.model, n, ok, bad, cost,
         n * r.input_tokens, n * r.output_tokens, n * r.cache_read_tokens, n * r.cache_creation_tokens)
-    ON CONFLICT (model, day) DO UPDATE SET runs = t.runs + excluded.runs,
+    ON CONFLICT (day, model) DO UPDATE SET runs = t.runs + excluded.runs,
+        succeeded = t.succeeded + excluded.succeeded, failed = t.failed + excluded.failed,
+        cost_units = t.cost_units + excluded.cost_units,
+        input_tokens = t.input_tokens + excluded.input_tokens, output_tokens = t.output_tokens + excluded.output_tokens,
+        cache_read_tokens = t.cache_read_tokens + excluded.cache_read_tokens,
+        cache_creation_tokens = t.cache_creation_tokens + excluded.cache_creation_tokens;
+
+    INSERT INTO run_stats_model_block AS t VALUES (d / 32, r.model, n, ok, bad, cost,
+        n * r.input_tokens, n * r.output_tokens, n * r.cache_read_tokens, n * r.cache_creation_tokens)
+    ON CONFLICT (model, block) DO UPDATE SET runs = t.runs + excluded.runs,
         succeeded = t.succeeded + excluded.succeeded, failed = t.failed + excluded.failed,
         cost_units = t.cost_units + excluded.cost_units,
         input_tokens = t.input_tokens + excluded.input_tokens, output_tokens = t.output_tokens + excluded.output_tokens,
@@ -82,7 +120,16 @@ BEGIN
 
     INSERT INTO run_stats_dir AS t VALUES (d, r.dir, n, ok, bad, cost,
         n * r.input_tokens, n * r.output_tokens, n * r.cache_read_tokens, n * r.cache_creation_tokens)
-    ON CONFLICT (dir, day) DO UPDATE SET runs = t.runs + excluded.runs,
+    ON CONFLICT (day, dir) DO UPDATE SET runs = t.runs + excluded.runs,
+        succeeded = t.succeeded + excluded.succeeded, failed = t.failed + excluded.failed,
+        cost_units = t.cost_units + excluded.cost_units,
+        input_tokens = t.input_tokens + excluded.input_tokens, output_tokens = t.output_tokens + excluded.output_tokens,
+        cache_read_tokens = t.cache_read_tokens + excluded.cache_read_tokens,
+        cache_creation_tokens = t.cache_creation_tokens + excluded.cache_creation_tokens;
+
+    INSERT INTO run_stats_dir_block AS t VALUES (d / 32, r.dir, n, ok, bad, cost,
+        n * r.input_tokens, n * r.output_tokens, n * r.cache_read_tokens, n * r.cache_creation_tokens)
+    ON CONFLICT (dir, block) DO UPDATE SET runs = t.runs + excluded.runs,
         succeeded = t.succeeded + excluded.succeeded, failed = t.failed + excluded.failed,
         cost_units = t.cost_units + excluded.cost_units,
         input_tokens = t.input_tokens + excluded.input_tokens, output_tokens = t.output_tokens + excluded.output_tokens,
@@ -93,6 +140,8 @@ BEGIN
         DELETE FROM run_stats_day WHERE day = d AND runs = 0;
         DELETE FROM run_stats_model WHERE day = d AND model = r.model AND runs = 0;
         DELETE FROM run_stats_dir WHERE day = d AND dir = r.dir AND runs = 0;
+        DELETE FROM run_stats_model_block WHERE block = d / 32 AND model = r.model AND runs = 0;
+        DELETE FROM run_stats_dir_block WHERE block = d / 32 AND dir = r.dir AND runs = 0;
     END IF;
 END
 $$;
@@ -143,4 +192,16 @@ SELECT started_at / 86400000000000, dir, count(*), count(*) FILTER (WHERE status
     sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), sum(cache_creation_tokens)
 FROM runs GROUP BY 1, 2;
 
-ANALYZE run_stats_day, run_stats_model, run_stats_dir;
+INSERT INTO run_stats_model_block
+SELECT started_at / 86400000000000 / 32, model, count(*), count(*) FILTER (WHERE status = 'succeeded'),
+    count(*) FILTER (WHERE status NOT IN ('succeeded', 'running', '')), sum(lane_cost_units(cost_usd)),
+    sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), sum(cache_creation_tokens)
+FROM runs GROUP BY 1, 2;
+
+INSERT INTO run_stats_dir_block
+SELECT started_at / 86400000000000 / 32, dir, count(*), count(*) FILTER (WHERE status = 'succeeded'),
+    count(*) FILTER (WHERE status NOT IN ('succeeded', 'running', '')), sum(lane_cost_units(cost_usd)),
+    sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), sum(cache_creation_tokens)
+FROM runs GROUP BY 1, 2;
+
+ANALYZE run_stats_day, run_stats_model, run_stats_dir, run_stats_model_block, run_stats_dir_block;
