@@ -32,7 +32,8 @@ bench: test-deps
 	$(GO) test -run '^$$' -bench . -benchmem ./streamjson/ ./store/ ./agent/ ./tools/
 	$(GO) test -run '^$$' -bench . -benchmem ./broker/ ./telemetry/
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./changes/
-	$(GO) test -run '^$$' -bench . -benchtime 5x ./bench/
+	$(GO) test -run '^$$' -bench BenchOverhead ./bench/
+	$(GO) test -run '^$$' -bench AttemptFolder -benchtime 5x ./bench/
 	$(GO) test -run '^$$' -bench 'EventToWebsocket' -benchtime 2000x ./dashboard/
 	$(GO) test -run '^$$' -bench 'IdleDashboard' -benchtime 6x ./dashboard/
 	$(GO) test -run '^$$' -bench . -skip 'PoolScaling|CostsVsCcusage' -benchtime 5x ./e2e/
