@@ -169,11 +169,11 @@ BEGIN
         cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
         cache_creation_tokens = cache_creation_tokens + excluded.cache_creation_tokens;
 
-    DELETE FROM run_stats_day WHERE day = new.day AND runs = 0;
-    DELETE FROM run_stats_model WHERE day = new.day AND model = new.model AND runs = 0;
-    DELETE FROM run_stats_dir WHERE day = new.day AND dir = new.dir AND runs = 0;
-    DELETE FROM run_stats_model_block WHERE block = new.day / 32 AND model = new.model AND runs = 0;
-    DELETE FROM run_stats_dir_block WHERE block = new.day / 32 AND dir = new.dir AND runs = 0;
+    DELETE FROM run_stats_day WHERE new.n < 0 AND day = new.day AND runs = 0;
+    DELETE FROM run_stats_model WHERE new.n < 0 AND day = new.day AND model = new.model AND runs = 0;
+    DELETE FROM run_stats_dir WHERE new.n < 0 AND day = new.day AND dir = new.dir AND runs = 0;
+    DELETE FROM run_stats_model_block WHERE new.n < 0 AND block = new.day / 32 AND model = new.model AND runs = 0;
+    DELETE FROM run_stats_dir_block WHERE new.n < 0 AND block = new.day / 32 AND dir = new.dir AND runs = 0;
 END;
 
 -- Every writer of runs (lane's runs, lane reindex, imports, lane db copy,
