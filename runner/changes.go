@@ -10,9 +10,12 @@ import (
 	"lane/trace"
 )
 
-// changesTimeout bounds the snapshot after a run, which is taken even when
-// the run was cancelled: what an interrupted agent left is worth knowing.
-const changesTimeout = time.Minute
+// changesTimeout bounds each snapshot, so that a run in a huge folder (a
+// home folder, a tree of build output git does not ignore) starts without
+// its changes rather than late. The snapshot after a run is taken even
+// when the run was cancelled: what an interrupted agent left is worth
+// knowing.
+const changesTimeout = 30 * time.Second
 
 // folderWatch is what a run changed in its folder in the making: the
 // snapshot before it started, diffed against one after it ends.
@@ -31,8 +34,13 @@ func watchFolder(ctx context.Context, snap *changes.Snapshotter, dir string) *fo
 		return nil
 	}
 	w := &folderWatch{snap: snap, dir: dir}
-	w.before, w.err = snap.Take(ctx, dir)
-	if w.err != nil {
+	tctx, cancel := context.WithTimeout(ctx, changesTimeout)
+	defer cancel()
+	w.before, w.err = snap.Take(tctx, dir)
+	switch {
+	case w.err != nil && tctx.Err() == context.DeadlineExceeded:
+		w.err = fmt.Errorf("snapshot before the run took over %s (--no-changes skips it)", changesTimeout)
+	case w.err != nil:
 		w.err = fmt.Errorf("snapshot before the run: %w", w.err)
 	}
 	return w
@@ -50,6 +58,9 @@ func (w *folderWatch) end(ctx context.Context) *trace.Changes {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), changesTimeout)
 	defer cancel()
 	after, err := w.snap.Take(ctx, w.dir)
+	if err != nil && ctx.Err() == context.DeadlineExceeded {
+		return &trace.Changes{Error: fmt.Sprintf("snapshot after the run took over %s (--no-changes skips it)", changesTimeout)}
+	}
 	if err != nil {
 		return &trace.Changes{Error: fmt.Sprintf("snapshot after the run: %v", err)}
 	}
