@@ -62,18 +62,11 @@ func runDiff(ctx context.Context, f *Factory, opts *DiffOptions) error {
 	if opts.OutputFormat != formatText && opts.OutputFormat != formatJSON {
 		return usageErrorf(fmt.Errorf("--output-format %q: want text or json", opts.OutputFormat))
 	}
-	st, err := f.OpenStore(ctx)
+	st, run, err := openChangedRun(ctx, f, opts.RunID)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	run, err := openRun(ctx, st, opts.RunID)
-	if err != nil {
-		return err
-	}
-	if err := recordedChanges(run); err != nil {
-		return err
-	}
 	patch, err := st.RunPatch(ctx, run.ID)
 	if err != nil {
 		return err
@@ -97,6 +90,24 @@ func runDiff(ctx context.Context, f *Factory, opts *DiffOptions) error {
 			byteSize(int64(len(patch))), byteSize(c.PatchSize))
 	}
 	return nil
+}
+
+// openChangedRun opens the store and the run id names, which must have
+// recorded changes. The caller closes the store.
+func openChangedRun(ctx context.Context, f *Factory, id string) (*store.Store, *trace.Run, error) {
+	st, err := f.OpenStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	run, err := openRun(ctx, st, id)
+	if err == nil {
+		err = recordedChanges(run)
+	}
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, run, nil
 }
 
 // recordedChanges says why run has no changes to show, nil when it has.
@@ -197,18 +208,11 @@ run of its own (runtime "undo") whose diff is the reverse.`,
 }
 
 func runUndo(ctx context.Context, f *Factory, opts *UndoOptions) error {
-	st, err := f.OpenStore(ctx)
+	st, run, err := openChangedRun(ctx, f, opts.RunID)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	run, err := openRun(ctx, st, opts.RunID)
-	if err != nil {
-		return err
-	}
-	if err := recordedChanges(run); err != nil {
-		return err
-	}
 	c := run.Changes
 	switch {
 	case c.Files == 0:
