@@ -26,6 +26,10 @@ func sampleRun() (*trace.Run, []trace.Event) {
 
 func TestMarkdown(t *testing.T) {
 	run, evs := sampleRun()
+	run.Changes = &trace.Changes{Files: 2, Insertions: 3, Deletions: 1, List: []trace.FileChange{
+		{Path: "new <b>.go", OldPath: "old.go", Status: "renamed", Insertions: 3, Deletions: 1},
+		{Path: "logo.png", Status: "added", Binary: true},
+	}}
 	m := Markdown{MaxOutput: 40}
 	for _, ev := range evs {
 		m.Event(ev)
@@ -46,6 +50,8 @@ func TestMarkdown(t *testing.T) {
 		"  <details><summary>Output (", "  <details><summary>Error (50 bytes)</summary>",
 		"_cut to 40 bytes of 50 bytes",
 		"  ````\n  ```\n  </details>\n  <script>x</script>\n  ````\n", // a longer fence keeps the output whole
+		"| Files changed | 2 (+3 −1) |",
+		"#### Files changed\n\n- `` old.go `` → `` new <b>.go `` (renamed, +3 −1)\n- `` logo.png `` (added, binary)\n",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)

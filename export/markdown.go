@@ -72,6 +72,7 @@ func (m *Markdown) Write(w io.Writer, run *trace.Run) error {
 		b.WriteString("#### Result\n\n")
 		quote(&b, run.ResultText)
 	}
+	changedFiles(&b, run.Changes)
 	if run.ErrorMessage != "" {
 		fmt.Fprintf(&b, "**%s:** %s\n\n", text(string(run.ErrorKind)), text(oneLine(run.ErrorMessage)))
 	}
@@ -96,12 +97,40 @@ func (m *Markdown) summary(b *bytes.Buffer, run *trace.Run) {
 	if run.SessionID != "" {
 		rows = append(rows, [2]string{"Session", run.SessionID})
 	}
+	if c := run.Changes; c != nil && c.Error == "" {
+		rows = append(rows, [2]string{"Files changed", fmt.Sprintf("%d (+%d −%d)", c.Files, c.Insertions, c.Deletions)})
+	}
 	b.WriteString("| | |\n|---|---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(b, "| %s | %s |\n", r[0], cell(r[1]))
 	}
 	b.WriteString("\n")
 }
+
+// changedFiles lists the files the run changed, for a reviewer to open
+// (the diff itself is lane diff's).
+func changedFiles(b *bytes.Buffer, c *trace.Changes) {
+	if c == nil || len(c.List) == 0 {
+		return
+	}
+	b.WriteString("#### Files changed\n\n")
+	for _, fc := range c.List {
+		name := codeSpan(fc.Path)
+		if fc.OldPath != "" {
+			name = codeSpan(fc.OldPath) + " → " + name
+		}
+		counts := fmt.Sprintf("+%d −%d", fc.Insertions, fc.Deletions)
+		if fc.Binary {
+			counts = "binary"
+		}
+		fmt.Fprintf(b, "- %s (%s, %s)\n", name, fc.Status, counts)
+	}
+	b.WriteString("\n")
+}
+
+// codeSpan shows s as code: markdown takes nothing in it as markup or
+// HTML, and the doubled backticks hold a backtick s may have.
+func codeSpan(s string) string { return "`` " + oneLine(s) + " ``" }
 
 func (m *Markdown) step(b *bytes.Buffer, ev trace.Event) {
 	switch ev.Kind {
