@@ -58,11 +58,14 @@ type Config struct {
 	// started are recorded skipped. 0: no limit (with Resume: the bench's).
 	MaxCostUSD float64
 	Keep       bool // keep each attempt's folder
-	Run        RunFunc
-	Store      Store
-	Progress   io.Writer    // where the progress line goes; nil: nowhere
-	Resume     *trace.Bench // continue this bench: run its unfinished attempts
-	WorkDir    string       // where attempt folders go; "": os.TempDir()
+	// Removed, when set, is told of each attempt folder removed, so that
+	// what was kept about it elsewhere (lane's snapshots of it) can go too.
+	Removed  func(dir string)
+	Run      RunFunc
+	Store    Store
+	Progress io.Writer    // where the progress line goes; nil: nowhere
+	Resume   *trace.Bench // continue this bench: run its unfinished attempts
+	WorkDir  string       // where attempt folders go; "": os.TempDir()
 	// Pool, when set, runs the attempts on lane workers instead of here
 	// (lane bench --workers); Run then follows them until they are done or
 	// ctx ends, which detaches without stopping the bench.
@@ -482,15 +485,16 @@ func (r *runner) sweepFixtures(ctx context.Context) {
 
 // execute runs attempt a of task here.
 func (r *runner) execute(ctx context.Context, task *Task, a *trace.Attempt) {
-	RunAttempt(ctx, AttemptEnv{Run: r.cfg.Run, WorkDir: r.workDir, Keep: r.cfg.Keep, SuiteDir: r.suite.Dir}, task, a)
+	RunAttempt(ctx, AttemptEnv{Run: r.cfg.Run, WorkDir: r.workDir, Keep: r.cfg.Keep, Removed: r.cfg.Removed, SuiteDir: r.suite.Dir}, task, a)
 }
 
 // AttemptEnv is what running one attempt needs besides its task.
 type AttemptEnv struct {
 	Run      RunFunc
-	WorkDir  string // where the attempt's folder goes
-	Keep     bool   // keep the folder afterwards
-	SuiteDir string // what a task's Fixture is relative to
+	WorkDir  string           // where the attempt's folder goes
+	Keep     bool             // keep the folder afterwards
+	Removed  func(dir string) // told of the folder once it is removed; nil: nobody
+	SuiteDir string           // what a task's Fixture is relative to
 	// Blob returns a stored fixture by digest (a task's FixtureBlob, on a
 	// worker); nil when fixtures are read from SuiteDir.
 	Blob func(ctx context.Context, digest string) ([]byte, error)
@@ -540,6 +544,9 @@ func releaseFolder(ctx context.Context, env AttemptEnv, task *Task, dir string) 
 		_ = dropWorktree(ctx, repo, dir, task.SetupTimeout) // as with removeTree, a leftover does no harm to the attempt
 	case !env.Keep:
 		_ = removeTree(dir) // a folder that cannot be removed does no harm
+	}
+	if !env.Keep && env.Removed != nil {
+		env.Removed(dir)
 	}
 }
 

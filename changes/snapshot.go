@@ -195,14 +195,34 @@ func (s *Snapshotter) ignored(ctx context.Context, snap *Snapshot) (bool, error)
 	return err == nil, err
 }
 
+// storeOf is lane's own repository for the folder dir (absolute).
+func (s *Snapshotter) storeOf(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(s.cfg.StateDir, "changes", hex.EncodeToString(sum[:8])+".git")
+}
+
+// Forget removes what lane keeps of the folder dir outside git, once the
+// folder itself is gone for good (a bench attempt's): its runs' diffs stay
+// in the database, but they can no longer be undone. A folder in a git
+// repository keeps nothing of lane's outside it.
+func (s *Snapshotter) Forget(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil || s.cfg.StateDir == "" {
+		return err
+	}
+	if err := os.RemoveAll(s.storeOf(abs)); err != nil {
+		return fmt.Errorf("forget the snapshots of %s: %w", abs, err)
+	}
+	return nil
+}
+
 // shadow sets snap up to be snapshotted into lane's own repository for
 // its folder, creating that repository the first time.
 func (s *Snapshotter) shadow(ctx context.Context, snap *Snapshot) error {
 	if s.cfg.StateDir == "" {
 		return errors.New("not in a git repository, and no state folder to keep a snapshot in")
 	}
-	sum := sha256.Sum256([]byte(snap.Dir))
-	repo := filepath.Join(s.cfg.StateDir, "changes", hex.EncodeToString(sum[:8])+".git")
+	repo := s.storeOf(snap.Dir)
 	snap.Method, snap.Root, snap.GitDir, snap.indexDir = MethodManifest, snap.Dir, repo, repo
 	if _, err := os.Stat(filepath.Join(repo, "objects")); err == nil {
 		return nil

@@ -111,6 +111,7 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	defer sink.close(ctx)
 	opts.Run.otel = sink
 	bc.Run = attemptRunner(f, st, cfg, opts)
+	bc.Removed = forgetFolder(f)
 	if bc.Pool, err = benchPool(ctx, f, st, cfg, opts, bc.Resume); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -28,6 +29,18 @@ func snapshotter(f *Factory, cfg *config.File, opts *RunOptions) *changes.Snapsh
 		return nil
 	}
 	return changes.New(changes.Config{StateDir: f.StateDir()})
+}
+
+// forgetFolder drops lane's snapshots of a bench attempt's folder once
+// the folder is removed: a copied fixture's would otherwise pile up in
+// the state folder, one full copy per attempt.
+func forgetFolder(f *Factory) func(dir string) {
+	snap := changes.New(changes.Config{StateDir: f.StateDir()})
+	return func(dir string) {
+		if err := snap.Forget(dir); err != nil {
+			slog.Warn("bench", "err", err)
+		}
+	}
 }
 
 // DiffOptions are the flags of `lane diff`.

@@ -152,7 +152,8 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 			finish:  func(ctx context.Context, run *trace.Run) error { return st.FinishAttemptRun(ctx, l, run) },
 			running: w.Running,
 		}
-		env := bench.AttemptEnv{Run: recordedRunner(f, st, cfg, bo, hooks), Keep: opts.Keep, Blob: blob, WorkDir: workDir}
+		env := bench.AttemptEnv{Run: recordedRunner(f, st, cfg, bo, hooks), Keep: opts.Keep, Removed: forgetFolder(f),
+			Blob: blob, WorkDir: workDir}
 		bench.RunAttempt(ctx, env, task, a)
 	}
 	return w, nil

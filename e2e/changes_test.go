@@ -362,6 +362,7 @@ func TestBenchOnAGitFixtureStoresEachAttemptsDiff(t *testing.T) {
 	git(t, fixture, "init", "-q")
 	git(t, fixture, "add", "-A")
 	git(t, fixture, "commit", "-q", "-m", "fixture")
+	writeFiles(t, filepath.Join(suiteDir, "plain"), map[string]string{"README": "a folder outside git\n"})
 	writeFiles(t, suiteDir, map[string]string{"suite.yaml": `name: worktrees
 models: [sonnet]
 repeat: 2
@@ -370,6 +371,10 @@ tasks:
     prompt: "write 42 into answer.txt"
     fixture: fixture
     check: "grep -qx 42 answer.txt && test -f .git" # a worktree's .git is a file naming the fixture's repository
+  - id: plain
+    prompt: "write 42 into answer.txt"
+    fixture: plain
+    check: "grep -qx 42 answer.txt && test ! -e .git"
 `})
 	r := e.lane(context.Background(), "bench", "-o", "json", filepath.Join(suiteDir, "suite.yaml"))
 	wantExit(t, r, 0)
@@ -380,10 +385,11 @@ tasks:
 		t.Fatalf("benches %v %v", benches, err)
 	}
 	attempts, err := st.Attempts(context.Background(), benches[0].ID)
-	if err != nil || len(attempts) != 2 {
+	if err != nil || len(attempts) != 4 {
 		t.Fatalf("%d attempts: %v", len(attempts), err)
 	}
 	for _, a := range attempts {
+		method := map[string]string{"answer": "git", "plain": "manifest"}[a.TaskID]
 		if a.Status != trace.AttemptPassed {
 			t.Errorf("attempt %+v", a)
 		}
@@ -392,7 +398,7 @@ tasks:
 			t.Fatal(err)
 		}
 		c := run.Changes
-		if c == nil || c.Method != "git" || c.Files != 2 || len(c.List) != 2 ||
+		if c == nil || c.Method != method || c.Files != 2 || len(c.List) != 2 ||
 			c.List[0].Path != "README" || c.List[1].Path != "answer.txt" {
 			t.Errorf("attempt %d's changes %+v", a.N, c)
 		}
@@ -402,6 +408,14 @@ tasks:
 	}
 	if list := git(t, fixture, "worktree", "list", "--porcelain"); strings.Count(list, "worktree ") != 1 {
 		t.Errorf("worktrees left behind:\n%s", list)
+	}
+	// The copied attempts' folders are gone, and lane's snapshots of them.
+	storeDir := filepath.Join(e.home(), ".local", "state", "lane", "changes")
+	if _, err := os.Stat(storeDir); err != nil {
+		t.Fatalf("lane kept no snapshots of the copied attempts: %v", err)
+	}
+	if stores, _ := filepath.Glob(filepath.Join(storeDir, "*")); len(stores) != 0 {
+		t.Errorf("snapshot stores left behind: %v", stores)
 	}
 	report := e.lane(context.Background(), "bench", "report", benches[0].ID, "--format", "markdown")
 	wantExit(t, report, 0)
