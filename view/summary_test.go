@@ -22,11 +22,12 @@ func runs() []*trace.Run {
 			Dir: "/home/dev/proj", Prompt: "write hello.txt and list the folder", SessionID: sess,
 			CostUSD: 0.0081, Usage: trace.Usage{InputTokens: 200, OutputTokens: 40, CacheReadTokens: 100},
 			Turns: 2, ToolCalls: 3, StartedAt: started, DurationMS: 4213, ExitCode: exit(0),
+			Changes: &trace.Changes{Files: 3, Insertions: 58, Deletions: 12},
 		},
 		{
 			ID: "77aa01bc9d3e4f11", Status: trace.StatusSucceeded, Runtime: "claude", Model: "claude-opus-5",
 			Dir: "/home/dev/big", Prompt: "refactor the store package\n\nkeep the API", SessionID: "0d1e2f3a-aaaa",
-			CostUSD: 1.23456, CostEstimate: true, Worker: "gpu-box-1",
+			CostUSD: 1.23456, CostEstimate: true, Worker: "gpu-box-1", Changes: &trace.Changes{},
 			Usage: trace.Usage{InputTokens: 12345, OutputTokens: 6789, CacheReadTokens: 1_234_567, CacheCreationTokens: 45_000},
 			Turns: 1, ToolCalls: 1, StartedAt: started.Add(-26 * time.Hour), DurationMS: 185_000,
 		},
@@ -137,7 +138,7 @@ func TestRunsTableEmpty(t *testing.T) {
 	if err := RunsTable(&buf, nil, started, false); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Fields(buf.String()); len(got) != 11 || got[0] != "ID" {
+	if got := strings.Fields(buf.String()); len(got) != 12 || got[0] != "ID" {
 		t.Errorf("empty table = %q, want the header alone", buf.String())
 	}
 }

@@ -20,7 +20,7 @@ const promptWidth = 40
 // so far. Directories under the home directory are shown with "~".
 func RunsTable(w io.Writer, runs []*trace.Run, now time.Time, color bool) error {
 	home, _ := os.UserHomeDir()
-	header := []string{"ID", "STATUS", "RUNTIME", "MODEL", "COST", "TOKENS", "TURNS", "DURATION", "STARTED", "DIR", "PROMPT"}
+	header := []string{"ID", "STATUS", "RUNTIME", "MODEL", "COST", "TOKENS", "TURNS", "FILES", "DURATION", "STARTED", "DIR", "PROMPT"}
 	rows := [][]string{header}
 	statuses := []trace.Status{""}
 	for _, r := range runs {
@@ -78,11 +78,21 @@ func tableRow(r *trace.Run, now time.Time, home string) []string {
 		costS,
 		tokens,
 		turns,
+		filesChanged(r.Changes),
 		dur,
 		started,
 		cell(shortHome(r.Dir, home)),
 		cell(promptLine(r.Prompt)),
 	}
+}
+
+// filesChanged is the FILES cell: how many files the run changed, "-"
+// when lane did not look or could not tell (lane diff says why).
+func filesChanged(c *trace.Changes) string {
+	if c == nil || c.Error != "" {
+		return "-"
+	}
+	return strconv.Itoa(c.Files)
 }
 
 // cell is s made safe for a tabwriter cell, "-" when empty.
