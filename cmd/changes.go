@@ -123,17 +123,27 @@ func openChangedRun(ctx context.Context, f *Factory, id string) (*store.Store, *
 	return st, run, nil
 }
 
+// ChangesError says why a run's changes cannot be shown or undone: a
+// plain failure (exit 1), not a mistake in how lane was called.
+type ChangesError struct{ Reason string }
+
+func (e *ChangesError) Error() string { return e.Reason }
+
+func changesErrorf(format string, args ...any) error {
+	return &ChangesError{Reason: fmt.Sprintf(format, args...)}
+}
+
 // recordedChanges says why run has no changes to show, nil when it has.
 func recordedChanges(run *trace.Run) error {
 	switch c := run.Changes; {
 	case run.Imported:
-		return fmt.Errorf("run %s is an imported session: lane did not see its folder before it: %w", run.ID, store.ErrNotFound)
+		return changesErrorf("run %s is an imported session: lane did not see its folder before it", run.ID)
 	case c == nil && !run.Status.Finished():
-		return fmt.Errorf("run %s is still %s: its changes are recorded when it ends: %w", run.ID, run.Status, store.ErrNotFound)
+		return changesErrorf("run %s is still %s: its changes are recorded when it ends", run.ID, run.Status)
 	case c == nil:
-		return fmt.Errorf("run %s has no recorded changes (run with --no-changes, or before lane recorded them): %w", run.ID, store.ErrNotFound)
+		return changesErrorf("run %s has no recorded changes (run with --no-changes, or before lane recorded them)", run.ID)
 	case c.Error != "":
-		return fmt.Errorf("run %s's changes were not recorded: %s: %w", run.ID, c.Error, store.ErrNotFound)
+		return changesErrorf("run %s's changes were not recorded: %s", run.ID, c.Error)
 	}
 	return nil
 }
@@ -232,7 +242,7 @@ func runUndo(ctx context.Context, f *Factory, opts *UndoOptions) error {
 		fmt.Fprintf(f.IO.Out, "run %s changed nothing: nothing to undo\n", run.ID)
 		return nil
 	case c.UndoneBy != "" && !opts.Force:
-		return fmt.Errorf("run %s was undone already by run %s (--force undoes it again): %w", run.ID, c.UndoneBy, store.ErrNotFound)
+		return changesErrorf("run %s was undone already by run %s (--force undoes it again)", run.ID, c.UndoneBy)
 	}
 	snap := changes.New(changes.Config{StateDir: f.StateDir()})
 	undo := &trace.Run{

@@ -73,6 +73,7 @@ func ExitCode(err error) int {
 	var me *runner.MissingError
 	var oe *RunOutcomeError
 	var ce *changes.ConflictError
+	var nc *ChangesError
 	switch {
 	case isNotFound(err):
 		return ExitRunFailed
@@ -82,7 +83,7 @@ func ExitCode(err error) int {
 		return ExitRuntimeMissing
 	case errors.As(err, &oe):
 		return runExitCode(oe.Run)
-	case errors.As(err, &ce):
+	case errors.As(err, &ce), errors.As(err, &nc):
 		return ExitRunFailed
 	case errors.Is(err, runner.ErrCancelled):
 		return ExitCancelled
