@@ -266,6 +266,10 @@ func testToolThenText(t *testing.T, r rig) {
 	if run.RuntimeVer == "" {
 		t.Error("no runtime version recorded")
 	}
+	// What the run changed in its folder is recorded whatever the runtime.
+	if c := run.Changes; c == nil || c.Files != 1 || c.List[0].Path != "hello.txt" || c.List[0].Status != "added" {
+		t.Errorf("changes %+v", c)
+	}
 	evs := e.events(run.ID)
 	results := toolResults(evs)
 	if countKind(evs, trace.KindSession) == 0 || countKind(evs, trace.KindToolCall) != 1 || len(results) != 1 {
