@@ -110,14 +110,7 @@ func TestBenchAcrossBothLanes(t *testing.T) {
 	wantExit(t, r, 0)
 
 	st := e.openStore()
-	benches, err := st.ListBenches(context.Background(), 5)
-	if err != nil || len(benches) != 1 {
-		t.Fatalf("benches %v %v", benches, err)
-	}
-	attempts, err := st.Attempts(context.Background(), benches[0].ID)
-	if err != nil || len(attempts) != 12 {
-		t.Fatalf("%d attempts: %v", len(attempts), err)
-	}
+	bn, attempts := onlyBenchAttempts(t, st, 12)
 	passed := map[string]int{}
 	runIDs := map[string]bool{}
 	for _, a := range attempts {
@@ -143,7 +136,7 @@ func TestBenchAcrossBothLanes(t *testing.T) {
 	}
 	// The report in the other formats.
 	for _, format := range []string{"markdown", "csv", "json", "text"} {
-		rr := e.lane(context.Background(), "bench", "report", benches[0].ID[:8], "--format", format)
+		rr := e.lane(context.Background(), "bench", "report", bn.ID[:8], "--format", format)
 		wantExit(t, rr, 0)
 		if !strings.Contains(rr.stdout, "sonnet") || !strings.Contains(rr.stdout, localModel) {
 			t.Errorf("report %s:\n%s", format, rr.stdout)

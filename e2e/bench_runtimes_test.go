@@ -133,14 +133,7 @@ tasks:
 	wantExit(t, r, 0)
 
 	st := e.openStore()
-	benches, err := st.ListBenches(context.Background(), 5)
-	if err != nil || len(benches) != 1 {
-		t.Fatalf("benches %v %v", benches, err)
-	}
-	attempts, err := st.Attempts(context.Background(), benches[0].ID)
-	if err != nil || len(attempts) != 2*len(models) {
-		t.Fatalf("%d attempts, want %d: %v", len(attempts), 2*len(models), err)
-	}
+	_, attempts := onlyBenchAttempts(t, st, 2*len(models))
 	for _, a := range attempts {
 		wantPass := a.TaskID == "write-answer"
 		if (a.Status == trace.AttemptPassed) != wantPass {

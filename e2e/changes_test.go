@@ -380,14 +380,7 @@ tasks:
 	wantExit(t, r, 0)
 
 	st := e.openStore()
-	benches, err := st.ListBenches(context.Background(), 5)
-	if err != nil || len(benches) != 1 {
-		t.Fatalf("benches %v %v", benches, err)
-	}
-	attempts, err := st.Attempts(context.Background(), benches[0].ID)
-	if err != nil || len(attempts) != 4 {
-		t.Fatalf("%d attempts: %v", len(attempts), err)
-	}
+	bn, attempts := onlyBenchAttempts(t, st, 4)
 	for _, a := range attempts {
 		method := map[string]string{"answer": "git", "plain": "manifest"}[a.TaskID]
 		if a.Status != trace.AttemptPassed {
@@ -417,7 +410,7 @@ tasks:
 	if stores, _ := filepath.Glob(filepath.Join(storeDir, "*")); len(stores) != 0 {
 		t.Errorf("snapshot stores left behind: %v", stores)
 	}
-	report := e.lane(context.Background(), "bench", "report", benches[0].ID, "--format", "markdown")
+	report := e.lane(context.Background(), "bench", "report", bn.ID, "--format", "markdown")
 	wantExit(t, report, 0)
 	if !strings.Contains(strings.ToLower(report.stdout), "files changed") {
 		t.Errorf("the report lacks files changed:\n%s", report.stdout)

@@ -300,6 +300,18 @@ func onlyBench(t *testing.T, st *store.Store) *trace.Bench {
 	return benches[0]
 }
 
+// onlyBenchAttempts returns the one bench of st and its attempts, failing
+// t unless there are n.
+func onlyBenchAttempts(t *testing.T, st *store.Store, n int) (*trace.Bench, []trace.Attempt) {
+	t.Helper()
+	b := onlyBench(t, st)
+	attempts, err := st.Attempts(context.Background(), b.ID)
+	if err != nil || len(attempts) != n {
+		t.Fatalf("%d attempts, want %d: %v", len(attempts), n, err)
+	}
+	return b, attempts
+}
+
 func keyOf(a trace.Attempt) store.AttemptKey {
 	return store.AttemptKey{BenchID: a.BenchID, TaskID: a.TaskID, Model: a.Model, N: a.N}
 }
