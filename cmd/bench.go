@@ -238,19 +238,9 @@ func benchReport(ctx context.Context, st *store.Store, b *trace.Bench) (bench.Re
 	if err != nil {
 		return bench.Report{}, err
 	}
-	runs := map[string]*trace.Run{}
-	for _, a := range attempts {
-		if a.RunID == "" || runs[a.RunID] != nil {
-			continue
-		}
-		run, err := st.GetRun(ctx, a.RunID)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			continue // deleted since: the report does without what it changed
-		case err != nil:
-			return bench.Report{}, err
-		}
-		runs[a.RunID] = run
+	runs, err := st.BenchRuns(ctx, b.ID) // a run deleted since is left out: the report does without what it changed
+	if err != nil {
+		return bench.Report{}, err
 	}
 	return bench.Compare(*b, attempts, runs), nil
 }

@@ -3,14 +3,11 @@ package dashboard
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"lane/changes"
-	"lane/store"
 	"lane/trace"
 )
 
@@ -346,41 +343,22 @@ func (s *Server) benchChanges(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
+	stored, err := s.st.BenchRuns(ctx, b.ID)
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
 	runs := map[string]*trace.Changes{}
 	for _, a := range attempts {
-		if a.RunID == "" {
-			continue
+		if a.RunID != "" {
+			runs[a.RunID] = nil // a run that is gone, or without changes
+			if run := stored[a.RunID]; run != nil {
+				runs[a.RunID] = run.Changes
+			}
 		}
-		if _, seen := runs[a.RunID]; seen {
-			continue
-		}
-		c, err := s.runSummary(ctx, a.RunID)
-		if err != nil {
-			writeStoreError(w, fmt.Errorf("run %s of bench %s: %w", a.RunID, b.ID, err))
-			return
-		}
-		runs[a.RunID] = c
 	}
 	writeJSON(w, http.StatusOK, struct {
 		BenchID string                    `json:"bench_id"`
 		Runs    map[string]*trace.Changes `json:"runs"`
 	}{b.ID, runs})
-}
-
-// runSummary is the Changes of run id without its file list; nil for a
-// run that has none, or that is gone.
-func (s *Server) runSummary(ctx context.Context, id string) (*trace.Changes, error) {
-	run, err := s.st.GetRun(ctx, id)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	if run.Changes == nil {
-		return nil, nil
-	}
-	c := *run.Changes
-	c.List = nil
-	return &c, nil
 }

@@ -317,3 +317,19 @@ func (s *Store) queryAttempts(ctx context.Context, q string, args ...any) ([]tra
 	}
 	return as, nil
 }
+
+// BenchRuns returns the runs behind bench benchID's attempts (each
+// attempt's last), by id, read in one query: their records with the
+// summary of their changes, not the per-file lists.
+func (s *Store) BenchRuns(ctx context.Context, benchID string) (map[string]*trace.Run, error) {
+	runs, err := s.queryRuns(ctx, runSelect+
+		" WHERE id IN (SELECT run_id FROM bench_attempts WHERE bench_id = ? AND run_id IS NOT NULL)", benchID)
+	if err != nil {
+		return nil, fmt.Errorf("runs of bench %s: %w", benchID, err)
+	}
+	byID := make(map[string]*trace.Run, len(runs))
+	for _, r := range runs {
+		byID[r.ID] = r
+	}
+	return byID, nil
+}
