@@ -36,14 +36,19 @@ func watchFolder(ctx context.Context, snap *changes.Snapshotter, dir string) *fo
 	w := &folderWatch{snap: snap, dir: dir}
 	tctx, cancel := context.WithTimeout(ctx, changesTimeout)
 	defer cancel()
-	w.before, w.err = snap.Take(tctx, dir)
-	switch {
-	case w.err != nil && tctx.Err() == context.DeadlineExceeded:
-		w.err = fmt.Errorf("snapshot before the run took over %s (--no-changes skips it)", changesTimeout)
-	case w.err != nil:
-		w.err = fmt.Errorf("snapshot before the run: %w", w.err)
+	if w.before, w.err = snap.Take(tctx, dir); w.err != nil {
+		w.err = snapshotFailed(tctx, "before", w.err)
 	}
 	return w
+}
+
+// snapshotFailed says why the snapshot taken when ("before", "after") the
+// run failed: its time ran out (ctx's deadline), or err.
+func snapshotFailed(ctx context.Context, when string, err error) error {
+	if ctx.Err() == context.DeadlineExceeded {
+		return fmt.Errorf("snapshot %s the run took over %s (--no-changes skips it)", when, changesTimeout)
+	}
+	return fmt.Errorf("snapshot %s the run: %w", when, err)
 }
 
 // end takes the snapshot after the run and returns the difference.
@@ -58,11 +63,8 @@ func (w *folderWatch) end(ctx context.Context) *trace.Changes {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), changesTimeout)
 	defer cancel()
 	after, err := w.snap.Take(ctx, w.dir)
-	if err != nil && ctx.Err() == context.DeadlineExceeded {
-		return &trace.Changes{Error: fmt.Sprintf("snapshot after the run took over %s (--no-changes skips it)", changesTimeout)}
-	}
 	if err != nil {
-		return &trace.Changes{Error: fmt.Sprintf("snapshot after the run: %v", err)}
+		return &trace.Changes{Error: snapshotFailed(ctx, "after", err).Error()}
 	}
 	defer w.snap.Release(after)
 	c, patch, err := w.snap.Diff(ctx, w.before, after)
