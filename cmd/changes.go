@@ -17,6 +17,7 @@ import (
 	"lane/config"
 	"lane/store"
 	"lane/trace"
+	"lane/view"
 )
 
 // RuntimeUndo is the runtime name of the runs lane undo records.
@@ -100,7 +101,7 @@ func runDiff(ctx context.Context, f *Factory, opts *DiffOptions) error {
 	}
 	if c := run.Changes; c.Truncated {
 		fmt.Fprintf(f.IO.ErrOut, "lane: the diff is cut at %s of %s; --stat lists every file\n",
-			byteSize(int64(len(patch))), byteSize(c.PatchSize))
+			view.Bytes(int64(len(patch))), view.Bytes(c.PatchSize))
 	}
 	return nil
 }
@@ -190,16 +191,6 @@ func statCounts(fc trace.FileChange) string {
 		s += " (mode " + fc.OldMode + " → " + fc.NewMode + ")"
 	}
 	return s
-}
-
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // UndoOptions are the flags of `lane undo`.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lane/trace"
+	"lane/view"
 )
 
 // DefaultMaxOutput is how much of a tool's output Markdown shows: a pull
@@ -171,10 +172,10 @@ func (m *Markdown) output(b *bytes.Buffer, res trace.Event) {
 	if res.IsError {
 		label = "Error"
 	}
-	fmt.Fprintf(b, "  <details><summary>%s (%s)</summary>\n\n", label, bytesLabel(size))
+	fmt.Fprintf(b, "  <details><summary>%s (%s)</summary>\n\n", label, view.Bytes(size))
 	fence(b, "", out, "  ")
 	if cut || res.OutputSize > int64(len(res.Output)) {
-		fmt.Fprintf(b, "  _cut to %s of %s; `lane show` has it all_\n\n", bytesLabel(int64(len(out))), bytesLabel(size))
+		fmt.Fprintf(b, "  _cut to %s of %s; `lane show` has it all_\n\n", view.Bytes(int64(len(out))), view.Bytes(size))
 	}
 	b.WriteString("  </details>\n\n")
 }
@@ -240,14 +241,4 @@ func indentJSON(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return b.String()
-}
-
-func bytesLabel(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

@@ -143,6 +143,17 @@ func cost(r *trace.Run) string {
 	return s
 }
 
+// Bytes is a size for a person: 512 bytes, 1.5 KiB, 3.2 MiB.
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // count shortens a token count: 950, 1.5k, 12.3k, 456k, 1.2M.
 func count(n int64) string {
 	trim := func(whole, tenth int64, unit string) string {
