@@ -20,7 +20,7 @@ import (
 
 // startDashboard runs `lane dashboard` on a free loopback port and returns
 // its base URL ("http://127.0.0.1:PORT").
-func startDashboard(t *testing.T, e *env) string {
+func startDashboard(t testing.TB, e *env) string {
 	t.Helper()
 	cmd := exec.Command(laneBin, "dashboard", "--addr", "127.0.0.1:0")
 	cmd.Env = e.vars

@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 // env is one test's world: a scripted server, a project folder, a HOME and
 // a database.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *anthropictest.Server
 	proj   string
 	db     string
@@ -55,7 +55,7 @@ type env struct {
 	claude string
 }
 
-func newEnv(t *testing.T, turns ...anthropictest.Turn) *env {
+func newEnv(t testing.TB, turns ...anthropictest.Turn) *env {
 	t.Helper()
 	claude := anthropictest.ClaudeBin(t)
 	srv := anthropictest.NewServer(t, turns...)
@@ -102,7 +102,7 @@ func (e *env) run(args ...string) result {
 }
 
 // lastRun decodes the run record that -o json and -o stream-json end with.
-func lastRun(t *testing.T, r result) *trace.Run {
+func lastRun(t testing.TB, r result) *trace.Run {
 	t.Helper()
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	var run trace.Run
@@ -134,7 +134,7 @@ func (e *env) events(runID string) []trace.Event {
 	return evs
 }
 
-func wantExit(t *testing.T, r result, code int) {
+func wantExit(t testing.TB, r result, code int) {
 	t.Helper()
 	if r.code != code {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
@@ -548,7 +548,7 @@ func pidsWith(s string) []int {
 }
 
 // waitFor polls cond: the processes it watches announce nothing.
-func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
+func waitFor(t testing.TB, limit time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {

@@ -24,7 +24,7 @@ type localEnv struct {
 
 const localModel = "ollama:qwen2.5-coder:7b"
 
-func newLocalEnv(t *testing.T, turns ...openaitest.Turn) *localEnv {
+func newLocalEnv(t testing.TB, turns ...openaitest.Turn) *localEnv {
 	t.Helper()
 	srv := openaitest.NewServer(t, turns...)
 	root := t.TempDir()
