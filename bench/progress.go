@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"lane/view"
 )
 
 // counts is where a bench stands, for the progress line.
@@ -53,7 +55,7 @@ func (c counts) line() string {
 	if c.skipped > 0 {
 		fmt.Fprintf(&b, " · %d skipped", c.skipped)
 	}
-	fmt.Fprintf(&b, " · $%.2f", c.spent)
+	b.WriteString(" · " + view.USD(c.spent))
 	return b.String()
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"lane/bench/stats"
+	"lane/view"
 )
 
 // WriteTable writes the report as aligned text tables for a terminal: the
@@ -168,7 +169,7 @@ func (r Report) title() string {
 	if len(notRun) > 0 {
 		s += " (" + strings.Join(notRun, ", ") + ")"
 	}
-	return s + " · " + usd(r.CostUSD)
+	return s + " · " + view.USD(r.CostUSD)
 }
 
 // header is the column names of the tables; perTask adds the task column.
@@ -269,21 +270,11 @@ func optDur(ms *float64) string {
 	}
 }
 
-func usd(v float64) string {
-	if v != 0 && v < 0.01 {
-		return fmt.Sprintf("$%.4f", v)
-	}
-	return fmt.Sprintf("$%.2f", v)
-}
-
 func optUSD(v *float64) string {
 	if v == nil {
 		return "-"
 	}
-	if *v != 0 && *v < 1 {
-		return fmt.Sprintf("$%.3f", *v)
-	}
-	return usd(*v)
+	return view.USD(*v)
 }
 
 func optOne(v *float64) string {

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lane/store"
+	"lane/view"
 )
 
 const formatCSV = "csv"
@@ -169,16 +170,7 @@ func costLabel(by store.CostGroup, key, home string) string {
 func costCells(label string, r store.CostRow) []string {
 	return []string{label, strconv.Itoa(r.Runs), thousands(r.InputTokens), thousands(r.OutputTokens),
 		thousands(r.CacheReadTokens), thousands(r.CacheCreationTokens), thousands(r.TotalTokens),
-		dollars(r.CostUSD), dollars(r.EstimatedUSD)}
-}
-
-// dollars shows cents, or four decimals below a cent, which test runs and
-// short sessions cost.
-func dollars(v float64) string {
-	if v > 0 && v < 0.01 {
-		return fmt.Sprintf("$%.4f", v)
-	}
-	return fmt.Sprintf("$%.2f", v)
+		view.USD(r.CostUSD), view.USD(r.EstimatedUSD)}
 }
 
 // thousands writes n with commas: 1234567 → 1,234,567.

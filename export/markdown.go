@@ -82,7 +82,7 @@ func (m *Markdown) Write(w io.Writer, run *trace.Run) error {
 }
 
 func (m *Markdown) summary(b *bytes.Buffer, run *trace.Run) {
-	cost := fmt.Sprintf("$%.4f", run.CostUSD)
+	cost := view.USD(run.CostUSD)
 	if run.CostEstimate {
 		cost += " (estimate)"
 	}

@@ -131,12 +131,9 @@ func statusLabel(r *trace.Run) string {
 	return label
 }
 
-// cost reads like "$0.0081", or "~$0.0081" when lane estimated it.
+// cost reads like "$0.0081" (see USD), or "~$0.0081" when lane estimated it.
 func cost(r *trace.Run) string {
-	s := "$" + strconv.FormatFloat(r.CostUSD, 'f', 4, 64)
-	if r.CostUSD >= 1 {
-		s = "$" + strconv.FormatFloat(r.CostUSD, 'f', 2, 64)
-	}
+	s := USD(r.CostUSD)
 	if r.CostEstimate {
 		s = "~" + s
 	}

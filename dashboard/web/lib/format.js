@@ -37,12 +37,24 @@ export function fmtTokens(n) {
   return (n / 1e9).toFixed(1) + 'G';
 }
 
-// fmtCost is an amount in US dollars; estimate marks it "~".
+// fmtCost is an amount in US dollars, as lane's Go code writes it (view.USD):
+// cents from a dollar up, below a dollar up to four decimals but never
+// fewer than two ($0.17, $0.0055), smaller still two significant digits;
+// estimate marks it "~".
 export function fmtCost(usd, estimate) {
   if (usd == null || !Number.isFinite(Number(usd))) return '–';
   usd = Number(usd);
-  const body = usd === 0 ? '$0' : usd < 1 ? '$' + usd.toFixed(usd < 0.01 ? 4 : 3) : '$' + usd.toFixed(2);
-  return (estimate ? '~' : '') + body;
+  const sign = usd < 0 ? '-' : '';
+  const v = Math.abs(usd);
+  let body;
+  if (v === 0) body = '$0.00';
+  else if (Math.round(v * 100) / 100 >= 1) body = '$' + v.toFixed(2);
+  else {
+    const decimals = v < 0.0001 ? -Math.floor(Math.log10(v)) + 1 : 4;
+    const [whole, frac] = v.toFixed(decimals).split('.');
+    body = '$' + whole + '.' + frac.replace(/0+$/, '').padEnd(2, '0');
+  }
+  return (estimate ? '~' : '') + sign + body;
 }
 
 // fmtPct is a fraction as a percentage: whole when it is, else one digit.
