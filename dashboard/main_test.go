@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"lane/internal/pgtest"
 	"log/slog"
 	"net"
 	"net/http"
@@ -35,8 +36,15 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) == "lane" {
 		os.Exit(fakeLane(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if err := sharedPG.Close(); err != nil {
+		code = 1
+	}
+	os.Exit(code)
 }
+
+// sharedPG is this test binary's PostgreSQL server (see pgEnv).
+var sharedPG pgtest.Shared
 
 // env is a dashboard over a fresh database, served by httptest, with Run
 // going. other is a second Store on the same database: another lane

@@ -19,12 +19,17 @@ import (
 	"lane/trace"
 )
 
-// pgEnv is a dashboard over a fresh PostgreSQL database on a server of the
-// test's own. Polling (o.poll) and the sweep are an hour unless o says
+// pgEnv is a dashboard over a fresh PostgreSQL database on the test
+// binary's shared server (pgEnvOn takes the server: one of the test's own
+// for a test that stops it). Polling (o.poll) and the sweep are an hour unless o says
 // otherwise, so that what reaches a client was notified (LISTEN/NOTIFY).
 func pgEnv(t *testing.T, o envOpt) (*env, *pgtest.Server) {
 	t.Helper()
-	srv := pgtest.ForTest(t)
+	return pgEnvOn(t, sharedPG.Server(t), o)
+}
+
+func pgEnvOn(t *testing.T, srv *pgtest.Server, o envOpt) (*env, *pgtest.Server) {
+	t.Helper()
 	if o.where == "" {
 		o.where = pgtest.NewDB(t, srv)
 	}
@@ -131,7 +136,7 @@ func goroutinesIn(prefix string) []string {
 // the listener was away and after.
 func TestWebsocketPostgresRestart(t *testing.T) {
 	// The poller's first read after the restart may fail; that is logged.
-	e, srv := pgEnv(t, envOpt{logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e, srv := pgEnvOn(t, pgtest.ForTest(t), envOpt{logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	c := e.dial("", nil)
 	readHello(t, c)
 	first := writeRun(t, e.other, "before", 3)

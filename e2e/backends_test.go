@@ -16,7 +16,11 @@ import (
 // show and resume with the real Claude Code, once into a SQLite file and
 // once into a PostgreSQL database.
 func TestCommandsOnBothBackends(t *testing.T) {
-	srv := pgtest.ForTest(t)
+	t.Parallel()
+	// Both subtests need Claude Code: without it the test skips as a
+	// whole, rather than failing for subtests that skipped.
+	anthropictest.ClaudeBin(t)
+	srv := sharedPG.Server(t)
 	type outcome struct {
 		first, second *trace.Run
 		listed        []trace.Run

@@ -54,6 +54,7 @@ tasks:
 }
 
 func TestBenchAcrossBothLanes(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t)
 	claude := anthropictest.ClaudeBin(t)
 	cs := anthropictest.NewServer(t)
@@ -145,6 +146,7 @@ func TestBenchAcrossBothLanes(t *testing.T) {
 }
 
 func TestBenchResumesOnlyUnfinishedAttempts(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t)
 	var hang atomic.Bool
 	hang.Store(true)

@@ -30,6 +30,7 @@ func benchAnswer(prompt string) string {
 // opencode, Qwen Code and lane's own loop in one command, each against a
 // scripted model that solves the same task, with the same checks.
 func TestBenchAcrossRuntimes(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	root := t.TempDir()
 	db := filepath.Join(root, "lane.db")

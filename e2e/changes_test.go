@@ -131,6 +131,7 @@ func wantChanges(t *testing.T, c *trace.Changes, written string) {
 }
 
 func TestChangesInAGitRepository(t *testing.T) {
+	t.Parallel()
 	e := changingEnv(t)
 	seedProject(t, e.proj)
 	git(t, e.proj, "init", "-q")
@@ -183,6 +184,7 @@ func TestChangesInAGitRepository(t *testing.T) {
 }
 
 func TestChangesInAPlainFolder(t *testing.T) {
+	t.Parallel()
 	e := changingEnv(t)
 	seedProject(t, e.proj)
 	beforeFolder := folderState(t, e.proj)
@@ -269,6 +271,7 @@ func checkUndoRecorded(t *testing.T, e *env, runID string) {
 // only. An undo is refused once a file it would restore was edited since,
 // and --force restores it anyway.
 func TestChangesOfRunsInARow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo first > first.txt")),
 		anthropictest.Text("one"),
@@ -320,6 +323,7 @@ func TestChangesOfRunsInARow(t *testing.T) {
 // --no-changes, and `changes: false` in the config file, record nothing,
 // and lane diff says why.
 func TestNoChanges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo x > x.txt")), anthropictest.Text("one"),
 		anthropictest.Tools(anthropictest.Bash("toolu_2", "echo y > y.txt")), anthropictest.Text("two"))
@@ -345,6 +349,7 @@ func TestNoChanges(t *testing.T) {
 // each attempt's diff, reports the files changed per model and leaves no
 // worktree behind.
 func TestBenchOnAGitFixtureStoresEachAttemptsDiff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.srv.SetResponder(func(r anthropictest.Request) (anthropictest.Turn, bool) {
 		for _, m := range r.Messages {

@@ -71,6 +71,7 @@ func getJSON(t *testing.T, url string, v any) {
 }
 
 func TestDashboardSeesRunsOfOtherProcessesLive(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t,
 		openaitest.ToolCalls(openaitest.Call("c1", "bash", map[string]any{"command": "echo from-bash"})),
 		openaitest.Text("done"))
@@ -132,6 +133,7 @@ func TestDashboardSeesRunsOfOtherProcessesLive(t *testing.T) {
 }
 
 func TestDashboardCancelsARunOfAnotherProcess(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t, openaitest.Hang())
 	base := startDashboard(t, e.env)
 
@@ -182,6 +184,7 @@ func TestDashboardCancelsARunOfAnotherProcess(t *testing.T) {
 }
 
 func TestDashboardStartsARun(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t, openaitest.ToolCalls(openaitest.Call("w", "write_file", map[string]any{"path": "from-dashboard.txt", "content": "ok"})),
 		openaitest.Text("written"))
 	base := startDashboard(t, e.env)

@@ -20,11 +20,20 @@ import (
 	"time"
 
 	"lane/internal/anthropictest"
+	"lane/internal/pgtest"
 	"lane/store"
 	"lane/trace"
 )
 
 var laneBin string
+
+// laneBinEnv names a lane binary the tests drive instead of building one
+// (TestSkipsWithoutTheRealThings runs this binary again with it).
+const laneBinEnv = "LANE_E2E_LANE_BIN"
+
+// sharedPG is this test binary's PostgreSQL server, for the tests that do
+// not stop theirs; each takes a database of its own on it.
+var sharedPG pgtest.Shared
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "lane-e2e-")
@@ -32,14 +41,21 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	laneBin = filepath.Join(dir, "lane")
-	build := exec.Command("go", "build", "-o", laneBin, "lane/cmd/lane")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build lane:", err)
-		os.Exit(1)
+	laneBin = os.Getenv(laneBinEnv)
+	if laneBin == "" {
+		laneBin = filepath.Join(dir, "lane")
+		build := exec.Command("go", "build", "-o", laneBin, "lane/cmd/lane")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build lane:", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
+	if err := sharedPG.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "postgres:", err)
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -142,6 +158,7 @@ func wantExit(t testing.TB, r result, code int) {
 }
 
 func TestRunWritesAFileThroughBash(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo hi > hello.txt; ls")),
 		anthropictest.Text("Done: wrote hello.txt"))
@@ -213,6 +230,7 @@ func TestRunWritesAFileThroughBash(t *testing.T) {
 }
 
 func TestTextOutputIsLive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo from-the-tool")),
 		anthropictest.Text("All done."))
@@ -229,6 +247,7 @@ func TestTextOutputIsLive(t *testing.T) {
 }
 
 func TestTaskWithDashAndNewlinesReachesClaude(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, anthropictest.Text("ok"))
 	task := "-v is not a flag here\nsecond line\n  indented third"
 	// "--" ends lane's own flags, as with any command.
@@ -253,6 +272,7 @@ func TestTaskWithDashAndNewlinesReachesClaude(t *testing.T) {
 }
 
 func TestTaskFromStdin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, anthropictest.Text("ok"))
 	cmd := exec.Command(laneBin, "run", "--dir", e.proj, "-o", "json", "-")
 	cmd.Env = e.vars
@@ -267,6 +287,7 @@ func TestTaskFromStdin(t *testing.T) {
 }
 
 func TestToolLongerThanIdleTimeoutSurvives(t *testing.T) {
+	t.Parallel()
 	// Claude Code refuses a bare `sleep N`; a command that sleeps among
 	// others is a silent but busy tool.
 	e := newEnv(t,
@@ -280,6 +301,7 @@ func TestToolLongerThanIdleTimeoutSurvives(t *testing.T) {
 }
 
 func TestParallelToolCalls(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(
 			anthropictest.Bash("toolu_a", "echo one > one.txt"),
@@ -300,6 +322,7 @@ func TestParallelToolCalls(t *testing.T) {
 }
 
 func TestFailingToolIsRecordedAndTheRunSucceeds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo failing >&2; exit 3")),
 		anthropictest.Text("The command failed as expected."))
@@ -318,6 +341,7 @@ func TestFailingToolIsRecordedAndTheRunSucceeds(t *testing.T) {
 }
 
 func TestHangAfterInitFiresIdleTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, anthropictest.Hang())
 	r := e.run("-o", "json", "--idle-timeout", "2s", "hang")
 	wantExit(t, r, 3)
@@ -331,6 +355,7 @@ func TestHangAfterInitFiresIdleTimeout(t *testing.T) {
 }
 
 func TestAuthFailureIsQuick(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, anthropictest.Status(401, ""))
 	// Claude Code's own default: ten retries over minutes.
 	e.vars = append(e.vars, "CLAUDE_CODE_MAX_RETRIES=10")
@@ -346,6 +371,7 @@ func TestAuthFailureIsQuick(t *testing.T) {
 }
 
 func TestAuthFailureWithoutRetries(t *testing.T) {
+	t.Parallel()
 	// With its retries off Claude Code prints a result that says
 	// "success" and is_error at once; lane reads it as an auth failure.
 	e := newEnv(t, anthropictest.Status(401, ""))
@@ -358,6 +384,7 @@ func TestAuthFailureWithoutRetries(t *testing.T) {
 }
 
 func TestResumeContinuesTheSession(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo hi > hello.txt")),
 		anthropictest.Text("first done"),
@@ -427,6 +454,7 @@ func startBusyRun(t *testing.T, marker string) (e *env, cmd *exec.Cmd, stdout io
 }
 
 func TestCtrlCLeavesNoProcessBehind(t *testing.T) {
+	t.Parallel()
 	marker := fmt.Sprintf("lane-e2e-marker-%d", time.Now().UnixNano())
 	_, cmd, stdout, _ := startBusyRun(t, marker)
 
@@ -450,12 +478,14 @@ func TestCtrlCLeavesNoProcessBehind(t *testing.T) {
 }
 
 func TestKilledLaneShowsInterrupted(t *testing.T) {
+	t.Parallel()
 	marker := fmt.Sprintf("lane-e2e-kill9-%d", time.Now().UnixNano())
 	e, cmd, _, runID := startBusyRun(t, marker)
 	cmd.Process.Kill()
 	cmd.Wait()
-	// The runtime got SIGINT from the kernel when lane died and stops its tool.
-	waitFor(t, 15*time.Second, func() bool { return len(pidsWith(marker)) == 0 })
+	// The runtime got SIGINT from the kernel when lane died and stops its
+	// tool, and then itself (it may write to its home until it has gone).
+	waitFor(t, 15*time.Second, func() bool { return len(pidsWith(marker)) == 0 && len(pidsIn(e.proj)) == 0 })
 
 	r := e.lane(context.Background(), "runs", "-o", "json")
 	wantExit(t, r, 0)
@@ -477,6 +507,7 @@ func TestKilledLaneShowsInterrupted(t *testing.T) {
 }
 
 func TestRuntimeMissing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.run("--claude-bin", filepath.Join(t.TempDir(), "nope"), "hello")
 	wantExit(t, r, 5)
@@ -486,6 +517,7 @@ func TestRuntimeMissing(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, args := range [][]string{
 		{"run", "--dir", filepath.Join(e.proj, "missing"), "task"},
@@ -502,6 +534,7 @@ func TestUsageErrors(t *testing.T) {
 // An id that matches no run is not a mistake in how lane was called: it
 // fails plainly, saying so, without a pointer to --help.
 func TestUnknownRunIsAPlainFailure(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, args := range [][]string{{"show", "ffffffffffff"}, {"resume", "ffffffffffff", "more"}, {"bench", "report", "ffffffffffff"}} {
 		r := e.lane(context.Background(), args...)
@@ -512,6 +545,7 @@ func TestUnknownRunIsAPlainFailure(t *testing.T) {
 }
 
 func TestRootRefusalIsExplained(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("Claude Code refuses bypassPermissions only as root")
 	}
@@ -523,6 +557,22 @@ func TestRootRefusalIsExplained(t *testing.T) {
 	if run.ErrorKind != trace.ErrorPermission || !strings.Contains(run.ErrorHint, "IS_SANDBOX=1") {
 		t.Errorf("run %s: %s / %s", run.ErrorKind, run.ErrorMessage, run.ErrorHint)
 	}
+}
+
+// pidsIn lists processes working in dir.
+func pidsIn(dir string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, ent := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(ent.Name(), "%d", &pid); err != nil || pid == os.Getpid() {
+			continue
+		}
+		if cwd, err := os.Readlink("/proc/" + ent.Name() + "/cwd"); err == nil && cwd == dir {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // pidsWith lists processes whose command line contains s.

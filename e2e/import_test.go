@@ -63,6 +63,7 @@ func mainUsage(evs []trace.Event) trace.Usage {
 // into lane's own database, the session is recognised as lane's and not
 // imported twice.
 func TestImportAgreesWithLiveRun(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		turns    []anthropictest.Turn
@@ -178,6 +179,7 @@ func subOnly(evs []trace.Event) []trace.Event {
 // lane import --watch imports a session as its transcript is written: a
 // file appearing in a new project folder, then lines appended to it.
 func TestImportWatch(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	cfg := filepath.Join(root, "claude")
 	projects := filepath.Join(cfg, "projects")

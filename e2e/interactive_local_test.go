@@ -15,6 +15,7 @@ import (
 // lane's own loop asks the same desk: lane approve --deny reaches the
 // model as the tool's result, lane approve lets the next call run.
 func TestLocalLoopAsksThroughTheCLI(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t,
 		openaitest.ToolCalls(openaitest.Call("c1", "bash", map[string]any{"command": "rm -rf build; echo x > a.txt"})),
 		openaitest.ToolCalls(openaitest.Call("c2", "bash", map[string]any{"command": "echo y > b.txt"})),

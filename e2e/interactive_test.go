@@ -109,6 +109,7 @@ func permissionEvents(evs []trace.Event) (reqs, decisions []trace.Event) {
 }
 
 func TestClaudeAsksAndLaneApproveAllows(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo made > made.txt")),
 		anthropictest.Text("Done: made.txt"))
@@ -149,6 +150,7 @@ func TestClaudeAsksAndLaneApproveAllows(t *testing.T) {
 }
 
 func TestClaudeDeniedWithAMessage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "rm -rf build && echo x > made.txt")),
 		anthropictest.Text("Understood"))
@@ -172,6 +174,7 @@ func TestClaudeDeniedWithAMessage(t *testing.T) {
 }
 
 func TestClaudeUnansweredRequestIsDeniedAtTheTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo x > made.txt")),
 		anthropictest.Text("ok"))
@@ -193,6 +196,7 @@ func TestClaudeUnansweredRequestIsDeniedAtTheTimeout(t *testing.T) {
 }
 
 func TestClaudeAlwaysIsNotAskedAgain(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo 1 >> log.txt")),
 		anthropictest.Tools(anthropictest.Bash("toolu_2", "echo 1 >> log.txt")),
@@ -214,6 +218,7 @@ func TestClaudeAlwaysIsNotAskedAgain(t *testing.T) {
 
 // The terminal of lane run asks, and the answer typed there wins.
 func TestClaudeAsksAtLaneRunsTerminal(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo made > made.txt")),
 		anthropictest.Text("Done"))
@@ -271,6 +276,7 @@ func readPTY(t *testing.T, f *os.File, want string) string {
 
 // lane send during a long tool reaches the model in a later request.
 func TestClaudeTakesAFollowUpDuringALongTool(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "while [ ! -f go ]; do sleep 0.05; done; echo built")),
 		anthropictest.Text("built"),
@@ -315,6 +321,7 @@ func TestClaudeTakesAFollowUpDuringALongTool(t *testing.T) {
 // lane interrupt stops the turn (its tool too) and the session waits for
 // lane send's follow-up, which the model answers in the same run.
 func TestClaudeInterruptThenFollowUp(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "while [ ! -f never ]; do sleep 0.05; done")),
 		anthropictest.Text("on it: util.ParseRange"))

@@ -66,6 +66,7 @@ func toolResults(evs []trace.Event) map[string]trace.Event {
 }
 
 func TestLocalReadEditAndTest(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t,
 		openaitest.ToolCalls(openaitest.Call("c1", "read_file", map[string]any{"path": "greeting.txt"})),
 		openaitest.ToolCalls(openaitest.Call("c2", "edit_file", map[string]any{"path": "greeting.txt", "old_text": "world", "new_text": "lane"})),
@@ -115,6 +116,7 @@ func TestLocalReadEditAndTest(t *testing.T) {
 }
 
 func TestLocalPathEscapesAreRefused(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("secret"), 0o644)
 	e := newLocalEnv(t,
@@ -146,6 +148,7 @@ func TestLocalPathEscapesAreRefused(t *testing.T) {
 }
 
 func TestLocalBashTimeoutLeavesNoProcess(t *testing.T) {
+	t.Parallel()
 	marker := fmt.Sprintf("lane-local-timeout-%d", time.Now().UnixNano())
 	e := newLocalEnv(t,
 		openaitest.ToolCalls(openaitest.Call("c1", "bash", map[string]any{"command": "sleep 100 & sleep 100; echo " + marker})),
@@ -162,6 +165,7 @@ func TestLocalBashTimeoutLeavesNoProcess(t *testing.T) {
 }
 
 func TestLocalSandboxKeepsBashInside(t *testing.T) {
+	t.Parallel()
 	// /var/tmp is outside both the folder and the temp dir.
 	target := filepath.Join("/var/tmp", fmt.Sprintf("lane-sandbox-%d", time.Now().UnixNano()))
 	t.Cleanup(func() { os.Remove(target) })
@@ -186,6 +190,7 @@ func TestLocalSandboxKeepsBashInside(t *testing.T) {
 }
 
 func TestLocalErrorsSayWhatToDo(t *testing.T) {
+	t.Parallel()
 	t.Run("401 names the key", func(t *testing.T) {
 		e := newLocalEnv(t, openaitest.Status(401, ""))
 		e.vars = append(e.vars, "OPENAI_BASE_URL="+e.model.URL(), "OPENAI_API_KEY=sk-wrong")
@@ -214,6 +219,7 @@ func TestLocalErrorsSayWhatToDo(t *testing.T) {
 }
 
 func TestLocalResumeContinuesTheTranscript(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t,
 		openaitest.ToolCalls(openaitest.Call("c1", "write_file", map[string]any{"path": "a.txt", "content": "one"})),
 		openaitest.Text("wrote a.txt"),
@@ -241,6 +247,7 @@ func TestLocalResumeContinuesTheTranscript(t *testing.T) {
 }
 
 func TestLocalTextToolMode(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t,
 		openaitest.Text("I will write the file.\n```json\n{\"tool\": \"write_file\", \"arguments\": {\"path\": \"t.txt\", \"content\": \"from text mode\"}}\n```\n"),
 		openaitest.Text("Done, no more actions."))
@@ -255,6 +262,7 @@ func TestLocalTextToolMode(t *testing.T) {
 }
 
 func TestFallbackToTheLocalLoop(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t, openaitest.Text("done by the fallback"))
 	r := e.run("--model", "sonnet", "--claude-bin", filepath.Join(t.TempDir(), "no-claude"), "--fallback", localModel, "-o", "json", "hi")
 	wantExit(t, r, 0)
@@ -274,6 +282,7 @@ func TestFallbackToTheLocalLoop(t *testing.T) {
 // The fallback is the task afresh: neither --runtime claude nor the Claude
 // session that lane resume continues carries over to it.
 func TestFallbackTakesNeitherTheRuntimeNorTheSessionOfTheFirst(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t, openaitest.Text("done by the fallback"), openaitest.Text("again by the fallback"))
 	noClaude := filepath.Join(t.TempDir(), "no-claude")
 	r := e.run("--runtime", "claude", "--model", "sonnet", "--claude-bin", noClaude, "--fallback", localModel, "-o", "json", "hi")
@@ -295,6 +304,7 @@ func TestFallbackTakesNeitherTheRuntimeNorTheSessionOfTheFirst(t *testing.T) {
 }
 
 func TestLocalStreamJSONEventsAreLaneEvents(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t, openaitest.Text("hello"))
 	r := e.run("--model", localModel, "-o", "stream-json", "hi")
 	wantExit(t, r, 0)
@@ -313,6 +323,7 @@ func TestLocalStreamJSONEventsAreLaneEvents(t *testing.T) {
 }
 
 func TestLocalSubagentSkillAndTodoReminder(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t,
 		openaitest.ToolCalls(openaitest.Call("plan", "todo", map[string]any{"items": []map[string]any{
 			{"text": "load the release skill", "status": "in_progress"}, {"text": "ask a helper", "status": "pending"}}})),
@@ -365,6 +376,7 @@ func TestLocalSubagentSkillAndTodoReminder(t *testing.T) {
 }
 
 func TestLocalAutoCompactionKeepsTheTranscript(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t,
 		// The API reports a prompt of 100k tokens: past 75% of a 128k window.
 		openaitest.ToolCalls(openaitest.Call("c1", "bash", map[string]any{"command": "echo big"})).WithUsage(100_000, 20),
@@ -397,6 +409,7 @@ func TestLocalAutoCompactionKeepsTheTranscript(t *testing.T) {
 }
 
 func TestLocalLoopOnTheAnthropicAPI(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t)
 	srv := anthropictest.NewServer(t,
 		anthropictest.Tools(anthropictest.Call("w1", "write_file", map[string]any{"path": "hi.txt", "content": "hi"})),
@@ -423,6 +436,7 @@ func overloaded() openaitest.Turn {
 }
 
 func TestLocalRetriesRunASecondLinkedAttempt(t *testing.T) {
+	t.Parallel()
 	// The model API client retries an overload 4 times itself; the fifth
 	// failure fails the attempt, and --retries 1 runs another.
 	turns := []openaitest.Turn{overloaded(), overloaded(), overloaded(), overloaded(), overloaded(), openaitest.Text("done at last")}
@@ -455,6 +469,7 @@ func TestLocalRetriesRunASecondLinkedAttempt(t *testing.T) {
 }
 
 func TestLocalEndpointThatOnlyRetriesMeetsTheIdleTimeout(t *testing.T) {
+	t.Parallel()
 	// Each retry notice comes well within the idle timeout, but a model
 	// API that only ever says "overloaded, retry" makes no progress.
 	e := newLocalEnv(t)

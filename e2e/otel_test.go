@@ -183,6 +183,7 @@ func noContent(t *testing.T, tr spanTree, secrets ...string) {
 }
 
 func TestOTelClaudeRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo otel-output > hello.txt; cat hello.txt")),
 		anthropictest.Text("Done: <wrote> hello.txt"))
@@ -298,6 +299,7 @@ func checkJSONL(t *testing.T, e *env, run *trace.Run) {
 }
 
 func TestOTelLocalRun(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t,
 		openaitest.ToolCalls(openaitest.Call("c1", "read_file", map[string]any{"path": "greeting.txt"})),
 		openaitest.Text("It says hello."))
@@ -327,6 +329,7 @@ func TestOTelLocalRun(t *testing.T) {
 // loaded machine, still far below the exporter's timeout), and the run's
 // own recorded duration does not include the export at all.
 func TestOTelCollectorDown(t *testing.T) {
+	t.Parallel()
 	const flush = time.Second
 	e := newLocalEnv(t, openaitest.Text("one"), openaitest.Text("two"), openaitest.Text("three"))
 	e.vars = append(e.vars, "OTEL_EXPORTER_OTLP_TIMEOUT=120000")
@@ -411,6 +414,7 @@ func checkBenchTraces(t *testing.T, what string, b *trace.Bench, spans []*tracep
 // Each attempt of a bench is a trace of its own, its run span naming the
 // bench, task and repeat; lane export --bench and --since find the same.
 func TestOTelBench(t *testing.T) {
+	t.Parallel()
 	e := newLocalEnv(t)
 	e.model.SetResponder(func(openaitest.Request) (openaitest.Turn, bool) { return openaitest.Text("done"), true })
 	col := newCollector(t)
@@ -437,6 +441,7 @@ func TestOTelBench(t *testing.T) {
 // A lane worker sends the attempts it runs; what it has queued is sent
 // when it leaves the pool.
 func TestOTelWorker(t *testing.T) {
+	t.Parallel()
 	e := poolEnv(t)
 	e.model.SetResponder(func(openaitest.Request) (openaitest.Turn, bool) { return openaitest.Text("done"), true })
 	col := newCollector(t)

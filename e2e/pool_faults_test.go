@@ -584,6 +584,7 @@ func forward(t *testing.T, host, target string) string {
 // worker finishes and its result is refused: the attempt keeps the second
 // worker's run, and the first one's is the interrupted lost try, linked.
 func TestPartitionedWorkerIsFenced(t *testing.T) {
+	t.Parallel()
 	e := poolEnv(t)
 	ns := newNetns(t)
 	pgURL, err := url.Parse(e.db)
@@ -657,7 +658,8 @@ func TestPartitionedWorkerIsFenced(t *testing.T) {
 // their attempts (longer than their lease), record what ended meanwhile
 // once it is back, and the bench follows again. Every attempt is recorded
 // once, from one run whose events are all there.
-func TestPostgresStoppedMidBench(t *testing.T) {
+func TestPostgresStoppedMidBenchLong(t *testing.T) {
+	t.Parallel()
 	e, srv := poolServerEnv(t)
 	gates := t.TempDir()
 	during, after := filepath.Join(gates, "during"), filepath.Join(gates, "after")
@@ -755,6 +757,7 @@ tasks:
 // bench --resume enqueues again only the attempts not finished, none of
 // which runs twice.
 func TestPoolBenchDetachesAndResumes(t *testing.T) {
+	t.Parallel()
 	e := poolEnv(t)
 	gate := filepath.Join(t.TempDir(), "gate")
 	e.model.SetResponder(func(r openaitest.Request) (openaitest.Turn, bool) {
@@ -870,6 +873,7 @@ func TestPoolBenchDetachesAndResumes(t *testing.T) {
 // once, rather than leaving it to lapse: pending again, taken by another
 // worker, recorded once.
 func TestWorkerInterruptedHandsBackItsAttempt(t *testing.T) {
+	t.Parallel()
 	e := poolEnv(t)
 	asked := make(chan struct{}, 1)
 	e.model.SetResponder(hangFirst(asked))
@@ -920,6 +924,7 @@ func TestWorkerInterruptedHandsBackItsAttempt(t *testing.T) {
 // Two benches of one suite at once, on two workers of one database: each
 // bench gets its own attempts, runs and result, none taken from the other.
 func TestPoolTwoBenchesDoNotCross(t *testing.T) {
+	t.Parallel()
 	e := poolEnv(t)
 	e.model.SetResponder(answerTasks)
 	suite := benchSuite(t, t.TempDir())

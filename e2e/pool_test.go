@@ -23,10 +23,11 @@ import (
 // The pool of lane workers, end to end: real lane worker processes, a
 // real PostgreSQL, the local loop against a scripted model server.
 
-// poolEnv is a localEnv whose database is a fresh PostgreSQL database.
+// poolEnv is a localEnv whose database is a fresh PostgreSQL database on
+// the test binary's shared server.
 func poolEnv(t *testing.T) *localEnv {
 	t.Helper()
-	srv := pgtest.ForTest(t)
+	srv := sharedPG.Server(t)
 	e := newLocalEnv(t)
 	e.db = pgtest.NewDB(t, srv)
 	for i, kv := range e.vars {
@@ -136,6 +137,7 @@ func passCounts(t *testing.T, st *store.Store, benchID string) map[string]int {
 
 // A bench across two workers passes what the same bench passes here.
 func TestBenchOnTwoWorkersMatchesLocal(t *testing.T) {
+	t.Parallel()
 	e := poolEnv(t)
 	e.model.SetResponder(answerTasks)
 	suite := benchSuite(t, t.TempDir())
@@ -205,7 +207,8 @@ func TestBenchOnTwoWorkersMatchesLocal(t *testing.T) {
 // A worker killed mid-attempt loses its lease; another worker runs the
 // attempt again, it is recorded once, and the lost try is kept as an
 // interrupted run of the attempt.
-func TestKilledWorkersAttemptRunsElsewhere(t *testing.T) {
+func TestKilledWorkersAttemptRunsElsewhereLong(t *testing.T) {
+	t.Parallel()
 	e := poolEnv(t)
 	var hang atomic.Bool
 	hang.Store(true)
@@ -262,6 +265,7 @@ func TestKilledWorkersAttemptRunsElsewhere(t *testing.T) {
 // the attempts that start after are recorded skipped, whichever worker
 // takes them.
 func TestPoolHoldsTheBudget(t *testing.T) {
+	t.Parallel()
 	e := poolEnv(t)
 	home := ""
 	for _, kv := range e.vars {
@@ -313,6 +317,7 @@ func TestPoolHoldsTheBudget(t *testing.T) {
 // defaults included: Claude Code writes a file only under the permission
 // mode lane gives a headless run.
 func TestWorkerRunsClaudeCodeAsLaneRunDoes(t *testing.T) {
+	t.Parallel()
 	e := poolEnv(t)
 	cs := anthropictest.NewServer(t)
 	home := filepath.Join(t.TempDir(), "home")

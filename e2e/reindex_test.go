@@ -26,7 +26,9 @@ import (
 // reindex restores every event and every figure, and a second one finds
 // nothing to do. A run without raw lines is skipped, and said.
 func TestReindexRestoresDamagedRuns(t *testing.T) {
+	t.Parallel()
 	t.Run("claude", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t,
 			anthropictest.Tools(anthropictest.Bash("toolu_1", "echo hi > hello.txt; ls")),
 			anthropictest.TextAndTools("Now a second look.", anthropictest.Bash("toolu_2", "cat hello.txt"), anthropictest.Bash("toolu_3", "ls -la")),
@@ -42,6 +44,7 @@ func TestReindexRestoresDamagedRuns(t *testing.T) {
 		testReindex(t, e, e.db, ok, lastRun(t, missing).ID)
 	})
 	t.Run("codex", func(t *testing.T) {
+		t.Parallel()
 		e := newCLIEnv(t, rigs[0], shell("echo hi > hello.txt"), say("Done: wrote hello.txt"))
 		if rigs[0].runtime != "codex" {
 			t.Fatalf("rigs[0] is %s", rigs[0].runtime)
@@ -56,6 +59,7 @@ func TestReindexRestoresDamagedRuns(t *testing.T) {
 	// A resumed thread: Codex reports the thread's running totals, so the
 	// resumed run's own tokens are rebuilt from the runs before it.
 	t.Run("codex resumed", func(t *testing.T) {
+		t.Parallel()
 		e := newCLIEnv(t, rigs[0], shell("echo hi > hello.txt"), say("Done: wrote hello.txt"), say("I wrote hello.txt."))
 		first := e.runCLI(withTimeout(t, 2*time.Minute), "write hello.txt")
 		wantExit(t, first, 0)
@@ -71,6 +75,7 @@ func TestReindexRestoresDamagedRuns(t *testing.T) {
 	// lane's requests are not stored, reindex tells them again.
 	for _, rg := range rigs[1:] {
 		t.Run(rg.runtime+" acp", func(t *testing.T) {
+			t.Parallel()
 			e := newCLIEnv(t, rg, shell("echo hi > hello.txt"), say("Done: wrote hello.txt"))
 			r := e.runCLI(withTimeout(t, 2*time.Minute), "--permission-mode", "default", "--allowed-tools", "Bash", "write hello.txt")
 			wantExit(t, r, 0)
@@ -84,6 +89,7 @@ func TestReindexRestoresDamagedRuns(t *testing.T) {
 	// Gemini CLI's stream, one way; the exit code of the failing command
 	// comes from its session log, not from the lines.
 	t.Run("gemini", func(t *testing.T) {
+		t.Parallel()
 		if rigs[1].runtime != "gemini" {
 			t.Fatalf("rigs[1] is %s", rigs[1].runtime)
 		}

@@ -228,20 +228,43 @@ func countKind(evs []trace.Event, k trace.Kind) int {
 	return n
 }
 
+// TestRuntimes drives every agent CLI through what a run of it must do;
+// TestRuntimeFaultsLong (make test-long) through the watchdogs and a lane
+// killed under it. Claude Code's own fault cases run in make test (e2e_test.go).
 func TestRuntimes(t *testing.T) {
+	t.Parallel()
+	runRigScenarios(t, map[string]func(*testing.T, rig){
+		"tool then text": testToolThenText,
+		"failing tool":   testFailingTool,
+		"401":            testAuthRefused,
+		"resume":         testResume,
+		"ctrl-c":         testInterrupted,
+		"asks":           testAsks,
+	})
+}
+
+func TestRuntimeFaultsLong(t *testing.T) {
+	t.Parallel()
+	runRigScenarios(t, map[string]func(*testing.T, rig){
+		"hang":        testHang,
+		"long tool":   testLongTool,
+		"lane killed": testLaneKilled,
+		"max turns":   testMaxTurns,
+	})
+}
+
+// runRigScenarios runs each scenario on every runtime's rig, all at once:
+// most of a CLI's time is spent waiting on its start and its model.
+func runRigScenarios(t *testing.T, scenarios map[string]func(*testing.T, rig)) {
 	for _, r := range rigs {
 		t.Run(r.runtime, func(t *testing.T) {
 			t.Parallel()
-			t.Run("tool then text", func(t *testing.T) { testToolThenText(t, r) })
-			t.Run("failing tool", func(t *testing.T) { testFailingTool(t, r) })
-			t.Run("401", func(t *testing.T) { testAuthRefused(t, r) })
-			t.Run("hang", func(t *testing.T) { testHang(t, r) })
-			t.Run("long tool", func(t *testing.T) { testLongTool(t, r) })
-			t.Run("resume", func(t *testing.T) { testResume(t, r) })
-			t.Run("lane killed", func(t *testing.T) { testLaneKilled(t, r) })
-			t.Run("ctrl-c", func(t *testing.T) { testInterrupted(t, r) })
-			t.Run("max turns", func(t *testing.T) { testMaxTurns(t, r) })
-			t.Run("asks", func(t *testing.T) { testAsks(t, r) })
+			for name, scenario := range scenarios {
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					scenario(t, r)
+				})
+			}
 		})
 	}
 }
@@ -458,6 +481,7 @@ func assertNoProcessIn(t *testing.T, dir string) {
 }
 
 func TestMissingRuntimeIsRecorded(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	e := &env{t: t, proj: root, db: filepath.Join(root, "lane.db")}
 	e.vars = append(clitest.Env(filepath.Join(root, "home")), "LANE_DB="+e.db,

@@ -4,9 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"lane/internal/pgtest"
 )
@@ -17,50 +15,20 @@ import (
 
 // sharedPG is this test binary's PostgreSQL server, started by the first
 // test that needs it and stopped by TestMain; each test gets a database of
-// its own on it. It is test state, so it lives here rather than in a field
-// of something every test would have to pass around.
-var sharedPG struct {
-	once sync.Once
-	dir  string
-	srv  *pgtest.Server
-	err  error
-}
+// its own on it.
+var sharedPG pgtest.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if sharedPG.srv != nil {
-		if err := sharedPG.srv.Close(); err != nil {
-			code = 1
-		}
-		os.RemoveAll(sharedPG.dir)
+	if err := sharedPG.Close(); err != nil {
+		code = 1
 	}
 	os.Exit(code)
 }
 
 // pgServer returns the shared server, or skips t (fails it when
 // LANE_REQUIRE_POSTGRES=1) when PostgreSQL is not installed.
-func pgServer(t testing.TB) *pgtest.Server {
-	t.Helper()
-	if _, err := pgtest.Binaries(); err != nil {
-		if os.Getenv("LANE_REQUIRE_POSTGRES") == "1" {
-			t.Fatalf("LANE_REQUIRE_POSTGRES=1: %v", err)
-		}
-		t.Skip(err)
-	}
-	sharedPG.once.Do(func() {
-		sharedPG.dir, sharedPG.err = os.MkdirTemp("", "lane-store-pg-")
-		if sharedPG.err != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		sharedPG.srv, sharedPG.err = pgtest.Start(ctx, sharedPG.dir)
-	})
-	if sharedPG.err != nil {
-		t.Fatalf("start postgres: %v", sharedPG.err)
-	}
-	return sharedPG.srv
-}
+func pgServer(t testing.TB) *pgtest.Server { return sharedPG.Server(t) }
 
 // pgWhere returns the URL of a fresh database on the shared server.
 func pgWhere(t testing.TB) string { return pgtest.NewDB(t, pgServer(t)) }

@@ -104,7 +104,7 @@ func runGemini(t *testing.T, srv *Server, dir, home, geminiHome string, args ...
 	return r
 }
 
-func TestGeminiShellThenText(t *testing.T) {
+func TestGeminiShellThenTextLong(t *testing.T) {
 	t.Parallel()
 	srv := NewServer(t,
 		FunctionCalls(Shell("echo hi > hello.txt").WithID("call_1")),
@@ -154,7 +154,7 @@ func TestGeminiShellThenText(t *testing.T) {
 	}
 }
 
-func TestGeminiUnauthorized(t *testing.T) {
+func TestGeminiUnauthorizedLong(t *testing.T) {
 	t.Parallel()
 	srv := NewServer(t, Status(401, ""))
 	r := runGemini(t, srv, t.TempDir(), t.TempDir(), NewHome(t), Args("write hello")...)
@@ -171,7 +171,7 @@ func TestGeminiUnauthorized(t *testing.T) {
 	}
 }
 
-func TestGeminiResume(t *testing.T) {
+func TestGeminiResumeLong(t *testing.T) {
 	t.Parallel()
 	srv := NewServer(t, Text("first answer"), Text("second answer"))
 	dir, home, geminiHome := t.TempDir(), t.TempDir(), NewHome(t)

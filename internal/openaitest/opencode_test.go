@@ -104,10 +104,10 @@ func kinds(reqs []Request) map[Kind]int {
 
 var opencodeModel = OpencodeProvider + "/" + Model
 
-// TestOpencodeToolThenTextAndResume drives the real opencode: a bash call
+// TestOpencodeToolThenTextAndResumeLong drives the real opencode: a bash call
 // that writes a file, then text; then --session resumes it. The title
 // request opencode makes in parallel must not take a scripted turn.
-func TestOpencodeToolThenTextAndResume(t *testing.T) {
+func TestOpencodeToolThenTextAndResumeLong(t *testing.T) {
 	t.Parallel()
 	bin := clitest.Bin(t, "opencode")
 	home, dir := t.TempDir(), t.TempDir()
@@ -164,9 +164,9 @@ func TestOpencodeToolThenTextAndResume(t *testing.T) {
 	}
 }
 
-// TestOpencode401 checks how opencode ends on an auth failure: exit 1, one
+// TestOpencode401Long checks how opencode ends on an auth failure: exit 1, one
 // JSON error event on stdout, no retry.
-func TestOpencode401(t *testing.T) {
+func TestOpencode401Long(t *testing.T) {
 	t.Parallel()
 	bin := clitest.Bin(t, "opencode")
 	home, dir := t.TempDir(), t.TempDir()

@@ -25,11 +25,11 @@ func qwenResult(t *testing.T, out string) (session string, result map[string]any
 	return session, result
 }
 
-// TestQwenToolThenTextAndResume drives the real Qwen Code: a shell call that
+// TestQwenToolThenTextAndResumeLong drives the real Qwen Code: a shell call that
 // writes a file, then text; then --resume continues it, with managed
 // auto-memory left on so that its extraction subagent runs after the
 // resumed turn and must not take a scripted turn.
-func TestQwenToolThenTextAndResume(t *testing.T) {
+func TestQwenToolThenTextAndResumeLong(t *testing.T) {
 	t.Parallel()
 	bin := clitest.Bin(t, "qwen")
 	home, dir := t.TempDir(), t.TempDir()
@@ -82,9 +82,9 @@ func TestQwenToolThenTextAndResume(t *testing.T) {
 	}
 }
 
-// TestQwen401 checks how Qwen Code ends on an auth failure: exit 0, the
+// TestQwen401Long checks how Qwen Code ends on an auth failure: exit 0, the
 // error as the assistant's text and as a result that is not an error.
-func TestQwen401(t *testing.T) {
+func TestQwen401Long(t *testing.T) {
 	t.Parallel()
 	bin := clitest.Bin(t, "qwen")
 	home, dir := t.TempDir(), t.TempDir()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -97,4 +98,53 @@ func dbName(test string, n int64) string {
 		}
 	}
 	return "t_" + b.String() + "_" + strconv.FormatInt(n, 10)
+}
+
+// Shared is one server for a whole test binary, started by the first test
+// that asks for it: starting a server (initdb, the first start) costs
+// seconds, a database on a running one milliseconds. A test binary
+// declares one Shared and closes it in TestMain after m.Run. Tests that
+// stop, kill or restart their server take ForTest instead.
+type Shared struct {
+	once sync.Once
+	dir  string
+	srv  *Server
+	err  error
+}
+
+// Server returns the shared server, starting it on first use; without the
+// server programs it skips t as ForTest does.
+func (sh *Shared) Server(t testing.TB) *Server {
+	t.Helper()
+	if _, err := Binaries(); err != nil {
+		if os.Getenv("LANE_REQUIRE_POSTGRES") == "1" {
+			t.Fatalf("LANE_REQUIRE_POSTGRES=1: %v", err)
+		}
+		t.Skip(err)
+	}
+	sh.once.Do(func() {
+		sh.dir, sh.err = os.MkdirTemp("", "pgtest-shared-")
+		if sh.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		sh.srv, sh.err = Start(ctx, sh.dir)
+	})
+	if sh.err != nil {
+		t.Fatalf("start postgres: %v", sh.err)
+	}
+	return sh.srv
+}
+
+// Close stops the server, if one was started, and removes its folder.
+func (sh *Shared) Close() error {
+	if sh.srv == nil {
+		return nil
+	}
+	err := sh.srv.Close()
+	if rmErr := os.RemoveAll(sh.dir); err == nil {
+		err = rmErr
+	}
+	return err
 }
