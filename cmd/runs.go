@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -88,8 +89,43 @@ func runRuns(ctx context.Context, f *Factory, opts *RunsOptions) error {
 		return enc.Encode(runs)
 	}
 	if len(runs) == 0 {
-		_, err := fmt.Fprintln(f.IO.ErrOut, "no runs recorded yet")
+		msg, err := noRunsMessage(ctx, st, opts)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(f.IO.ErrOut, msg)
 		return err
 	}
 	return view.RunsTable(f.IO.Out, runs, time.Now(), f.IO.Color)
+}
+
+// noRunsMessage says why lane runs lists nothing: no run recorded at all,
+// or none that its filters let through.
+func noRunsMessage(ctx context.Context, st *store.Store, opts *RunsOptions) (string, error) {
+	var filters []string
+	for _, fl := range []struct{ name, value string }{
+		{"--status", opts.Status}, {"--model", opts.Model}, {"--runtime", opts.Runtime}, {"--dir", opts.Dir},
+	} {
+		if fl.value != "" {
+			filters = append(filters, fl.name+" "+fl.value)
+		}
+	}
+	if len(filters) == 0 && !opts.Imported {
+		return "no runs recorded yet", nil
+	}
+	some, err := st.ListRuns(ctx, store.RunFilter{Limit: 1})
+	if err != nil {
+		return "", err
+	}
+	if len(some) == 0 {
+		return "no runs recorded yet", nil
+	}
+	noun := "run"
+	if opts.Imported {
+		noun = "imported run"
+	}
+	if len(filters) == 0 {
+		return "no imported run matches: lane import reads the sessions you ran outside lane", nil
+	}
+	return "no " + noun + " matches the filters " + strings.Join(filters, " ") + " (lane runs without them lists every run)", nil
 }
