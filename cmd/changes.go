@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,6 +140,9 @@ func recordedChanges(run *trace.Run) error {
 	switch c := run.Changes; {
 	case run.Imported:
 		return changesErrorf("run %s is an imported session: lane did not see its folder before it", run.ID)
+	case c == nil && run.ErrorKind == trace.ErrorRuntimeMissing:
+		return changesErrorf("run %s never started (%s): it changed nothing in its folder", run.ID,
+			cmp.Or(run.ErrorMessage, "its runtime was not found"))
 	case c == nil && !run.Status.Finished():
 		return changesErrorf("run %s is still %s: its changes are recorded when it ends", run.ID, run.Status)
 	case c == nil:
