@@ -1,16 +1,19 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"lane/broker"
+	"io"
 	"log/slog"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"lane/bench"
+	"lane/broker"
 	"lane/config"
 	"lane/pool"
 	"lane/runner"
@@ -101,6 +104,13 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	if err := resolveBenchModels(f, cfg, opts, bc.Suite); err != nil {
 		return err
 	}
+	if !opts.Workers && (bc.Resume == nil || !bc.Resume.Workers) {
+		// A bench of the pool needs its runtimes on the workers, which
+		// take only the attempts of the runtimes they offer.
+		if err := checkBenchRuntimes(ctx, f, cfg, opts, benchModels(opts, bc)); err != nil {
+			return err
+		}
+	}
 	if opts.OutputFormat == formatText {
 		bc.Progress = f.IO.ErrOut
 	}
@@ -186,6 +196,88 @@ func resolveBenchModels(f *Factory, cfg *config.File, opts *BenchOptions, suite 
 		if _, err := cfg.Resolve(m, opts.Run.Runtime, opts.Run.BaseURL, f.Getenv); err != nil {
 			return usageErrorf(fmt.Errorf("model %s: %w", m, err))
 		}
+	}
+	return nil
+}
+
+// benchModels are the models whose attempts the bench runs: the stored
+// bench's when resuming, else --models or the suite's.
+func benchModels(opts *BenchOptions, bc bench.Config) []string {
+	switch {
+	case bc.Resume != nil:
+		return bc.Resume.Models
+	case len(opts.Models) > 0:
+		return opts.Models
+	case bc.Suite != nil:
+		return bc.Suite.Models
+	}
+	return nil
+}
+
+// BenchRuntimesError says a bench was not started because this machine
+// lacks the runtime of some of its models: nothing was recorded. It wraps
+// each *runner.MissingError (exit 5, as lane run's).
+type BenchRuntimesError struct{ Missing []ModelRuntimeMissing }
+
+// ModelRuntimeMissing is one model of a bench whose runtime is not here.
+type ModelRuntimeMissing struct {
+	Model string
+	Err   *runner.MissingError
+}
+
+func (e *BenchRuntimesError) Error() string {
+	var b strings.Builder
+	b.WriteString("bench not started, no attempt recorded:")
+	for _, m := range e.Missing {
+		fmt.Fprintf(&b, "\n  model %s: %v", m.Model, m.Err)
+		if m.Err.Hint != "" {
+			b.WriteString("\n    hint: " + m.Err.Hint)
+		}
+	}
+	return b.String()
+}
+
+func (e *BenchRuntimesError) Unwrap() []error {
+	errs := make([]error, len(e.Missing))
+	for i, m := range e.Missing {
+		errs[i] = m.Err
+	}
+	return errs
+}
+
+// checkBenchRuntimes finds, before any attempt is recorded, the binary of
+// every agent CLI the models run on, as lane run would for each: a bench
+// on a runtime that is not installed stops here rather than record every
+// attempt runtime_missing. A runtime that falls back (--fallback, or the
+// config file's) needs no binary: its attempts run on the fallback.
+func checkBenchRuntimes(ctx context.Context, f *Factory, cfg *config.File, opts *BenchOptions, models []string) error {
+	fallback := cmp.Or(opts.Run.Fallback, cfg.Fallback)
+	checked := map[string]error{}
+	var missing []ModelRuntimeMissing
+	for _, m := range models {
+		t, err := cfg.Resolve(m, opts.Run.Runtime, opts.Run.BaseURL, f.Getenv)
+		if err != nil {
+			return usageErrorf(fmt.Errorf("model %s: %w", m, err))
+		}
+		rt, _ := runner.Lookup(t.Runtime) // Resolve accepts only the table's names
+		if rt.InProcess() || fallback != "" && rt.Fallback {
+			continue
+		}
+		err, done := checked[rt.Name]
+		if !done {
+			_, err = rt.Find(ctx, runtimeBin(f, &opts.Run, rt), f.Environ(), f.versionCache())
+			checked[rt.Name] = err
+		}
+		var me *runner.MissingError
+		switch {
+		case errors.As(err, &me):
+			missing = append(missing, ModelRuntimeMissing{Model: m, Err: me})
+		case err != nil:
+			return fmt.Errorf("model %s: %w", m, err)
+		}
+	}
+	if len(missing) > 0 {
+		return &BenchRuntimesError{Missing: missing}
 	}
 	return nil
 }
@@ -304,25 +396,33 @@ func newCmdBenchList(f *Factory) *cobra.Command {
 				fmt.Fprintln(f.IO.ErrOut, "no benches recorded yet")
 				return nil
 			}
-			for _, b := range benches {
-				attempts, err := st.Attempts(ctx, b.ID)
-				if err != nil {
-					return err
-				}
-				passed := 0
-				for _, a := range attempts {
-					if a.Status == trace.AttemptPassed {
-						passed++
-					}
-				}
-				fmt.Fprintf(f.IO.Out, "%s  %-11s  %-20s  %3d/%-3d passed  %s  %s\n", b.ID[:8], b.Status, b.Name,
-					passed, len(attempts), b.StartedAt.Local().Format("2006-01-02 15:04"), strings.Join(b.Models, ","))
-			}
-			return nil
+			return benchesTable(ctx, f.IO.Out, st, benches)
 		},
 	}
 	c.Flags().IntVarP(&limit, "limit", "n", 20, "how many benches to list")
 	return c
+}
+
+// benchesTable lists benches one a line under a header row, as lane runs
+// lists runs.
+func benchesTable(ctx context.Context, w io.Writer, st *store.Store, benches []*trace.Bench) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tNAME\tPASSED\tSTARTED\tMODELS")
+	for _, b := range benches {
+		attempts, err := st.Attempts(ctx, b.ID)
+		if err != nil {
+			return err
+		}
+		passed := 0
+		for _, a := range attempts {
+			if a.Status == trace.AttemptPassed {
+				passed++
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", b.ID[:8], b.Status, b.Name,
+			passed, len(attempts), b.StartedAt.Local().Format("2006-01-02 15:04"), strings.Join(b.Models, ","))
+	}
+	return tw.Flush()
 }
 
 type discard struct{}

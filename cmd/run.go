@@ -305,13 +305,7 @@ func newJob(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, 
 	if err := runner.CheckPermissions(o); err != nil {
 		return runner.Job{}, usageErrorf(err)
 	}
-	o.Bin = opts.RuntimeBin
-	if rt.Name == runner.DefaultRuntime && opts.ClaudeBin != "" {
-		o.Bin = opts.ClaudeBin
-	}
-	if o.Bin == "" {
-		o.Bin = f.Getenv(runner.BinEnv(rt.Name))
-	}
+	o.Bin = runtimeBin(f, opts, rt)
 	if rt.Local && opts.ParentRunID != "" && opts.Resume != "" {
 		// lane's own loop continues from the transcript it stored.
 		ev, err := st.LastEventOfKind(ctx, opts.ParentRunID, trace.KindTranscript)
@@ -323,6 +317,19 @@ func newJob(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, 
 		}
 	}
 	return runner.Job{Runtime: rt, Options: o}, nil
+}
+
+// runtimeBin is the binary the flags or the environment name for rt, ""
+// to look for it in the usual places.
+func runtimeBin(f *Factory, opts *RunOptions, rt *runner.Runtime) string {
+	bin := opts.RuntimeBin
+	if rt.Name == runner.DefaultRuntime && opts.ClaudeBin != "" {
+		bin = opts.ClaudeBin
+	}
+	if bin == "" {
+		bin = f.Getenv(runner.BinEnv(rt.Name))
+	}
+	return bin
 }
 
 // runOptions are the runner's options for a task on target t.
