@@ -145,13 +145,26 @@ func lockReason(keep bool) string {
 
 var lockPattern = regexp.MustCompile(`^lane bench attempt: lane process (\d+) started (\d+)(, kept)?$`)
 
+// worktreeAddTries bounds the tries of one git worktree add.
+const worktreeAddTries = 5
+
 // addWorktree makes the existing empty folder dir a worktree of repo,
 // detached at commit and locked as this process's. The repository's hooks
 // do not run: a copy ran nothing either.
 func addWorktree(ctx context.Context, repo, dir, commit string, keep bool, timeout time.Duration) error {
 	dir = absPath(dir) // git runs in repo
-	r := runCmd(ctx, repo, timeout, gitEnv(), "git", "-c", "core.hooksPath=/dev/null", "worktree", "add",
-		"--quiet", "--detach", "--lock", "--reason", lockReason(keep), dir, commit)
+	var r cmdResult
+	for try := 0; try < worktreeAddTries; try++ {
+		r = runCmd(ctx, repo, timeout, gitEnv(), "git", "-c", "core.hooksPath=/dev/null", "worktree", "add",
+			"--quiet", "--detach", "--lock", "--reason", lockReason(keep), dir, commit)
+		// git worktree remove and prune delete the repository's
+		// worktrees folder once it is empty; an add that runs meanwhile,
+		// in this process or another, finds it gone and fails without
+		// having made anything: it can only be tried again.
+		if r.ok() || !strings.Contains(r.output, "could not create directory of") {
+			break
+		}
+	}
 	if !r.ok() {
 		return fmt.Errorf("git worktree add %s at %.12s: %s", repo, commit, describeFailure(r))
 	}
