@@ -14,6 +14,7 @@ type Memory struct {
 	mu       sync.Mutex
 	n        int
 	pending  map[string]chan Decision
+	expire   map[string]chan struct{} // closed by Expire
 	answered map[string]bool
 	steers   map[string]chan Steer
 	// Asked receives each request as it opens, when not nil (buffer it).
@@ -25,7 +26,7 @@ type Memory struct {
 // NewMemory makes an empty Memory desk whose requests are sent on Asked.
 func NewMemory() *Memory {
 	return &Memory{
-		pending: map[string]chan Decision{}, answered: map[string]bool{},
+		pending: map[string]chan Decision{}, expire: map[string]chan struct{}{}, answered: map[string]bool{},
 		steers: map[string]chan Steer{}, Asked: make(chan Request, 64),
 	}
 }
@@ -35,6 +36,7 @@ func (m *Memory) Open(_ context.Context, req Request) (Request, error) {
 	m.n++
 	req.ID = fmt.Sprintf("req%d", m.n)
 	m.pending[req.ID] = make(chan Decision, 1)
+	m.expire[req.ID] = make(chan struct{})
 	m.mu.Unlock()
 	if m.Asked != nil {
 		m.Asked <- req
@@ -44,7 +46,7 @@ func (m *Memory) Open(_ context.Context, req Request) (Request, error) {
 
 func (m *Memory) Wait(ctx context.Context, req Request) (Decision, error) {
 	m.mu.Lock()
-	ch := m.pending[req.ID]
+	ch, expired := m.pending[req.ID], m.expire[req.ID]
 	m.mu.Unlock()
 	timer := time.NewTimer(time.Until(req.Deadline))
 	defer timer.Stop()
@@ -53,15 +55,33 @@ func (m *Memory) Wait(ctx context.Context, req Request) (Decision, error) {
 		d.Waited = time.Since(req.AskedAt)
 		return d, nil
 	case <-timer.C:
-		if m.settle(req.ID) {
-			return Decision{By: ByTimeout, Waited: time.Since(req.AskedAt)}, nil
-		}
-		d := <-ch // an answer won the race
-		return d, nil
+	case <-expired:
 	case <-ctx.Done():
 		m.settle(req.ID)
 		return Decision{}, ctx.Err()
 	}
+	if m.settle(req.ID) {
+		return Decision{By: ByTimeout, Waited: time.Since(req.AskedAt)}, nil
+	}
+	return <-ch, nil // an answer won the race
+}
+
+// Expire makes the request time out now, as if its deadline had passed:
+// tests of what a timeout does need not wait for one, nor depend on how
+// busy the machine is.
+func (m *Memory) Expire(id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch, ok := m.expire[id]
+	if !ok {
+		return fmt.Errorf("no request %s", id)
+	}
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+	return nil
 }
 
 // settle marks the request answered; it reports false when it was already.

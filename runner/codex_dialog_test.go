@@ -520,8 +520,14 @@ func TestCodexCall(t *testing.T) {
 
 func TestCodexInteractiveApprovalTimeout(t *testing.T) {
 	r := newCodexRig(t, responsestest.ToolCalls(responsestest.Exec("call_1", "echo hi > hello.txt")), responsestest.Text("Nobody answered"))
-	r.o.ApprovalTimeout = 300 * time.Millisecond
-	run := r.start()()
+	// The request times out when the test says, not when a timer fires
+	// on a machine that may be busy.
+	r.o.ApprovalTimeout = 7 * time.Minute
+	wait := r.start()
+	if err := r.desk.Expire(r.asked().ID); err != nil {
+		t.Fatal(err)
+	}
+	run := wait()
 	if run.Status != trace.StatusSucceeded || run.Permissions != (trace.PermissionCounts{Requests: 1, Denied: 1}) {
 		t.Fatalf("run %s %q, permissions %+v", run.Status, run.ErrorMessage, run.Permissions)
 	}
@@ -529,7 +535,7 @@ func TestCodexInteractiveApprovalTimeout(t *testing.T) {
 		t.Error("the command ran unapproved")
 	}
 	_, dec := findEvent(r.events(run), trace.KindPermissionDecision)
-	if users := strings.Join(r.request(2).Texts("user"), "\n"); dec.Permission.By != "timeout" || !strings.Contains(users, "nobody approved the call within 300ms") {
+	if users := strings.Join(r.request(2).Texts("user"), "\n"); dec.Permission.By != "timeout" || !strings.Contains(users, "nobody approved the call within 7m0s") {
 		t.Errorf("decision %+v; the model was told %q", dec.Permission, users)
 	}
 }
