@@ -47,6 +47,49 @@ type browserEnv struct {
 	problems []string // exceptions, console errors, CSP violations
 }
 
+// sharedChromium is this test binary's browser, started by the first
+// browser test and stopped by TestMain.
+var sharedChromium chromiumOnce
+
+type chromiumOnce struct {
+	once    sync.Once
+	browser context.Context
+	stop    []context.CancelFunc
+	err     error
+}
+
+// start starts the browser on first use and returns its context, from
+// which chromedp.NewContext opens tabs. chromedp gives the browser a fresh
+// --user-data-dir of its own and removes it when it stops.
+func (c *chromiumOnce) start() (context.Context, error) {
+	c.once.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(chromium),
+			chromedp.Headless,
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.WindowSize(1280, 900),
+		)
+		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		browser, cancelBrowser := chromedp.NewContext(allocCtx)
+		c.browser, c.stop = browser, []context.CancelFunc{cancelBrowser, cancelAlloc}
+		c.err = chromedp.Do(browser) // start the browser
+	})
+	return c.browser, c.err
+}
+
+// close stops the browser, if one was started, and waits for it.
+func (c *chromiumOnce) close() {
+	for _, stop := range c.stop {
+		stop()
+	}
+}
+
 // startBrowserEnv starts it all; seed, when set, writes to the database
 // before the dashboard starts (what it finds there is not streamed live).
 func startBrowserEnv(t *testing.T, seed func(*browserEnv)) *browserEnv {
@@ -97,26 +140,16 @@ func startBrowserEnv(t *testing.T, seed func(*browserEnv)) *browserEnv {
 	})
 	e.url = hs.URL
 
-	// chromedp gives the browser a fresh --user-data-dir of its own and
-	// removes it afterwards.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.WindowSize(1280, 900),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(cancelAlloc) // stops the browser and waits for it
-	tab, cancelTab := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelTab)
-	if err := chromedp.Do(tab); err != nil { // start the browser
+	// One browser for the whole test binary, a tab of its own per test
+	// (each test's dashboard has an origin, and so a storage, of its own).
+	browser, err := sharedChromium.start()
+	if err != nil {
 		t.Fatalf("start %s: %v", chromium, err)
+	}
+	tab, cancelTab := chromedp.NewContext(browser)
+	t.Cleanup(cancelTab) // closes the tab
+	if err := chromedp.Do(tab); err != nil { // open the tab
+		t.Fatalf("open a tab in %s: %v", chromium, err)
 	}
 	e.ctx = tab
 

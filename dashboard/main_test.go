@@ -37,6 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(fakeLane(os.Args[1:]))
 	}
 	code := m.Run()
+	sharedChromium.close()
 	if err := sharedPG.Close(); err != nil {
 		code = 1
 	}
