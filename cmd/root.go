@@ -43,22 +43,21 @@ type Factory struct {
 	dbPath       string
 }
 
-// versionCache is where runtimes' verified versions are remembered: beside
-// a database file, in the state folder with a database URL.
+// versionCache is where runtimes' verified versions are remembered: the
+// binaries are this user's, whatever the database, so in lane's cache
+// folder ($XDG_CACHE_HOME/lane, else ~/.cache/lane).
 func (f *Factory) versionCache() string {
-	db, err := f.DBPath()
-	if err != nil {
+	if d := f.Getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "lane", "runtime-versions.json")
+	}
+	home := f.Getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	if home == "" {
 		return ""
 	}
-	if store.IsURL(db) {
-		// The versions are this machine's binaries': beside its state,
-		// never in a folder named after a URL.
-		if dir := f.StateDir(); dir != "" {
-			return filepath.Join(dir, "runtime-versions.json")
-		}
-		return ""
-	}
-	return filepath.Join(filepath.Dir(db), "runtime-versions.json")
+	return filepath.Join(home, ".cache", "lane", "runtime-versions.json")
 }
 
 // DBPath is the database named by --db, LANE_DB or the default path.

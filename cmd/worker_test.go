@@ -62,14 +62,21 @@ func TestDoctorShowsNoDatabasePassword(t *testing.T) {
 	}
 }
 
-// With a database URL, the cache of runtime versions is this machine's
-// state, not a folder named after the URL.
-func TestVersionCacheBesideTheStateForAURL(t *testing.T) {
-	state := t.TempDir()
-	f := &Factory{Getenv: func(k string) string {
-		return map[string]string{"LANE_DB": "postgres://lane:pw@db:5432/lane", "XDG_STATE_HOME": state}[k]
-	}}
-	if got, want := f.versionCache(), filepath.Join(state, "lane", "runtime-versions.json"); got != want {
-		t.Errorf("versionCache() = %q, want %q", got, want)
+// The cache of runtime versions is the user's, whatever the database (a
+// file, a URL): in lane's cache folder, never in one named after a URL.
+func TestVersionCacheInTheCacheFolder(t *testing.T) {
+	t.Parallel()
+	for _, db := range []string{"postgres://lane:pw@db:5432/lane", "/data/lane.db"} {
+		for _, tt := range []struct{ xdg, want string }{
+			{"/xdg/cache", "/xdg/cache/lane/runtime-versions.json"},
+			{"", "/home/u/.cache/lane/runtime-versions.json"},
+		} {
+			f := &Factory{Getenv: func(k string) string {
+				return map[string]string{"LANE_DB": db, "XDG_CACHE_HOME": tt.xdg, "HOME": "/home/u"}[k]
+			}}
+			if got := f.versionCache(); got != tt.want {
+				t.Errorf("LANE_DB=%s XDG_CACHE_HOME=%q: versionCache() = %q, want %q", db, tt.xdg, got, tt.want)
+			}
+		}
 	}
 }
