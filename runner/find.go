@@ -83,8 +83,10 @@ func (c versionCacheFile) versionLine(ctx context.Context, path string, env []st
 	out, cached := c.cached(path)
 	if !cached {
 		// Node-based CLIs take 0.7–1.6 s to answer on a quiet machine and
-		// many times that on a busy one; the bound is only against a hang.
-		vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		// many times that on a busy one (over 30 s for Gemini CLI, which
+		// starts Node twice, at a load of 15 on 2 cores); the bound is only
+		// against a hang.
+		vctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(vctx, path, "--version")
 		cmd.Env = env

@@ -40,9 +40,13 @@ func newShellLog(files func(string) []string, shellTools ...string) *shellLog {
 }
 
 // How long amend waits for the log to catch up with the stream: the two
-// are written at nearly the same moment, in no fixed order.
+// are written at nearly the same moment, in no fixed order, but on a busy
+// machine the log can trail by a second or more (seen at a load of 15 on 2
+// cores, where 300 ms recorded a failed command as a success). The wait
+// ends as soon as the call's entry is there, so only a log that never
+// records the call costs the whole of it.
 const (
-	shellLogWait  = 300 * time.Millisecond
+	shellLogWait  = 3 * time.Second
 	shellLogPause = 30 * time.Millisecond
 )
 
