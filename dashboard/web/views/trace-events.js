@@ -14,6 +14,25 @@ const BOOKKEEPING = new Set(['turn.started', 'step_start', 'step_finish']);
 
 const tag = (text) => h('span', { class: 'tag' }, text);
 
+// Claude Code's two-way protocol (streamjson/control.go): lines lane reads
+// and answers, kept in the export like every line. These show as the
+// events they led to: a request to run a tool as the permission_request
+// lane makes of it (or as nothing more when lane itself answers a call
+// allowed always), its withdrawal as lane's permission_decision, the
+// acknowledgment of an interrupt as the interrupt, and command_lifecycle
+// as the run's own rhythm (a person's message as its user_message).
+const FOLDED = new Set(['control_request:can_use_tool', 'control_cancel_request', 'control_response:success',
+  'command_lifecycle:queued', 'command_lifecycle:started', 'command_lifecycle:completed']);
+
+// protocolLine is what the rest of the protocol says, or null for a line
+// that is not the protocol's.
+function protocolLine(sub, text) {
+  if (sub === 'command_lifecycle:cancelled') return [tag('message dropped'), ' Claude Code dropped a message before it started'];
+  if (sub.startsWith('control_response:')) return [tag('answer'), ` ${sub.slice('control_response:'.length)}`, text ? ` · ${text}` : ''];
+  if (sub.startsWith('control_request:')) return [tag('request'), ` ${sub.slice('control_request:'.length)} · lane does not serve it`];
+  return null;
+}
+
 export const EVENT_VIEWS = {
   session(ev, t) {
     t.place(ev, t.item(ev, 'session', tag('session'),
@@ -66,7 +85,11 @@ export const EVENT_VIEWS = {
     t.place(ev, t.item(ev, 'stderr', h('pre', { class: 'plain' }, ev.text || '')));
   },
   raw(ev, t) {
-    t.place(ev, t.item(ev, 'raw', tag('unparsed line'),
+    const sub = ev.subtype || '';
+    if (FOLDED.has(sub)) return;
+    const said = protocolLine(sub, ev.text);
+    if (said) { t.place(ev, t.item(ev, 'protocol', ...said)); return; }
+    t.place(ev, t.item(ev, 'raw', tag('unparsed line'), sub ? ` ${sub}` : '',
       ev.text ? h('pre', { class: 'plain' }, ev.text) : h('span', { class: 'muted' }, ' (kept in Export JSONL)')));
   },
   permission_request(ev, t) {
