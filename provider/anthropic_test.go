@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -347,17 +348,42 @@ func TestAnthropicBrokenStream(t *testing.T) {
 		}
 	})
 	t.Run("after content", func(t *testing.T) {
-		srv, n := rawStreams(t, sse(evStart, evTextStart, textDelta("half"))+"BREAK", sse(evStart, evStop))
-		c := stream(t, newAnthropic(srv.URL, "anthropic"), userRequest("claude-test", "hi"))
-		wantKind(t, c.err, provider.ErrInvalidResponse)
-		if n.Load() != 1 || strings.Join(c.deltas, "") != "half" || c.resp.Text != "half" {
-			t.Errorf("%d requests, deltas %q, text %q", n.Load(), c.deltas, c.resp.Text)
+		srv, n := rawStreams(t, sse(evStart, evTextStart, textDelta("half"))+"BREAK", sse(evStart, evTextStart, textDelta("whole"), evStop))
+		seen, c := streamSeen(t, newAnthropic(srv.URL, "anthropic"), userRequest("claude-test", "hi"))
+		if c.err != nil || c.resp.Text != "whole" || n.Load() != 2 {
+			t.Errorf("err %v, text %q, %d requests", c.err, c.resp.Text, n.Load())
+		}
+		if want := []string{"delta half", "retry", "delta whole"}; !slices.Equal(seen, want) {
+			t.Errorf("seen %q, want %q", seen, want)
+		}
+		if len(c.retries) != 1 || !strings.Contains(c.retries[0].Error, "broke off after it began") || !strings.Contains(c.retries[0].Error, "discarded") {
+			t.Errorf("retries %+v", c.retries)
 		}
 	})
 	t.Run("ends without message_stop", func(t *testing.T) {
-		srv, _ := rawStreams(t, sse(evStart, evTextStart, textDelta("cut")))
-		wantKind(t, stream(t, newAnthropic(srv.URL, "anthropic"), userRequest("claude-test", "hi")).err, provider.ErrInvalidResponse)
+		srv, n := rawStreams(t, sse(evStart, evTextStart, textDelta("cut")), sse(evStart, evTextStart, textDelta("whole"), evStop))
+		c := stream(t, newAnthropic(srv.URL, "anthropic"), userRequest("claude-test", "hi"))
+		if c.err != nil || c.resp.Text != "whole" || n.Load() != 2 || len(c.retries) != 1 {
+			t.Errorf("err %v, text %q, %d requests, retries %+v", c.err, c.resp.Text, n.Load(), c.retries)
+		}
 	})
+}
+
+// TestAnthropicStreamCutMidReplyIsRetried cuts a scripted reply after its
+// text began: the next attempt's reply is the response.
+func TestAnthropicStreamCutMidReplyIsRetried(t *testing.T) {
+	t.Parallel()
+	srv := anthropictest.NewServer(t, anthropictest.CutMidStream(), anthropictest.Text("whole"))
+	seen, c := streamSeen(t, newAnthropic(srv.URL(), "anthropic"), userRequest("claude-test", "hi"))
+	if c.err != nil || c.resp.Text != "whole" || len(srv.Requests()) != 2 {
+		t.Fatalf("err %v, text %q, %d requests", c.err, c.resp.Text, len(srv.Requests()))
+	}
+	if want := []string{"delta Working on it", "retry", "delta whole"}; !slices.Equal(seen, want) {
+		t.Errorf("seen %q, want %q", seen, want)
+	}
+	if len(c.retries) != 1 || !strings.Contains(c.retries[0].Error, "unexpected EOF") {
+		t.Errorf("retries %+v", c.retries)
+	}
 }
 
 func TestAnthropicCancelDuringHang(t *testing.T) {

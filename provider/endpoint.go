@@ -191,13 +191,16 @@ func (e *endpoint) classify(status int, api apiError, model string) *failure {
 	return f
 }
 
-// broken reports a stream that failed after the response began: retried
-// like a 5xx while nothing has been shown, invalid once deltas went out
-// (a retry would show them twice).
+// broken reports a stream that failed after the response began: a
+// connection cut mid-reply (by the server, a proxy or a load balancer), a
+// stream that ends before the reply is complete, an overload announced
+// inside it. It is a transient fault, retried like a 5xx. When deltas went
+// out, their text belongs to an attempt that is discarded: the retry
+// announced through onRetry says so, and the Response holds the final
+// attempt's reply alone.
 func (e *endpoint) broken(emitted bool, status int, msg string, err error) *failure {
 	if emitted {
-		return &failure{err: &Error{Kind: ErrInvalidResponse, Provider: e.name, Status: status,
-			Message: "the reply broke off after it began: " + msg, Err: err}}
+		msg = "the reply broke off after it began (its partial text is discarded): " + msg
 	}
 	return &failure{err: &Error{Kind: ErrServer, Provider: e.name, Status: status, Message: msg, Err: err}, retry: true}
 }

@@ -111,3 +111,17 @@ func conversation(model string) provider.Request {
 		},
 	}
 }
+
+// streamSeen is stream, with what the callbacks saw in order: "delta TEXT"
+// for each delta, "retry" for each retry.
+func streamSeen(t *testing.T, p provider.Provider, req provider.Request) ([]string, call) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var seen []string
+	var c call
+	c.resp, c.err = p.Stream(ctx, req,
+		func(d provider.Delta) { seen = append(seen, "delta "+d.Text); c.deltas = append(c.deltas, d.Text) },
+		func(r trace.Retry) { seen = append(seen, "retry"); c.retries = append(c.retries, r) })
+	return seen, c
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -371,15 +372,41 @@ func TestOpenAIBrokenStreamBeforeContentRetried(t *testing.T) {
 	}
 }
 
-func TestOpenAIBrokenStreamAfterContent(t *testing.T) {
-	srv := openaitest.NewServer(t, openaitest.Text("Hello there, world").BreakAfter(3), openaitest.Text("never"))
-	c := stream(t, newOpenAI(srv, "openai"), userRequest("m", "hi"))
-	wantKind(t, c.err, provider.ErrInvalidResponse)
-	if len(srv.Requests()) != 1 || len(c.retries) != 0 {
-		t.Errorf("%d requests, %d retries: output that was shown must not be repeated", len(srv.Requests()), len(c.retries))
+// TestOpenAIStreamCutMidReplyIsRetried: a reply cut after its text began
+// (a proxy, a load balancer) is a transient fault, retried like an
+// overload; the partial text is announced as discarded by the retry, and
+// the response is the next attempt's alone.
+func TestOpenAIStreamCutMidReplyIsRetried(t *testing.T) {
+	t.Parallel()
+	srv := openaitest.NewServer(t, openaitest.Text("Hello there, world").BreakAfter(3), openaitest.Text("second try"))
+	seen, c := streamSeen(t, newOpenAI(srv, "openai"), userRequest("m", "hi"))
+	if c.err != nil {
+		t.Fatal(c.err)
 	}
-	if strings.Join(c.deltas, "") != c.resp.Text || c.resp.Text == "" {
-		t.Errorf("partial text %q, deltas %q", c.resp.Text, c.deltas)
+	if c.resp.Text != "second try" || len(srv.Requests()) != 2 {
+		t.Errorf("text %q after %d requests", c.resp.Text, len(srv.Requests()))
+	}
+	if want := []string{"delta Hello ", "delta there,", "retry", "delta seco", "delta nd t", "delta ry"}; !slices.Equal(seen, want) {
+		t.Errorf("seen %q, want %q", seen, want)
+	}
+	if len(c.retries) != 1 || c.retries[0].Attempt != 1 || c.retries[0].DelayMS > fastRetry.BaseDelay.Milliseconds() ||
+		!strings.Contains(c.retries[0].Error, "broke off after it began") || !strings.Contains(c.retries[0].Error, "discarded") ||
+		!strings.Contains(c.retries[0].Error, "unexpected EOF") {
+		t.Errorf("retries = %+v", c.retries)
+	}
+}
+
+// TestOpenAIStreamCutEveryTime: the retries are bounded like an
+// overload's, and the error says the reply broke off.
+func TestOpenAIStreamCutEveryTime(t *testing.T) {
+	t.Parallel()
+	cut := openaitest.Text("Hello there, world").BreakAfter(2)
+	srv := openaitest.NewServer(t, cut, cut, cut, openaitest.Text("never"))
+	c := stream(t, newOpenAI(srv, "openai"), userRequest("m", "hi"))
+	pe := wantKind(t, c.err, provider.ErrServer)
+	if len(srv.Requests()) != 1+fastRetry.MaxRetries || len(c.retries) != fastRetry.MaxRetries ||
+		!strings.Contains(pe.Message, "broke off after it began") || !strings.Contains(pe.Hint, "2 retries") {
+		t.Errorf("%d requests, %d retries, error %v (hint %q)", len(srv.Requests()), len(c.retries), pe, pe.Hint)
 	}
 }
 

@@ -76,9 +76,11 @@ type Provider interface {
 	Name() string
 	// Stream sends req and streams the reply: onDelta sees text as it comes
 	// (it may be nil), the complete Response is returned at the end.
-	// Retryable failures (429, 5xx, dropped connections) are retried with
-	// backoff inside Stream, each retry announced through onRetry (may be
-	// nil). Errors are *Error.
+	// Retryable failures (429, 5xx, dropped connections, a stream cut
+	// mid-reply) are retried with backoff inside Stream, each retry
+	// announced through onRetry (may be nil). A retry after deltas discards
+	// the attempt they came from: the text onDelta saw before an onRetry is
+	// not part of the Response. Errors are *Error.
 	Stream(ctx context.Context, req Request, onDelta func(Delta), onRetry func(trace.Retry)) (Response, error)
 }
 
@@ -124,7 +126,8 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// RetryPolicy bounds the retries of 429 and 5xx answers.
+// RetryPolicy bounds the retries of 429 and 5xx answers, dropped
+// connections and streams cut mid-reply.
 type RetryPolicy struct {
 	MaxRetries int           // 0: no retry
 	BaseDelay  time.Duration // first wait; doubles each time, with jitter

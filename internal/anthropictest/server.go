@@ -215,6 +215,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, turn.body)
 	case turn.hang == hangBefore, turn.hang == hangMidStream && !req.Stream:
 		s.srv.Stall(r)
+	case turn.hang == cutMidStream && !req.Stream:
+		panic(http.ErrAbortHandler) // drop the connection before the answer
 	case !req.Stream:
 		s.writeJSON(w, req, turn)
 	default:

@@ -388,3 +388,25 @@ func TestHeldAnswersOnceReleased(t *testing.T) {
 		t.Error("a held request ended without an error on Close")
 	}
 }
+
+// TestCutMidStream checks that a cut reply begins (message_start, a text
+// delta) and ends in an unexpected EOF, without message_stop.
+func TestCutMidStream(t *testing.T) {
+	t.Parallel()
+	srv := NewServer(t, CutMidStream(), Text("whole"))
+	resp := post(t, context.Background(), srv, nil, agentBody("main", "Bash"))
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("reading the cut reply: %v, want unexpected EOF", err)
+	}
+	if !strings.Contains(string(body), "text_delta") || strings.Contains(string(body), "message_stop") {
+		t.Errorf("the cut reply:\n%s", body)
+	}
+	resp = post(t, context.Background(), srv, nil, agentBody("main", "Bash"))
+	body, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || !strings.Contains(string(body), "message_stop") {
+		t.Errorf("the next turn: %v\n%s", err, body)
+	}
+}

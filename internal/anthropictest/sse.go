@@ -65,6 +65,9 @@ func (s *Server) writeSSE(w http.ResponseWriter, r *http.Request, req Request, t
 			s.srv.Stall(r)
 			return
 		}
+		if turn.hang == cutMidStream {
+			panic(http.ErrAbortHandler) // drop the connection mid-stream
+		}
 		ok = ok && send("content_block_stop", object{"index": i})
 	}
 	_ = ok &&

@@ -25,6 +25,7 @@ const (
 	hangNone      hang = iota
 	hangBefore         // accept the request, never send headers
 	hangMidStream      // send message_start and part of a block, then stall
+	cutMidStream       // send message_start and part of a block, then drop the connection
 )
 
 // block is one content block of a scripted response: text or a tool call.
@@ -113,6 +114,14 @@ func HangMidStream() Turn {
 	return Turn{hang: hangMidStream, blocks: []block{{text: "Working on it"}}}
 }
 
+// CutMidStream answers 200, sends message_start, a text block's start and
+// one delta, then drops the connection without message_stop: a reply cut
+// mid-stream, as a proxy or a load balancer cuts one. The client reads an
+// unexpected EOF.
+func CutMidStream() Turn {
+	return Turn{hang: cutMidStream, blocks: []block{{text: "Working on it"}}}
+}
+
 // Held answers with t once release is closed, and not before: a test holds
 // the model's answer until it has done what it wants done while the
 // runtime waits (sent a message, interrupted the turn). A client that goes
@@ -135,6 +144,8 @@ func (t Turn) String() string {
 		return "hang"
 	case t.hang == hangMidStream:
 		return "hang mid-stream"
+	case t.hang == cutMidStream:
+		return "cut mid-stream"
 	}
 	var parts []string
 	for _, b := range t.blocks {
