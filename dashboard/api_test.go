@@ -65,6 +65,7 @@ func ids(runs []*trace.Run) []string {
 }
 
 func TestRunsFiltersAndPagination(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	seedRuns(t, e.other)
 
@@ -135,6 +136,7 @@ func TestRunsFiltersAndPagination(t *testing.T) {
 }
 
 func TestRunDetailEventsExport(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	ctx := context.Background()
 	parent := &trace.Run{ID: "p-0001", Status: trace.StatusFailed, Model: "sonnet", StartedAt: day("2026-01-01T10:00:00Z")}
@@ -240,6 +242,7 @@ func checkExportFormats(t *testing.T, e *env) {
 }
 
 func TestSessionsAndStats(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	seedRuns(t, e.other)
 

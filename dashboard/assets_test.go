@@ -29,6 +29,7 @@ func sha(b []byte) string {
 }
 
 func TestLoadAssetsModules(t *testing.T) {
+	t.Parallel()
 	web := moduleWeb()
 	page, assets, err := loadAssets(web, "TOKEN")
 	if err != nil {
@@ -75,6 +76,7 @@ func TestLoadAssetsModules(t *testing.T) {
 }
 
 func TestLoadAssetsModuleErrors(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		files map[string]string
 		want  string
@@ -108,6 +110,7 @@ func TestLoadAssetsModuleErrors(t *testing.T) {
 // TestPageModules checks the page as embedded: each module's relative
 // imports carry the current checksum of the file they name.
 func TestPageModules(t *testing.T) {
+	t.Parallel()
 	web, err := fs.Sub(webFiles, "web")
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +139,7 @@ func TestPageModules(t *testing.T) {
 // The page names every module with its current checksum up front, so that
 // a first visit need not discover them one level of imports at a time.
 func TestPagePreloadsEveryModule(t *testing.T) {
+	t.Parallel()
 	web, err := fs.Sub(webFiles, "web")
 	if err != nil {
 		t.Fatal(err)

@@ -186,6 +186,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 5e-5 }
 func ptrNear(p *float64, want float64) bool { return p != nil && near(*p, want) }
 
 func TestBenchAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	recordBench(t, e.other, demoBench("b-0001-demo", t0), demoAttempts())
@@ -335,6 +336,7 @@ func TestBenchAPI(t *testing.T) {
 }
 
 func TestBenchAPIEmpty(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	resp := e.request("GET", "/api/benches", nil, nil)
 	b, _ := io.ReadAll(resp.Body)
@@ -381,6 +383,7 @@ func offSuiteAttempts() []trace.Attempt {
 // A bench run by the pool says so, each attempt names the worker that ran
 // it (as does its run), and the attempts in the queue are pending.
 func TestBenchAPIPool(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	b, as := poolBench("p-0001-pool", time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	recordBench(t, e.other, b, as)
@@ -419,6 +422,7 @@ func TestBenchAPIPool(t *testing.T) {
 // TestBenchAPIStatsJSON pins the statistics of GET /api/benches/{id} byte
 // for byte (API.md, Benches): field names, order, values to the last digit.
 func TestBenchAPIStatsJSON(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	b := demoBench("b-0001-demo", time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	recordBench(t, e.other, b, offSuiteAttempts())
@@ -460,6 +464,7 @@ const pinnedBenchStats = `
 // attempts, as cmd does) and GET /api/benches/{id}. They must give the same
 // figures, to the bit; the API lists besides the models without attempts.
 func TestBenchAPIAgreesWithReport(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	recordBench(t, e.other, demoBench("b-0001-demo", t0), offSuiteAttempts())

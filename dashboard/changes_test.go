@@ -54,6 +54,7 @@ const gitPatch = "diff --git a/a b.txt b/a b.txt\n" +
 	"+q2\n"
 
 func TestSplitPatchChanges(t *testing.T) {
+	t.Parallel()
 	type part struct{ Old, New, First, Last string }
 	for _, tc := range []struct {
 		name  string
@@ -105,6 +106,7 @@ func TestSplitPatchChanges(t *testing.T) {
 // TestSplitPatchChangesRealGit splits a diff that real git writes of
 // awkward names and finds every file git lists.
 func TestSplitPatchChangesRealGit(t *testing.T) {
+	t.Parallel()
 	git, err := exec.LookPath("git")
 	if err != nil {
 		t.Skip("no git")
@@ -244,6 +246,7 @@ func demoCalls(run string) []trace.Event {
 }
 
 func TestRunChangesAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	r := createRun(t, e.other, "r-changes")
 	if err := e.other.AppendEvents(context.Background(), demoCalls(r.ID)); err != nil {
@@ -295,6 +298,7 @@ func TestRunChangesAPI(t *testing.T) {
 }
 
 func TestRunChangesAPITruncated(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	r := createRun(t, e.other, "r-cut")
 	c := demoChanges()
@@ -318,6 +322,7 @@ func TestRunChangesAPITruncated(t *testing.T) {
 }
 
 func TestRunChangesAPIWithout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	ctx := context.Background()
 	running := createRun(t, e.other, "r-running")
@@ -368,6 +373,7 @@ func TestRunChangesAPIWithout(t *testing.T) {
 
 // The Changes view's address serves the page.
 func TestRunChangesPage(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	resp := e.request("GET", "/runs/r1/changes", nil, nil)
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
@@ -376,6 +382,7 @@ func TestRunChangesPage(t *testing.T) {
 }
 
 func TestBenchChangesAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	ctx := context.Background()
 	t0 := time.Now().UTC().Add(-time.Hour)

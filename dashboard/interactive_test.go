@@ -74,6 +74,7 @@ type errorBody struct {
 }
 
 func TestListApprovals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	createRun(t, e.other, "run-a")
 	b := createRun(t, e.other, "run-b")
@@ -135,6 +136,7 @@ func TestListApprovals(t *testing.T) {
 }
 
 func TestDecideApproval(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	r := createRun(t, e.other, "run-a")
 	now := time.Now().UTC()
@@ -222,6 +224,7 @@ func TestDecideApproval(t *testing.T) {
 
 // Answers that race each other: one wins, every other one is told so.
 func TestDecideApprovalOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	createRun(t, e.other, "run-a")
 	a := openApproval(t, e.other, "run-a", "Bash", "rm -rf build", time.Now())
@@ -261,6 +264,7 @@ func TestDecideApprovalOnce(t *testing.T) {
 }
 
 func TestSteerRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	ctx := context.Background()
 	r := createRun(t, e.other, "run-steer")
@@ -316,6 +320,7 @@ func TestSteerRun(t *testing.T) {
 // one way takes a cancel and nothing else, a run whose lane process reads
 // no steering takes nothing.
 func TestSteerWhatARunTakes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	ctx := context.Background()
 	pid, start := selfOwner(t)
@@ -353,6 +358,7 @@ func TestSteerWhatARunTakes(t *testing.T) {
 // Every state-changing endpoint of interactive runs refuses what POST
 // /api/runs refuses, and the refusal changes nothing.
 func TestInteractiveRefusals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	r := createRun(t, e.other, "run-a")
 	a := openApproval(t, e.other, r.ID, "Bash", "rm -rf /", time.Now())

@@ -19,6 +19,7 @@ type started struct {
 }
 
 func TestStartAndCancelRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{laneBin: fakeLaneBin(t)})
 	c := e.dial("", nil)
 	readHello(t, c)
@@ -69,6 +70,7 @@ func TestStartAndCancelRun(t *testing.T) {
 // store: the dashboard cannot signal its process, and must not signal the
 // worker, which runs other runs too.
 func TestCancelRunElsewhere(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	r := &trace.Run{ID: "pooled", Status: trace.StatusRunning, StartedAt: time.Now().UTC(), Worker: "gpu-box-9",
 		OwnerPID: 1, OwnerStart: 1, OwnerHost: "gpu-box-9.lan", Capability: trace.Capability{Steer: []string{"cancel"}}}
@@ -92,6 +94,7 @@ func TestCancelRunElsewhere(t *testing.T) {
 // A run owned by a lane process the dashboard did not start is cancelled
 // the same way: through the store, which that process reads.
 func TestCancelRunOfAnotherProcess(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	c := e.dial("", nil)
 	readHello(t, c)
@@ -141,6 +144,7 @@ func TestCancelRunOfAnotherProcess(t *testing.T) {
 }
 
 func TestStartRunRefusals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{laneBin: fakeLaneBin(t)})
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -168,6 +172,7 @@ func TestStartRunRefusals(t *testing.T) {
 // Stopping the dashboard interrupts the runs it started; Run returns once
 // they have exited.
 func TestShutdownInterruptsChildren(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{laneBin: fakeLaneBin(t)})
 	var s started
 	e.doJSON("POST", "/api/runs", map[string]string{"dir": t.TempDir(), "task": "long"}, 201, &s)

@@ -68,6 +68,7 @@ func writeRun(t *testing.T, st *store.Store, id string, n int64) *trace.Run {
 // database's notifications alone. Once the dashboard has stopped, none of
 // its goroutines is left, and closing the stores ends their listeners.
 func TestWebsocketLivePostgres(t *testing.T) {
+	t.Parallel()
 	e, _ := pgEnv(t, envOpt{})
 	c := e.dial("", nil)
 	if cur := readHello(t, c); cur != 0 {
@@ -135,6 +136,7 @@ func goroutinesIn(prefix string) []string {
 // connection; once it is back, the client is sent what was recorded while
 // the listener was away and after.
 func TestWebsocketPostgresRestart(t *testing.T) {
+	t.Parallel()
 	// The poller's first read after the restart may fail; that is logged.
 	e, srv := pgEnvOn(t, pgtest.ForTest(t), envOpt{logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	c := e.dial("", nil)
@@ -178,6 +180,7 @@ func (s *syncBuffer) String() string {
 // logs, whether the database answers or is down, nor on the command line
 // of the runs it starts (they get the URL as LANE_DB).
 func TestPostgresPasswordNeverShown(t *testing.T) {
+	t.Parallel()
 	const password = `Zebra-7731<&"q>/@:pw`
 	srv := pgtest.ForTest(t)
 	u, err := url.Parse(pgtest.NewDB(t, srv))
@@ -275,6 +278,7 @@ func TestPostgresPasswordNeverShown(t *testing.T) {
 // The redactor finds the password wherever a URL may carry it, and leaves
 // a file path, or a URL without one, alone.
 func TestRedactor(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ where, text, want string }{
 		{"/var/lib/lane.db", "open /var/lib/lane.db: denied", "open /var/lib/lane.db: denied"},
 		{"postgres://lane@db/lane", "lane@db", "lane@db"},

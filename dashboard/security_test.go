@@ -23,6 +23,7 @@ func checkSafetyHeaders(t *testing.T, what string, resp *http.Response) {
 }
 
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	_, port, _ := net.SplitHostPort(e.host)
 	const cancel = "/api/runs/nope/cancel" // 404 once past the checks
@@ -88,6 +89,7 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestToken(t *testing.T) {
+	t.Parallel()
 	st := openStore(t, t.TempDir()+"/lane.db")
 	for _, addr := range []string{"0.0.0.0:7777", ":7777", "192.0.2.1:7777"} {
 		if _, err := New(Config{Store: st, Addr: addr}); err == nil {
@@ -191,6 +193,7 @@ func checkCookie(t *testing.T, resp *http.Response) {
 
 // On every interface any Host will do, with the token.
 func TestWildcardAddress(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{addr: func(port string) string { return "0.0.0.0:" + port }, token: "sekrit"})
 	port := portOf(e.host)
 	for host, want := range map[string]int{"myhost:" + port: 200, "192.0.2.7:" + port: 200, "myhost:1": 421} {
@@ -202,6 +205,7 @@ func TestWildcardAddress(t *testing.T) {
 }
 
 func TestPageAndAssets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	var csrf struct{ CSRF string }
 	e.getJSON("/api/csrf", 200, &csrf)
@@ -243,6 +247,7 @@ func TestPageAndAssets(t *testing.T) {
 }
 
 func TestLoadAssets(t *testing.T) {
+	t.Parallel()
 	web := fstest.MapFS{
 		"index.html": {Data: []byte(`<!doctype html><html><HEAD lang="en"><script src="/assets/app.js"></script>` +
 			`<link href='/assets/css/s.css'><script src="/assets/myapp.js"></script></head></html>`)},

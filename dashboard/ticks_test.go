@@ -69,6 +69,7 @@ process.stdout.write(JSON.stringify(out));`
 
 // TestNiceTicks checks the ticks a reader would check.
 func TestNiceTicks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		axisCase
 		want []string
@@ -105,6 +106,7 @@ func TestNiceTicks(t *testing.T) {
 // no float noise; at most 5 intervals; the top the first tick at or above
 // the max.
 func TestNiceTicksProperties(t *testing.T) {
+	t.Parallel()
 	var cases []axisCase
 	for e := -5.0; e <= 6; e += 0.01 {
 		v := math.Pow(10, e)

@@ -46,6 +46,7 @@ func findHTMLSinks(fsys fs.FS) ([]string, error) {
 }
 
 func TestWebUsesNoHTMLSinks(t *testing.T) {
+	t.Parallel()
 	found, err := findHTMLSinks(webFiles)
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +61,7 @@ func TestWebUsesNoHTMLSinks(t *testing.T) {
 
 // TestFindHTMLSinks makes sure the check above can fail.
 func TestFindHTMLSinks(t *testing.T) {
+	t.Parallel()
 	planted := fstest.MapFS{
 		"web/ok.js":         {Data: []byte("el.textContent = s;\n")},
 		"web/views/bad.js":  {Data: []byte("const a = 1;\nel.innerHTML = s;\n")},

@@ -25,6 +25,7 @@ type workersAnswer struct {
 // A SQLite file has no pool: the list is empty, not an error, and says
 // which backend it is so that the page can tell why.
 func TestWorkersAPISQLite(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	var raw map[string]json.RawMessage
 	e.getJSON("/api/workers", 200, &raw)
@@ -41,6 +42,7 @@ func TestWorkersAPISQLite(t *testing.T) {
 
 // The endpoint is behind the token like every other.
 func TestWorkersAPIToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{token: "sekrit"})
 	if resp := e.request("GET", "/api/workers", nil, nil); resp.StatusCode != 401 {
 		t.Errorf("without the token: %d, want 401", resp.StatusCode)
@@ -55,6 +57,7 @@ func TestWorkersAPIToken(t *testing.T) {
 // clock) or left; a worker goes from active to gone as the clock moves,
 // with nothing written.
 func TestWorkersAPIPostgres(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	var clock atomic.Int64
 	clock.Store(t0.UnixNano())

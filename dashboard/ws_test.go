@@ -25,6 +25,7 @@ import (
 )
 
 func TestWebsocketLive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	appendEvents(t, e.other, createRun(t, e.other, "old").ID, 1, 3, "before")
 	c := e.dial("", nil)
@@ -57,6 +58,7 @@ func TestWebsocketLive(t *testing.T) {
 }
 
 func TestWebsocketResume(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	c1 := e.dial("", nil)
 	readHello(t, c1)
@@ -93,6 +95,7 @@ func TestWebsocketResume(t *testing.T) {
 // order: the catch-up from the database and the live feed join without a
 // gap or a duplicate.
 func TestWebsocketCatchUpWhileLive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	run := createRun(t, e.other, "race").ID
 	const batches, per = 100, 20
@@ -133,6 +136,7 @@ func (l *smallBuffer) Accept() (net.Conn, error) {
 }
 
 func TestSlowClientDropped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{listener: func(l net.Listener) net.Listener { return &smallBuffer{Listener: l} }})
 	// The slow client, connected first, has tiny socket buffers and never
 	// reads.
@@ -194,6 +198,7 @@ func TestSlowClientDropped(t *testing.T) {
 }
 
 func TestWebsocketShowsInterruptedRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	c := e.dial("", nil)
 	readHello(t, c)
@@ -206,6 +211,7 @@ func TestWebsocketShowsInterruptedRun(t *testing.T) {
 }
 
 func TestShutdownClosesClients(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{})
 	c := e.dial("", nil)
 	readHello(t, c)
@@ -394,6 +400,7 @@ func cpuTime(t testing.TB) time.Duration {
 // data version a few times at most, where polling every 20 ms, as the
 // tests used to, would check it 25 times.
 func TestIdleDashboardDoesNotPoll(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpt{sweep: time.Hour})
 	c := e.dial("", nil)
 	readHello(t, c)

@@ -246,6 +246,7 @@ func index(evs []trace.Event, match func(trace.Event) bool) int {
 }
 
 func TestACPApproveRunsTheCommand(t *testing.T) {
+	t.Parallel()
 	for _, cli := range acpCLIs {
 		t.Run(cli.name, func(t *testing.T) {
 			t.Parallel()
@@ -290,6 +291,7 @@ func TestACPApproveRunsTheCommand(t *testing.T) {
 }
 
 func TestACPDenyTellsTheAgent(t *testing.T) {
+	t.Parallel()
 	for _, cli := range acpCLIs {
 		t.Run(cli.name, func(t *testing.T) {
 			t.Parallel()
@@ -320,6 +322,7 @@ func TestACPDenyTellsTheAgent(t *testing.T) {
 }
 
 func TestACPSendReachesTheAgent(t *testing.T) {
+	t.Parallel()
 	for _, cli := range acpCLIs {
 		t.Run(cli.name, func(t *testing.T) {
 			t.Parallel()
@@ -356,6 +359,7 @@ func TestACPSendReachesTheAgent(t *testing.T) {
 }
 
 func TestACPInterruptThenMessage(t *testing.T) {
+	t.Parallel()
 	for _, cli := range acpCLIs {
 		t.Run(cli.name, func(t *testing.T) {
 			t.Parallel()
@@ -389,6 +393,7 @@ func TestACPInterruptThenMessage(t *testing.T) {
 }
 
 func TestACPResumeLoadsTheSession(t *testing.T) {
+	t.Parallel()
 	for _, cli := range acpCLIs {
 		t.Run(cli.name, func(t *testing.T) {
 			t.Parallel()
@@ -483,6 +488,7 @@ func runScenario(t *testing.T, cli acpCLI, sc acpScenario, acp bool) (*trace.Run
 }
 
 func TestACPScenarios(t *testing.T) {
+	t.Parallel()
 	for _, cli := range acpCLIs {
 		for _, sc := range acpScenarios {
 			t.Run(cli.name+"/"+sc.name, func(t *testing.T) {
@@ -499,6 +505,7 @@ func TestACPScenarios(t *testing.T) {
 // scenario's checks and judge the run as the stream does. It takes
 // minutes: LANE_ACP_COMPARE=1 runs it.
 func TestACPAgainstTheStream(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("LANE_ACP_COMPARE") != "1" {
 		t.Skip("set LANE_ACP_COMPARE=1 to compare ACP with the JSON streams")
 	}
@@ -544,6 +551,7 @@ func describeRun(run *trace.Run, evs []trace.Event) string {
 }
 
 func TestACPIsForTwoWayRuns(t *testing.T) {
+	t.Parallel()
 	desk := interact.NewMemory()
 	tests := []struct {
 		name string
@@ -587,6 +595,7 @@ func TestACPIsForTwoWayRuns(t *testing.T) {
 }
 
 func TestOpencodeACPAsksForEveryToolLaneJudges(t *testing.T) {
+	t.Parallel()
 	conf := t.TempDir()
 	o := Options{Dir: "/proj", Model: "m1", BaseURL: "http://127.0.0.1:9/v1", KeyEnv: "K", Env: []string{"K=sk-1"},
 		Desk: interact.NewMemory(), PermissionMode: "default"}
@@ -623,6 +632,7 @@ func TestOpencodeACPAsksForEveryToolLaneJudges(t *testing.T) {
 }
 
 func TestACPPlanModeRefusesWithoutAsking(t *testing.T) {
+	t.Parallel()
 	cli := acpCLIs[0] // Gemini CLI: the quickest
 	o, bodies, _ := cli.start(t, step{shell: "echo hi > hello.txt"}, step{text: "Here is the plan."})
 	o.PermissionMode = "plan"

@@ -12,6 +12,7 @@ import (
 // A run with Options.Changes records what it changed in its folder; the
 // recorder gets the patch with the run's end.
 func TestRunRecordsItsChanges(t *testing.T) {
+	t.Parallel()
 	o := fakeOptions(t, "edits-folder")
 	o.Changes = changes.New(changes.Config{StateDir: t.TempDir()})
 	rec := newMemRecorder()
@@ -37,6 +38,7 @@ func TestRunRecordsItsChanges(t *testing.T) {
 // A folder that vanishes during the run leaves no snapshot after it: that
 // is recorded on the run, which still succeeds.
 func TestFailedSnapshotNeverFailsTheRun(t *testing.T) {
+	t.Parallel()
 	o := fakeOptions(t, "removes-folder")
 	o.Changes = changes.New(changes.Config{StateDir: t.TempDir()})
 	run, err := runClaude(context.Background(), o, newMemRecorder())
@@ -53,6 +55,7 @@ func TestFailedSnapshotNeverFailsTheRun(t *testing.T) {
 
 // Without Options.Changes nothing is looked at.
 func TestNoChangesRecordsNothing(t *testing.T) {
+	t.Parallel()
 	run, err := runClaude(context.Background(), fakeOptions(t, "edits-folder"), newMemRecorder())
 	if err != nil || run.Changes != nil {
 		t.Fatalf("changes %+v, %v", run.Changes, err)

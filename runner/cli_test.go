@@ -36,6 +36,7 @@ func fakeCLI(t *testing.T, runtime, scenario string, wd Watchdogs, extraEnv ...s
 }
 
 func TestOpencodeOpenStepHoldsOffTheIdleWatchdog(t *testing.T) {
+	t.Parallel()
 	// A step silent for 4× the idle timeout is a tool at work, not a hang.
 	run, rec := fakeCLI(t, "opencode", "opencode-long-step", Watchdogs{Idle: 250 * time.Millisecond, Hard: time.Minute}, "LANE_FAKE_TOOL_TIME=1s")
 	if run.Status != trace.StatusSucceeded {
@@ -50,6 +51,7 @@ func TestOpencodeOpenStepHoldsOffTheIdleWatchdog(t *testing.T) {
 }
 
 func TestOpencodeSilenceBetweenStepsIsAnIdleTimeout(t *testing.T) {
+	t.Parallel()
 	run, _ := fakeCLI(t, "opencode", "opencode-hang-between-steps", Watchdogs{Idle: 300 * time.Millisecond, Hard: time.Minute})
 	if run.Status != trace.StatusTimedOut || !strings.Contains(run.ErrorMessage, "idle") {
 		t.Fatalf("status %s: %s, want an idle timeout", run.Status, run.ErrorMessage)
@@ -57,6 +59,7 @@ func TestOpencodeSilenceBetweenStepsIsAnIdleTimeout(t *testing.T) {
 }
 
 func TestRetriesAloneAreAnIdleTimeout(t *testing.T) {
+	t.Parallel()
 	run, rec := fakeCLI(t, "codex", "retries-forever", Watchdogs{Idle: 400 * time.Millisecond, Hard: time.Minute})
 	if run.Status != trace.StatusTimedOut || !strings.Contains(run.ErrorMessage, "idle") {
 		t.Fatalf("status %s: %s, want an idle timeout", run.Status, run.ErrorMessage)
@@ -67,6 +70,7 @@ func TestRetriesAloneAreAnIdleTimeout(t *testing.T) {
 }
 
 func TestMaxTurnsStopsARunawayCLI(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	run, rec := fakeCLI(t, "codex", "codex-runaway", Watchdogs{Hard: time.Minute}, "MAX_TURNS=xxx")
 	if run.Status != trace.StatusFailed || run.ErrorKind != trace.ErrorMaxTurns {
@@ -90,6 +94,7 @@ func TestMaxTurnsStopsARunawayCLI(t *testing.T) {
 }
 
 func TestCodexRunIsPricedAsAnEstimate(t *testing.T) {
+	t.Parallel()
 	rec := newMemRecorder()
 	o := Options{
 		Found: &Binary{Path: os.Args[0]}, Shim: os.Args[0], Dir: t.TempDir(), Prompt: "p", Model: "gpt-5-codex", Label: "gpt-5-codex",
@@ -117,6 +122,7 @@ func TestCodexRunIsPricedAsAnEstimate(t *testing.T) {
 }
 
 func TestTurnCounter(t *testing.T) {
+	t.Parallel()
 	text := trace.Event{Kind: trace.KindText}
 	call := trace.Event{Kind: trace.KindToolCall}
 	result := trace.Event{Kind: trace.KindToolResult}
@@ -151,6 +157,7 @@ func TestTurnCounter(t *testing.T) {
 }
 
 func TestCLISetup(t *testing.T) {
+	t.Parallel()
 	env := []string{"MY_KEY=sk-1"}
 	base := Options{Dir: "/proj", Prompt: "-fix it", Model: "m1", Env: env}
 	withEndpoint := base
@@ -246,6 +253,7 @@ func TestCLISetup(t *testing.T) {
 }
 
 func TestFindRuntimeChecksTheVersion(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fake := filepath.Join(dir, "codex")
 	os.WriteFile(fake, []byte("#!/bin/sh\necho 'codex-cli 0.171.0'\n"), 0o755)
@@ -264,6 +272,7 @@ func TestFindRuntimeChecksTheVersion(t *testing.T) {
 }
 
 func TestShellLogFindsTheExitCodeTheStreamLeftOut(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	chats := filepath.Join(home, ".qwen", "projects", "-tmp-proj", "chats")
 	os.MkdirAll(chats, 0o755)
@@ -316,6 +325,7 @@ func TestShellLogFindsTheExitCodeTheStreamLeftOut(t *testing.T) {
 // log the same run wrote, for a command that fails after printing and one
 // that succeeds.
 func TestShellLogOnRealCaptures(t *testing.T) {
+	t.Parallel()
 	for _, rt := range []string{"gemini-0.61.0", "qwen-0.15.10"} {
 		t.Run(rt, func(t *testing.T) {
 			stream, err := os.Open(filepath.Join("testdata", "sessionlogs", rt+".stream.jsonl"))
@@ -361,6 +371,7 @@ func TestShellLogOnRealCaptures(t *testing.T) {
 }
 
 func TestVersionsAreRememberedUntilTheBinaryChanges(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	calls := filepath.Join(dir, "calls")
 	bin := filepath.Join(dir, "gemini")

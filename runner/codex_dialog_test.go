@@ -166,6 +166,7 @@ func findEvent(evs []trace.Event, kind trace.Kind) (int, trace.Event) {
 }
 
 func TestCodexInteractiveApproveCommand(t *testing.T) {
+	t.Parallel()
 	r := newCodexRig(t,
 		responsestest.ToolCalls(responsestest.Exec("call_1", "echo hi > hello.txt")),
 		responsestest.Text("Done: wrote hello.txt"))
@@ -216,6 +217,7 @@ func TestCodexInteractiveApproveCommand(t *testing.T) {
 }
 
 func TestCodexInteractiveDenyWithMessage(t *testing.T) {
+	t.Parallel()
 	r := newCodexRig(t,
 		responsestest.ToolCalls(responsestest.Exec("call_1", "echo hi > hello.txt")),
 		responsestest.Text("Understood, I will not write it"))
@@ -246,6 +248,7 @@ func TestCodexInteractiveDenyWithMessage(t *testing.T) {
 }
 
 func TestCodexInteractiveFollowUp(t *testing.T) {
+	t.Parallel()
 	r := newCodexRig(t,
 		responsestest.ToolCalls(responsestest.Exec("call_1", "echo hi > hello.txt")),
 		responsestest.Text("Done, and bye"))
@@ -273,6 +276,7 @@ func TestCodexInteractiveFollowUp(t *testing.T) {
 }
 
 func TestCodexInteractiveInterruptThenMessage(t *testing.T) {
+	t.Parallel()
 	r := newCodexRig(t, responsestest.Hang(), responsestest.Text("Carried on"))
 	r.o.PermissionMode = "bypassPermissions"
 	r.capture("interrupt")
@@ -300,17 +304,20 @@ func TestCodexInteractiveInterruptThenMessage(t *testing.T) {
 // While an interrupted run waits for a follow-up, --idle-timeout does not
 // end it: --linger does.
 func TestCodexInteractiveLingerHoldsTheIdleWatchdog(t *testing.T) {
+	t.Parallel()
 	r := newCodexRig(t, responsestest.Hang(), responsestest.Text("Carried on"))
-	r.o.PermissionMode, r.o.Watchdogs.Idle = "bypassPermissions", 300*time.Millisecond
+	// Long enough for Codex's own gaps before its first request on a busy
+	// machine.
+	r.o.PermissionMode, r.o.Watchdogs.Idle = "bypassPermissions", 2*time.Second
 	wait := r.start()
 	if _, err := r.srv.WaitRequests(r.ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	r.desk.Send(interact.Steer{Kind: interact.SteerInterrupt, From: interact.ByTerminal})
 	r.await(trace.KindInterrupt)
-	// Five idle timeouts of silence: a bound on what is observed, not a
+	// Three idle timeouts of silence: a bound on what is observed, not a
 	// synchronization.
-	time.Sleep(5 * r.o.Watchdogs.Idle)
+	time.Sleep(3 * r.o.Watchdogs.Idle)
 	r.desk.Send(interact.Steer{Kind: interact.SteerMessage, Text: "carry on", From: interact.ByTerminal})
 	if run := wait(); run.Status != trace.StatusSucceeded || run.ResultText != "Carried on" {
 		t.Errorf("run %s %q, result %q", run.Status, run.ErrorMessage, run.ResultText)
@@ -318,6 +325,7 @@ func TestCodexInteractiveLingerHoldsTheIdleWatchdog(t *testing.T) {
 }
 
 func TestCodexInteractiveMessageNowInterrupts(t *testing.T) {
+	t.Parallel()
 	r := newCodexRig(t, responsestest.Hang(), responsestest.Text("Did the other thing"))
 	r.o.PermissionMode = "bypassPermissions"
 	wait := r.start()
@@ -341,6 +349,7 @@ func TestCodexInteractiveMessageNowInterrupts(t *testing.T) {
 }
 
 func TestCodexInteractiveInterruptWithoutFollowUpIsCancelled(t *testing.T) {
+	t.Parallel()
 	r := newCodexRig(t, responsestest.Hang())
 	r.o.PermissionMode, r.o.Linger = "bypassPermissions", 300*time.Millisecond
 	wait := r.start()
@@ -355,6 +364,7 @@ func TestCodexInteractiveInterruptWithoutFollowUpIsCancelled(t *testing.T) {
 }
 
 func TestCodexInteractiveCancel(t *testing.T) {
+	t.Parallel()
 	r := newCodexRig(t, responsestest.Hang())
 	wait := r.start()
 	if _, err := r.srv.WaitRequests(r.ctx, 1); err != nil {
@@ -368,6 +378,7 @@ func TestCodexInteractiveCancel(t *testing.T) {
 
 // Codex offers apply_patch only to models it knows: gpt-5.5 here.
 func TestCodexInteractivePatch(t *testing.T) {
+	t.Parallel()
 	const patch = "*** Begin Patch\n*** Add File: new.txt\n+hello\n*** End Patch\n"
 	for _, mode := range []string{"default", "acceptEdits"} {
 		t.Run(mode, func(t *testing.T) {
@@ -405,6 +416,7 @@ func TestCodexInteractivePatch(t *testing.T) {
 // The same scripted runs as `codex exec --json`'s captures in
 // runtimes/codex/testdata/captures, through app-server.
 func TestCodexInteractiveLikeExec(t *testing.T) {
+	t.Parallel()
 	t.Run("tool then text", func(t *testing.T) {
 		r := newCodexRig(t, responsestest.ToolCalls(responsestest.Exec("call_1", "echo hi > hello.txt; ls")).WithUsage(1000, 10),
 			responsestest.Text("Done: wrote hello.txt").WithUsage(1200, 5))
@@ -441,6 +453,7 @@ func TestCodexInteractiveLikeExec(t *testing.T) {
 }
 
 func TestCodexInteractiveResume(t *testing.T) {
+	t.Parallel()
 	r := newCodexRig(t, responsestest.Text("first answer"), responsestest.Text("second answer"))
 	r.o.PermissionMode, r.o.Prompt = "bypassPermissions", "first task"
 	first := r.start()()
@@ -462,6 +475,7 @@ func TestCodexInteractiveResume(t *testing.T) {
 }
 
 func TestCodexSetupInteractive(t *testing.T) {
+	t.Parallel()
 	o := Options{Dir: "/proj", Prompt: "-fix it", Model: "m1", BaseURL: "http://127.0.0.1:9/v1", KeyEnv: "MY_KEY",
 		Env: []string{"MY_KEY=sk-1"}, Desk: interact.NewMemory()}
 	// A bench's attempt: a desk to cancel it by, nobody to steer it, a
@@ -493,6 +507,7 @@ func TestCodexSetupInteractive(t *testing.T) {
 }
 
 func TestCodexCall(t *testing.T) {
+	t.Parallel()
 	cmd := codex.Approval{ItemID: "c1", Command: `/bin/bash -lc 'git status'`}
 	call, req := codexCall(codex.MethodCommandApproval, cmd, nil, "/proj")
 	if call.Tool != "Bash" || call.Kind != interact.KindExecute || call.Command != "git status" ||
@@ -519,6 +534,7 @@ func TestCodexCall(t *testing.T) {
 }
 
 func TestCodexInteractiveApprovalTimeout(t *testing.T) {
+	t.Parallel()
 	r := newCodexRig(t, responsestest.ToolCalls(responsestest.Exec("call_1", "echo hi > hello.txt")), responsestest.Text("Nobody answered"))
 	// The request times out when the test says, not when a timer fires
 	// on a machine that may be busy.
@@ -542,6 +558,7 @@ func TestCodexInteractiveApprovalTimeout(t *testing.T) {
 
 // "Always" spares the same command the second time.
 func TestCodexInteractiveAlways(t *testing.T) {
+	t.Parallel()
 	r := newCodexRig(t,
 		responsestest.ToolCalls(responsestest.Exec("call_1", "echo a >> log.txt")),
 		responsestest.ToolCalls(responsestest.Exec("call_2", "echo a >> log.txt")),

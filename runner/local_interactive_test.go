@@ -204,6 +204,7 @@ func writeCall(id, path string) openaitest.ToolCall {
 }
 
 func TestLocalApprovedCallRuns(t *testing.T) {
+	t.Parallel()
 	lr := startLocal(t, "default", nil,
 		openaitest.ToolCalls(writeCall("c1", "a.txt")), openaitest.Text("wrote it"))
 	req := lr.desk.asked(t)
@@ -234,6 +235,7 @@ func TestLocalApprovedCallRuns(t *testing.T) {
 }
 
 func TestLocalDeniedCallDoesNotRunAndTheModelReadsWhy(t *testing.T) {
+	t.Parallel()
 	lr := startLocal(t, "default", nil,
 		openaitest.ToolCalls(bashCall("c1", "touch x.txt")), openaitest.Text("ok, not touching it"))
 	req := lr.desk.asked(t)
@@ -260,6 +262,7 @@ func TestLocalDeniedCallDoesNotRunAndTheModelReadsWhy(t *testing.T) {
 }
 
 func TestLocalAlwaysIsNotAskedAgain(t *testing.T) {
+	t.Parallel()
 	lr := startLocal(t, "default", nil,
 		openaitest.ToolCalls(bashCall("c1", "echo same")),
 		openaitest.ToolCalls(bashCall("c2", "echo same")),
@@ -283,6 +286,7 @@ func TestLocalAlwaysIsNotAskedAgain(t *testing.T) {
 }
 
 func TestLocalModesAndRulesDecideWithoutAsking(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mode    string
 		allowed []string
@@ -326,6 +330,7 @@ func TestLocalModesAndRulesDecideWithoutAsking(t *testing.T) {
 }
 
 func TestLocalFollowUpJoinsTheConversation(t *testing.T) {
+	t.Parallel()
 	lr := startLocal(t, "default", nil,
 		openaitest.ToolCalls(bashCall("c1", "echo one")), openaitest.Text("dated"))
 	req := lr.desk.asked(t)
@@ -375,6 +380,7 @@ func (lr *localRun) awaitStarted(t *testing.T, id string) {
 }
 
 func TestLocalInterruptCutsALongBashAndAFollowUpGoesOn(t *testing.T) {
+	t.Parallel()
 	lr := startLocal(t, "bypassPermissions", nil,
 		openaitest.ToolCalls(sleeper("c1")), openaitest.Text("skipped the sleep"))
 	lr.awaitStarted(t, "c1")
@@ -406,6 +412,7 @@ func TestLocalInterruptCutsALongBashAndAFollowUpGoesOn(t *testing.T) {
 }
 
 func TestLocalInterruptWithoutFollowUpEndsCancelled(t *testing.T) {
+	t.Parallel()
 	lr := startLocal(t, "bypassPermissions", func(o *Options) { o.Linger = 100 * time.Millisecond },
 		openaitest.ToolCalls(sleeper("c1")))
 	lr.awaitStarted(t, "c1")
@@ -422,6 +429,7 @@ func TestLocalInterruptWithoutFollowUpEndsCancelled(t *testing.T) {
 }
 
 func TestLocalCancelEndsTheRun(t *testing.T) {
+	t.Parallel()
 	lr := startLocal(t, "bypassPermissions", nil, openaitest.ToolCalls(sleeper("c1")), openaitest.Text("never"))
 	lr.awaitStarted(t, "c1")
 	sent := time.Now()
@@ -442,6 +450,7 @@ func TestLocalCancelEndsTheRun(t *testing.T) {
 }
 
 func TestLocalInterruptWhileARequestWaitsClosesIt(t *testing.T) {
+	t.Parallel()
 	lr := startLocal(t, "default", nil,
 		openaitest.ToolCalls(bashCall("c1", "touch x.txt")), openaitest.Text("fine"))
 	req := lr.desk.asked(t)

@@ -100,6 +100,7 @@ func acpRecorded(t *testing.T, file string) (evs []trace.Event, dir, session str
 }
 
 func TestRedecodeACPCaptures(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("../runtimes/acp/testdata/captures/*.acp")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no captures: %v", err)

@@ -49,6 +49,7 @@ func recorded(t *testing.T, newSource func(io.Reader) EventSource, file string) 
 }
 
 func TestRedecodeRestoresEvents(t *testing.T) {
+	t.Parallel()
 	claude, _ := Lookup("claude")
 	codex, _ := Lookup("codex")
 	zero := 0
@@ -140,6 +141,7 @@ func TestRedecodeRestoresEvents(t *testing.T) {
 }
 
 func TestRedecodeRefuses(t *testing.T) {
+	t.Parallel()
 	zero := 0
 	for _, c := range []struct {
 		name string
@@ -163,6 +165,7 @@ func TestRedecodeRefuses(t *testing.T) {
 // The exit code lane read from Gemini CLI's session log for a shell call
 // is not in the stream's lines: reindexing keeps it.
 func TestRedecodeKeepsExitCodesFromSessionLogs(t *testing.T) {
+	t.Parallel()
 	gemini, _ := Lookup("gemini")
 	live := recorded(t, gemini.process.newSource, "../runtimes/gemini/testdata/captures/c_tool_error_bash.jsonl")
 	amended := -1
@@ -194,6 +197,7 @@ func TestRedecodeKeepsExitCodesFromSessionLogs(t *testing.T) {
 // lane's stops keep their verdict; a verdict the runtime's lines gave is
 // judged again, and lane's closing error event follows it.
 func TestRedecodeVerdicts(t *testing.T) {
+	t.Parallel()
 	claude, _ := Lookup("claude")
 	live := recorded(t, claude.process.newSource, "../streamjson/testdata/claude-code-2.1.328/a_tool_then_text.jsonl")
 	closing := func(evs []trace.Event, kind trace.ErrorKind, text string) []trace.Event {

@@ -39,6 +39,7 @@ func fakeOptions(t *testing.T, scenario string, extraEnv ...string) Options {
 }
 
 func TestWatchdogsAndFaults(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		scenario  string
@@ -126,6 +127,7 @@ func TestWatchdogsAndFaults(t *testing.T) {
 }
 
 func TestEventsBeforeACrashAreKept(t *testing.T) {
+	t.Parallel()
 	rec := newMemRecorder()
 	run, err := runClaude(context.Background(), fakeOptions(t, "crash-mid-stream"), rec)
 	if err != nil {
@@ -165,6 +167,7 @@ func TestEventsBeforeACrashAreKept(t *testing.T) {
 }
 
 func TestGiantLineIsRecordedWhole(t *testing.T) {
+	t.Parallel()
 	rec := newMemRecorder()
 	run, err := runClaude(context.Background(), fakeOptions(t, "garbage-and-giant"), rec)
 	if err != nil {
@@ -189,6 +192,7 @@ func TestGiantLineIsRecordedWhole(t *testing.T) {
 }
 
 func TestCancelKillsTheWholeTree(t *testing.T) {
+	t.Parallel()
 	pidfile := filepath.Join(t.TempDir(), "pid")
 	o := fakeOptions(t, "tool-with-grandchild", "LANE_FAKE_PIDFILE="+pidfile)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -225,6 +229,7 @@ func (c *cancelOnTask) Event(ev trace.Event) error {
 }
 
 func TestRetriesLinkAttemptsAndResumeTheSession(t *testing.T) {
+	t.Parallel()
 	marker := filepath.Join(t.TempDir(), "marker")
 	o := fakeOptions(t, "flaky", "LANE_FAKE_MARKER="+marker)
 	o.Retries = 2
@@ -251,6 +256,7 @@ func TestRetriesLinkAttemptsAndResumeTheSession(t *testing.T) {
 }
 
 func TestNoRetryForAuth(t *testing.T) {
+	t.Parallel()
 	o := fakeOptions(t, "auth-401")
 	o.Retries = 3
 	rec := newMemRecorder()
@@ -263,6 +269,7 @@ func TestNoRetryForAuth(t *testing.T) {
 }
 
 func TestClaudeArgs(t *testing.T) {
+	t.Parallel()
 	args := ClaudeArgs(Options{
 		Dir: "/proj", Prompt: "-starts with a dash\nand a newline", Model: "opus",
 		AllowedTools: []string{"Read", "Bash(git *)", "Bash(go test)"}, PermissionMode: "bypassPermissions",
@@ -281,6 +288,7 @@ func TestClaudeArgs(t *testing.T) {
 }
 
 func TestClaudeEnvDropsNestingMarker(t *testing.T) {
+	t.Parallel()
 	env := ClaudeEnv([]string{"CLAUDECODE=1", "ANTHROPIC_API_KEY=k", "IS_SANDBOX=1"})
 	if contains(env, "CLAUDECODE=1") || !contains(env, "ANTHROPIC_API_KEY=k") || !contains(env, "IS_SANDBOX=1") {
 		t.Errorf("env %v", env)
@@ -345,6 +353,7 @@ func (p *printPID) Event(ev trace.Event) error {
 }
 
 func TestRuntimeDiesWithLane(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "LANE_FAKE_LANE=1")
 	out, err := cmd.StdoutPipe()
@@ -378,6 +387,7 @@ func TestRuntimeDiesWithLane(t *testing.T) {
 // A runtime that leaves its tool behind when interrupted still takes it
 // along when lane is killed: the shim, a subreaper, kills what is left.
 func TestToolDiesWithLaneThoughTheRuntimeAbandonsIt(t *testing.T) {
+	t.Parallel()
 	pidfile := filepath.Join(t.TempDir(), "tool.pid")
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "LANE_FAKE_LANE=abandons-tool", "LANE_FAKE_PIDFILE="+pidfile)

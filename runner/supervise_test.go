@@ -127,6 +127,7 @@ var shims = []struct{ name, exe string }{{"direct", ""}, {"under the shim", os.A
 // double-forked away (which only the shim, a subreaper, keeps in the
 // tree).
 func TestSuperviseKillsWhatTheInterruptOrphans(t *testing.T) {
+	t.Parallel()
 	for _, sh := range shims {
 		t.Run(sh.name, func(t *testing.T) {
 			tok := sleepToken()
@@ -159,6 +160,7 @@ func TestSuperviseKillsWhatTheInterruptOrphans(t *testing.T) {
 // A runtime that ignores the interrupt is killed after the grace; a cause
 // that says so kills at once, without an interrupt.
 func TestSuperviseGraceAndKillAtOnce(t *testing.T) {
+	t.Parallel()
 	ignores := `trap 'echo interrupted' INT; echo started; while :; do sleep 0.05; done`
 	for _, sh := range shims {
 		t.Run(sh.name, func(t *testing.T) {
@@ -185,6 +187,7 @@ func TestSuperviseGraceAndKillAtOnce(t *testing.T) {
 
 // stderr is no output for the watchdogs, and retry notices no progress.
 func TestSuperviseWatchesStdoutEventsOnly(t *testing.T) {
+	t.Parallel()
 	r := superviseSh(t, `while :; do echo noise >&2; sleep 0.02; done`, "", Watchdogs{FirstByte: 300 * time.Millisecond}, nil)
 	if timeoutOf(r.ex.StopCause) != WatchdogFirstByte || len(r.ex.StderrTail) == 0 {
 		t.Errorf("stderr only: stop cause %v, stderr tail %q", r.ex.StopCause, r.ex.StderrTail)
@@ -197,6 +200,7 @@ func TestSuperviseWatchesStdoutEventsOnly(t *testing.T) {
 
 // A runtime that ends on its own is not stopped, and its exit is kept.
 func TestSuperviseKeepsTheExit(t *testing.T) {
+	t.Parallel()
 	for _, sh := range shims {
 		t.Run(sh.name, func(t *testing.T) {
 			r := superviseSh(t, `echo one; echo two >&2; exit 3`, sh.exe, Watchdogs{Idle: time.Minute}, nil)

@@ -18,6 +18,7 @@ func stepsOf(ev trace.Event) (key string, opens, closes bool) {
 }
 
 func TestWatch(t *testing.T) {
+	t.Parallel()
 	text := func(s string) trace.Event { return trace.Event{Kind: trace.KindText, Text: s} }
 	var (
 		retry  = trace.Event{Kind: trace.KindRetry}
@@ -159,6 +160,7 @@ func TestWatch(t *testing.T) {
 }
 
 func TestWatchSaysAfterHowLong(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	w := newWatch(Watchdogs{FirstByte: time.Second, Idle: 2 * time.Second, Hard: 3 * time.Second}, start, nil)
 	if err := w.expired(start.Add(time.Second)); err == nil || err.After != time.Second || !strings.Contains(err.Error(), "first-byte timeout") {
@@ -183,6 +185,7 @@ func waitFired(t *testing.T, fired <-chan error) error {
 }
 
 func TestWatchTimerFires(t *testing.T) {
+	t.Parallel()
 	fired := make(chan error, 2)
 	w := newWatch(Watchdogs{Idle: 20 * time.Millisecond}, time.Now(), nil)
 	wt := newWatchTimer(w, time.Now, func(err error) { fired <- err })
@@ -202,6 +205,7 @@ func TestWatchTimerFires(t *testing.T) {
 // A pending tool call holds the idle watchdog of a timer, while events come
 // from several goroutines; the hard one still fires, once.
 func TestWatchTimerHoldsForAToolFromManyGoroutines(t *testing.T) {
+	t.Parallel()
 	fired := make(chan error, 2)
 	w := newWatch(Watchdogs{Idle: 10 * time.Millisecond, Hard: 150 * time.Millisecond}, time.Now(), nil)
 	wt := newWatchTimer(w, time.Now, func(err error) { fired <- err })
@@ -225,6 +229,7 @@ func TestWatchTimerHoldsForAToolFromManyGoroutines(t *testing.T) {
 // A stopped timer does not fire: a later one that does shows the first
 // had its chance.
 func TestWatchTimerStop(t *testing.T) {
+	t.Parallel()
 	stopped := make(chan error, 1)
 	wt := newWatchTimer(newWatch(Watchdogs{FirstByte: 10 * time.Millisecond}, time.Now(), nil), time.Now, func(err error) { stopped <- err })
 	wt.stop()

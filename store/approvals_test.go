@@ -25,6 +25,7 @@ func liveRun(t *testing.T, s *Store, id string) *trace.Run {
 }
 
 func TestApprovalFirstAnswerWins(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -83,6 +84,7 @@ func TestApprovalFirstAnswerWins(t *testing.T) {
 }
 
 func TestRunEndSettlesItsRequests(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -115,6 +117,7 @@ func TestRunEndSettlesItsRequests(t *testing.T) {
 }
 
 func TestSteersAreDeliveredOnce(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -145,6 +148,7 @@ func TestSteersAreDeliveredOnce(t *testing.T) {
 }
 
 func TestSteeringARunThatTakesNone(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)

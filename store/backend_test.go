@@ -52,6 +52,7 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, b backend)) {
 // Version N is the same schema on both backends: the folders hold the same
 // versions under the same names.
 func TestMigrationsMatchAcrossBackends(t *testing.T) {
+	t.Parallel()
 	lite, err := migrations("sqlite")
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +72,7 @@ func TestMigrationsMatchAcrossBackends(t *testing.T) {
 }
 
 func TestOpenFreshPostgres(t *testing.T) {
+	t.Parallel()
 	s := openAt(t, pgWhere(t))
 	ms, err := migrations("postgres")
 	if err != nil {
@@ -84,6 +86,7 @@ func TestOpenFreshPostgres(t *testing.T) {
 
 // A URL's password is in no error of Open.
 func TestOpenErrorHidesPassword(t *testing.T) {
+	t.Parallel()
 	srv := pgServer(t)
 	u := strings.Replace(srv.URL("postgres"), pgtest.Password, "hunter2-secret", 1)
 	_, err := Open(context.Background(), u)

@@ -33,6 +33,7 @@ func createBenchT(t *testing.T, s *Store, b *trace.Bench) {
 }
 
 func TestBenchRoundTrip(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -68,6 +69,7 @@ func TestBenchRoundTrip(t *testing.T) {
 }
 
 func TestGetBenchByPrefix(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -97,6 +99,7 @@ func TestGetBenchByPrefix(t *testing.T) {
 }
 
 func TestListBenches(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -127,6 +130,7 @@ func TestListBenches(t *testing.T) {
 }
 
 func TestInterruptedBench(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -179,6 +183,7 @@ func TestInterruptedBench(t *testing.T) {
 }
 
 func TestAttempts(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -259,6 +264,7 @@ func TestAttempts(t *testing.T) {
 // The migration applies to a file that lane already uses, and the lookup of
 // a run's attempt uses its index.
 func TestBenchMigrationOnSchema1(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := openAt(t, schema1File(t))
 	got := applied(t, s)

@@ -13,6 +13,7 @@ import (
 // RunPatch, and a later rewrite of the record from what GetRun read (lane
 // reindex, lane undo marking the run undone) keeps both.
 func TestRunChangesRoundTrip(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -92,6 +93,7 @@ func TestRunChangesRoundTrip(t *testing.T) {
 
 // lane db copy takes the stored diffs along.
 func TestCopyRunChanges(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	from, to := openTest(t), openTest(t)
 	r := testRun("c1")

@@ -302,6 +302,7 @@ func must[T any](v T, err error) T {
 // SQLite → PostgreSQL → SQLite gives back the same history, and so does
 // every other pair of backends.
 func TestCopyRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	orig := openTest(t)
 	h := richHistory(t, orig)
@@ -331,6 +332,7 @@ func TestCopyRoundTrip(t *testing.T) {
 
 // Copying again copies nothing and changes nothing, whichever backends.
 func TestCopyTwiceChangesNothing(t *testing.T) {
+	t.Parallel()
 	copyPairs(t, func(t *testing.T, from, to backend) {
 		src, dst := from.open(t), to.open(t)
 		h := richHistory(t, src)
@@ -364,6 +366,7 @@ func diffLines(a, b []string) string {
 // runs of its own gets the rest, keeps its own, and settles each record in
 // both by Copy's rule.
 func TestCopyIntoPartialTarget(t *testing.T) {
+	t.Parallel()
 	copyPairs(t, func(t *testing.T, from, to backend) {
 		ctx := context.Background()
 		src, dst := from.open(t), to.open(t)
@@ -455,6 +458,7 @@ func mustAttempts(t *testing.T, s *Store, bench string) []trace.Attempt {
 
 // A run in both that differs is replaced only by one further along.
 func TestCopyConflictRule(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		target, source trace.Status
 		replaced       bool
@@ -504,6 +508,7 @@ func TestCopyConflictRule(t *testing.T) {
 // in their place, keeps raw lines (bytes) exactly, and counts the run
 // present the next time rather than different.
 func TestCopyToPostgresReplacesNUL(t *testing.T) {
+	t.Parallel()
 	src, dst := openTest(t), openAt(t, pgWhere(t))
 	r := testRun("r-nul")
 	r.Prompt, r.ResultText = "before\x00after", "bad \xff byte"
@@ -525,6 +530,7 @@ func TestCopyToPostgresReplacesNUL(t *testing.T) {
 
 // A database is not copied into itself, whatever names it twice.
 func TestCopyRefusesSameDatabase(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	refused := func(t *testing.T, from, to *Store) {
 		t.Helper()
@@ -560,6 +566,7 @@ func TestCopyRefusesSameDatabase(t *testing.T) {
 // attempt run) whose run came after the runs were copied waits for the
 // next copy, which takes them all.
 func TestCopyDefersWhatCameLate(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		src, dst := openTest(t), be.open(t)

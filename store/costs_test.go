@@ -29,6 +29,7 @@ func costRuns() []*trace.Run {
 }
 
 func TestCosts(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)

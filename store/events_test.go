@@ -55,6 +55,7 @@ func createRun(t testing.TB, s *Store, id string) {
 }
 
 func TestEventsRoundTrip(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -95,6 +96,7 @@ func TestEventsRoundTrip(t *testing.T) {
 }
 
 func TestAppendEventsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -124,6 +126,7 @@ func TestAppendEventsAllOrNothing(t *testing.T) {
 }
 
 func TestEventsPagesAndStops(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)

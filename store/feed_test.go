@@ -11,6 +11,7 @@ import (
 )
 
 func TestEventsAfterID(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -96,6 +97,7 @@ func TestEventsAfterID(t *testing.T) {
 }
 
 func TestRunEvents(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -150,6 +152,7 @@ func TestRunEvents(t *testing.T) {
 }
 
 func TestRunsChangedAfter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := testPath(t)
 	s := openAt(t, path)
@@ -244,6 +247,7 @@ func TestRunsChangedAfter(t *testing.T) {
 }
 
 func TestDataVersion(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := testPath(t)
 	s, other := openAt(t, path), openAt(t, path)

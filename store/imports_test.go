@@ -10,6 +10,7 @@ import (
 )
 
 func TestImportCommitsRunEventsAndPosition(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		s := b.open(t)
@@ -63,6 +64,7 @@ func TestImportCommitsRunEventsAndPosition(t *testing.T) {
 }
 
 func TestImportBatchIsAtomic(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		s := b.open(t)
@@ -87,6 +89,7 @@ func TestImportBatchIsAtomic(t *testing.T) {
 }
 
 func TestForgetImportDeletesTheRunsAFileFed(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		s := b.open(t)

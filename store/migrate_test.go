@@ -44,6 +44,7 @@ func schema1File(t *testing.T) string {
 }
 
 func TestMigrateFromSchema1(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := schema1File(t)
 	s := openAt(t, path)
@@ -115,6 +116,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 
 // The indexes of 0002 exist and the listing uses them.
 func TestQueryPlans(t *testing.T) {
+	t.Parallel()
 	s := openTest(t)
 	tests := []struct {
 		query string

@@ -127,6 +127,7 @@ func passed(runID string) *trace.Attempt {
 // the next token, and everything its holder does with the old one is
 // refused and changes nothing.
 func TestLeaseFencing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := poolStore(t)
 	k := poolBench(t, s, "bench-1", "task")[0]
@@ -240,6 +241,7 @@ func TestLeaseFencing(t *testing.T) {
 // A bench of the pool succeeds when its last attempt is recorded, not
 // before; a bench that runs in its own process is left to it.
 func TestCompleteAttemptFinishesThePoolsBench(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := poolStore(t)
 	keys := poolBench(t, s, "pool", "one", "two")
@@ -295,6 +297,7 @@ func TestCompleteAttemptFinishesThePoolsBench(t *testing.T) {
 // ReapLapsed gives back the lapsed attempts only, and enqueues them again
 // in its own transaction: when that fails, nothing is given back.
 func TestReapLapsed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := poolStore(t)
 	keys := poolBench(t, s, "reap", "lapsed", "live", "pending", "done")
@@ -371,6 +374,7 @@ func TestReapLapsed(t *testing.T) {
 // resumed bench, it is running again at its next renewal, and a job
 // enqueued meanwhile finds the lease held.
 func TestRenewLeaseKeepsAnAttemptSetBack(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := poolStore(t)
 	keys := poolBench(t, s, "slow", "reaped", "resumed")
@@ -415,6 +419,7 @@ func TestRenewLeaseKeepsAnAttemptSetBack(t *testing.T) {
 // Two benches of one database, attempts of the same task, model and number:
 // leases, runs, reaps and results of one never touch the other.
 func TestPoolBenchesDoNotCross(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := poolStore(t)
 	x := poolBench(t, s, "bench-x", "task")[0]
@@ -469,6 +474,7 @@ func TestPoolBenchesDoNotCross(t *testing.T) {
 }
 
 func TestSaveWorkerRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := poolStore(t)
 	if ws, err := s.Workers(ctx); err != nil || len(ws) != 0 {
@@ -497,6 +503,7 @@ func TestSaveWorkerRoundTrip(t *testing.T) {
 }
 
 func TestBlobs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := poolStore(t)
 	data := []byte("a fixture, as tar\x00with any bytes\xff")
@@ -529,6 +536,7 @@ func TestBlobs(t *testing.T) {
 
 // What a worker tries again and what it does not.
 func TestTransient(t *testing.T) {
+	t.Parallel()
 	pg := func(code string) error { return fmt.Errorf("save: %w", &pgconn.PgError{Code: code}) }
 	for _, tc := range []struct {
 		err       error

@@ -116,6 +116,7 @@ func queryFixture(t *testing.T, be backend) *Store {
 }
 
 func TestQueryRunsFilters(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := queryFixture(t, be)
@@ -179,6 +180,7 @@ func TestQueryRunsFilters(t *testing.T) {
 // Whatever a person types, the search runs; text without a word matches
 // every run.
 func TestQueryRunsHostileText(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := queryFixture(t, be)
@@ -239,6 +241,7 @@ func TestQueryRunsHostileText(t *testing.T) {
 
 // The full-text index follows a run's text through updates.
 func TestQueryRunsTextAfterUpdate(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -313,6 +316,7 @@ func allPages(t *testing.T, s *Store, q RunQuery) (ids []string, pages int) {
 }
 
 func TestQueryRunsPages(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -393,6 +397,7 @@ func TestQueryRunsPages(t *testing.T) {
 }
 
 func TestChildRuns(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -435,6 +440,7 @@ func TestChildRuns(t *testing.T) {
 }
 
 func TestFTSMatch(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ text, want string }{
 		{"", ""},
 		{` " * - `, ""},

@@ -10,6 +10,7 @@ import (
 )
 
 func TestReplaceRun(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -52,6 +53,7 @@ func TestReplaceRun(t *testing.T) {
 
 // A replacement that fails leaves the run and its events as they were.
 func TestReplaceRunAllOrNothing(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)

@@ -100,6 +100,7 @@ func allSet(t *testing.T, v reflect.Value, path string) {
 }
 
 func TestRunRoundTrip(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -160,6 +161,7 @@ func TestRunRoundTrip(t *testing.T) {
 }
 
 func TestCreateUpdateErrors(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -182,6 +184,7 @@ func TestCreateUpdateErrors(t *testing.T) {
 }
 
 func TestGetRunPrefix(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -237,6 +240,7 @@ func TestGetRunPrefix(t *testing.T) {
 }
 
 func TestListRuns(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -323,6 +327,7 @@ func exitedOwner(t *testing.T) (int, uint64) {
 }
 
 func TestInterruptedRuns(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)

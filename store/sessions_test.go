@@ -11,6 +11,7 @@ import (
 )
 
 func TestSessions(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)

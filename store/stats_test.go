@@ -13,6 +13,7 @@ import (
 )
 
 func TestStats(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -84,6 +85,7 @@ func TestStats(t *testing.T) {
 // interrupted, rewritten by lane reindex, imported, updated by an import
 // and deleted by one.
 func TestStatsRollupsMatchScan(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)
@@ -223,6 +225,7 @@ func compareStats(t *testing.T, s *Store, when string, base time.Time) {
 // the roll-ups the triggers keep, and that RebuildStats mends roll-ups
 // changed behind lane's back.
 func TestRebuildStats(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
 		s := be.open(t)

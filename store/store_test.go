@@ -57,6 +57,7 @@ func applied(t *testing.T, s *Store) []appliedMigration {
 }
 
 func TestOpenFresh(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "a", "b", "lane.db")
 	s := openAt(t, path)
 
@@ -116,6 +117,7 @@ func TestOpenFresh(t *testing.T) {
 }
 
 func TestReopenMigrated(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		path := be.where(t)
 		s1, err := Open(context.Background(), path)
@@ -148,6 +150,7 @@ func TestReopenMigrated(t *testing.T) {
 }
 
 func TestOpenNewerSchemaRefused(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		path := be.where(t)
 		s1, err := Open(context.Background(), path)
@@ -168,6 +171,7 @@ func TestOpenNewerSchemaRefused(t *testing.T) {
 // Several processes may create the file at the same moment; each migration
 // must still be applied once.
 func TestOpenConcurrentFresh(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		path := be.where(t)
 		const n = 6
@@ -195,6 +199,7 @@ func TestOpenConcurrentFresh(t *testing.T) {
 }
 
 func TestOpenPathWithOddCharacters(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "we?ird #dir%20", "lane.db")
 	s := openAt(t, path)
 	if err := s.CreateRun(context.Background(), testRun("x")); err != nil {

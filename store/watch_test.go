@@ -35,6 +35,7 @@ func awaitChange(t *testing.T, s *Store, ch <-chan struct{}, v int64, what strin
 // Another Store's commits (another lane process) are announced, on both
 // backends, and a subscriber that reads after a receive sees them.
 func TestSubscribe(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, b backend) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -75,6 +76,7 @@ func TestSubscribe(t *testing.T) {
 // On SQLite a checkpoint may empty the WAL, which the next commit writes
 // from its start: that commit is announced all the same.
 func TestSubscribeSQLiteWALStartsOver(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	path := testPath(t)

@@ -25,6 +25,7 @@ func closeWriter(t testing.TB, w *EventWriter) {
 }
 
 func TestEventWriterCloseWritesAll(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		s := be.open(t)
 		createRun(t, s, "r")
@@ -76,6 +77,7 @@ func TestEventWriterCloseWritesAll(t *testing.T) {
 }
 
 func TestEventWriterFlushVisibleToOtherStore(t *testing.T) {
+	t.Parallel()
 	path := testPath(t)
 	s1, s2 := openAt(t, path), openAt(t, path)
 	createRun(t, s1, "r")
@@ -99,6 +101,7 @@ func TestEventWriterFlushVisibleToOtherStore(t *testing.T) {
 
 // Without Flush, events are committed by the writer's own goroutine.
 func TestEventWriterFlushesByItself(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		s := be.open(t)
 		createRun(t, s, "r")
@@ -129,6 +132,7 @@ func TestEventWriterFlushesByItself(t *testing.T) {
 // An event SQLite refuses for good is reported by the next Write and does
 // not hold back the others.
 func TestEventWriterReportsRejected(t *testing.T) {
+	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		s := be.open(t)
 		createRun(t, s, "r")
@@ -198,6 +202,7 @@ func lockDB(t *testing.T, path string) (unlock func()) {
 
 // A flush that fails keeps its events; a later one commits them.
 func TestEventWriterKeepsEventsOnFailure(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		fail  func(*EventWriter, context.Context) error
@@ -247,6 +252,7 @@ func TestEventWriterKeepsEventsOnFailure(t *testing.T) {
 // Two handles on one file (two lane processes) record two runs while a
 // third reads, as the dashboard does.
 func TestConcurrentWritersAndReader(t *testing.T) {
+	t.Parallel()
 	path := testPath(t)
 	writers := []*Store{openAt(t, path), openAt(t, path)}
 	reader := openAt(t, path)
