@@ -25,6 +25,9 @@ type ImportOptions struct {
 	From  string   // one runtime, or "" for all
 	Paths []string // its folders or files instead of its default roots
 	Watch bool
+	// Verbose (lane's -v) lists the bookkeeping lines by type instead of
+	// counting them in one line.
+	Verbose bool
 }
 
 // NewCmdImport builds `lane import`.
@@ -37,6 +40,9 @@ func NewCmdImport(f *Factory, runF func(context.Context, *ImportOptions) error) 
 			"import reads only what was appended. Imported sessions are runs marked imported (lane runs --imported).",
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Paths = args
+			if v := c.Flag("verbose"); v != nil {
+				opts.Verbose = v.Value.String() == "true"
+			}
 			if len(args) > 0 && opts.From == "" {
 				return usageErrorf(fmt.Errorf("paths need --from RUNTIME"))
 			}
@@ -72,12 +78,12 @@ func runImport(ctx context.Context, f *Factory, opts *ImportOptions) error {
 	d := &importer.Driver{Store: st, Sources: sources, Env: importer.Env{Home: home, Getenv: f.Getenv}, Log: slog.Default()}
 	stats, err := d.Import(ctx)
 	if stats != nil {
-		printImport(f.IO.Out, stats)
+		printImport(f.IO.Out, stats, opts.Verbose)
 	}
 	if err != nil || !opts.Watch {
 		return err
 	}
-	return watchImport(ctx, f.IO.Out, d)
+	return watchImport(ctx, f.IO.Out, d, opts.Verbose)
 }
 
 // importSources picks the readers --from names, priced by the config
@@ -107,7 +113,12 @@ func importSources(cfg *config.File, opts *ImportOptions) ([]importer.Source, er
 	return sources, nil
 }
 
-func printImport(w io.Writer, s *importer.Stats) {
+// bookkeepingPrefix starts the skip reasons of the lines a runtime writes
+// for its own bookkeeping (Claude Code's attachments, request snapshots, …):
+// expected in every transcript, so counted in one line unless verbose.
+const bookkeepingPrefix = "bookkeeping: "
+
+func printImport(w io.Writer, s *importer.Stats, verbose bool) {
 	for _, root := range s.Missing {
 		fmt.Fprintf(w, "%s: no such folder, skipped\n", root)
 	}
@@ -120,10 +131,18 @@ func printImport(w io.Writer, s *importer.Stats) {
 		fmt.Fprintf(w, "%d sessions lane ran itself, not imported again\n", s.LaneRuns)
 	}
 	reasons := make([]string, 0, len(s.Skipped))
-	for why := range s.Skipped {
+	bookkeeping := 0
+	for why, n := range s.Skipped {
+		if !verbose && strings.HasPrefix(why, bookkeepingPrefix) {
+			bookkeeping += n
+			continue
+		}
 		reasons = append(reasons, why)
 	}
 	sort.Strings(reasons)
+	if bookkeeping > 0 {
+		fmt.Fprintf(w, "  %d bookkeeping lines counted, not stored (-v lists them by type)\n", bookkeeping)
+	}
 	for _, why := range reasons {
 		fmt.Fprintf(w, "  %d lines skipped: %s\n", s.Skipped[why], why)
 	}
@@ -134,7 +153,7 @@ func printImport(w io.Writer, s *importer.Stats) {
 const watchQuiet = 200 * time.Millisecond
 
 // watchImport re-imports the files that change until ctx ends.
-func watchImport(ctx context.Context, out io.Writer, d *importer.Driver) error {
+func watchImport(ctx context.Context, out io.Writer, d *importer.Driver, verbose bool) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
@@ -180,7 +199,7 @@ func watchImport(ctx context.Context, out io.Writer, d *importer.Driver) error {
 				return err
 			}
 			if stats.Read > 0 {
-				printImport(out, stats)
+				printImport(out, stats, verbose)
 			}
 		}
 	}
