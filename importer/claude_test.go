@@ -92,6 +92,7 @@ func eventKinds(evs []trace.Event) string {
 }
 
 func TestClaudeToolThenText(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	st := importPass(t, claudeDriver(s, claudeHome(t, "tool_then_text")))
 	runs := importedRuns(t, s)
@@ -135,6 +136,7 @@ func TestClaudeToolThenText(t *testing.T) {
 }
 
 func TestClaudeParallelToolsCountedOnce(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	importPass(t, claudeDriver(s, claudeHome(t, "parallel_tools")))
 	r := importedRuns(t, s)[0]
@@ -145,6 +147,7 @@ func TestClaudeParallelToolsCountedOnce(t *testing.T) {
 }
 
 func TestClaudeSubagentAttributed(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	importPass(t, claudeDriver(s, claudeHome(t, "subagent")))
 	runs := importedRuns(t, s)
@@ -171,6 +174,7 @@ func TestClaudeSubagentAttributed(t *testing.T) {
 }
 
 func TestClaudeResumeIsAChain(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	importPass(t, claudeDriver(s, claudeHome(t, "resume")))
 	runs := importedRuns(t, s)
@@ -193,6 +197,7 @@ func TestClaudeResumeIsAChain(t *testing.T) {
 }
 
 func TestClaudeImportTwiceAddsNothing(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	d := claudeDriver(s, claudeHome(t, "tool_then_text", "subagent", "resume"))
 	first := importPass(t, d)
@@ -208,6 +213,7 @@ func TestClaudeImportTwiceAddsNothing(t *testing.T) {
 // TestClaudeIncremental imports a transcript cut at a byte in the middle of
 // a line, then the rest: the runs and events come out as from one pass.
 func TestClaudeIncremental(t *testing.T) {
+	t.Parallel()
 	whole := openStore(t)
 	importPass(t, claudeDriver(whole, claudeHome(t, "tool_then_text")))
 	want := importedRuns(t, whole)[0]
@@ -249,6 +255,7 @@ func TestClaudeIncremental(t *testing.T) {
 }
 
 func TestClaudeRewrittenFileIsReadAgain(t *testing.T) {
+	t.Parallel()
 	cfg := claudeHome(t, "resume")
 	s := openStore(t)
 	d := claudeDriver(s, cfg)
@@ -278,6 +285,7 @@ func TestClaudeRewrittenFileIsReadAgain(t *testing.T) {
 }
 
 func TestClaudeBadLinesBecomeRaw(t *testing.T) {
+	t.Parallel()
 	cfg := claudeHome(t, "tool_then_text")
 	s := openStore(t)
 	d := claudeDriver(s, cfg)
@@ -301,6 +309,7 @@ func TestClaudeBadLinesBecomeRaw(t *testing.T) {
 }
 
 func TestClaudeLaneRunNotImported(t *testing.T) {
+	t.Parallel()
 	cfg := claudeHome(t, "tool_then_text")
 	s := openStore(t)
 	matches, _ := filepath.Glob(filepath.Join(cfg, "projects", "*", "*.jsonl"))
@@ -321,6 +330,7 @@ func TestClaudeLaneRunNotImported(t *testing.T) {
 }
 
 func TestMissingRootIsReported(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	st := importPass(t, claudeDriver(s, filepath.Join(t.TempDir(), "nope")))
 	if len(st.Missing) != 1 || st.Files != 0 {
@@ -332,7 +342,8 @@ var fixtureTime = time.Date(2026, 12, 1, 15, 34, 0, 0, time.UTC)
 
 // A transcript larger than one Read's budget is imported in several
 // batches that add up to one pass's worth.
-func TestClaudeHugeFileInBatches(t *testing.T) {
+func TestClaudeHugeFileInBatchesLong(t *testing.T) {
+	t.Parallel()
 	cfg := claudeHome(t, "tool_then_text")
 	matches, _ := filepath.Glob(filepath.Join(cfg, "projects", "*", "*.jsonl"))
 	data, err := os.ReadFile(matches[0])
@@ -363,6 +374,7 @@ func TestClaudeHugeFileInBatches(t *testing.T) {
 // Without the transcript's cost-state lines (older versions wrote none)
 // the cost is priced from the tokens and marked an estimate.
 func TestClaudeCostEstimatedWithoutCostState(t *testing.T) {
+	t.Parallel()
 	cfg := claudeHome(t, "tool_then_text")
 	matches, _ := filepath.Glob(filepath.Join(cfg, "projects", "*", "*.jsonl"))
 	data, err := os.ReadFile(matches[0])

@@ -28,6 +28,7 @@ func fixtureCopy(t *testing.T, fx fixtureReader) Env {
 // fixture becomes the three runs, the resume chained to the run it
 // resumes, marked imported with their file; a second pass reads nothing.
 func TestDriverImportsEachRuntime(t *testing.T) {
+	t.Parallel()
 	for _, fx := range fixtureReaders() {
 		t.Run(fx.reader.Runtime(), func(t *testing.T) {
 			s := openStore(t)
@@ -66,6 +67,7 @@ func TestDriverImportsEachRuntime(t *testing.T) {
 // TestDriverReadsWhatWasAppended: a session file that grows by the resume's
 // lines adds the resumed run and nothing twice.
 func TestDriverReadsWhatWasAppended(t *testing.T) {
+	t.Parallel()
 	for _, fx := range lineReaders() {
 		t.Run(fx.reader.Runtime(), func(t *testing.T) {
 			env := fixtureCopy(t, fx)
@@ -133,6 +135,7 @@ func indexOf(b []byte, s string) int {
 // rollout to archived_sessions/; the moved file is the same file, not a
 // second copy of its runs.
 func TestDriverFollowsAnArchivedRollout(t *testing.T) {
+	t.Parallel()
 	fx := fixtureReaders()[0]
 	env := fixtureCopy(t, fx)
 	s := openStore(t)
@@ -174,6 +177,7 @@ func summarizeRuns(t *testing.T, s interface {
 // Codex, Qwen Code or opencode leaves the runtime's files in their usual
 // places) is recognised by its session id and not imported again.
 func TestDriverSkipsLaneOwnSessions(t *testing.T) {
+	t.Parallel()
 	for _, fx := range fixtureReaders() {
 		t.Run(fx.reader.Runtime(), func(t *testing.T) {
 			env := fixtureCopy(t, fx)

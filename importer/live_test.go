@@ -235,11 +235,12 @@ func testPrice(_ string, u trace.Usage) (float64, bool) {
 	return float64(3*u.InputTokens+15*u.OutputTokens+u.CacheReadTokens) / 1e6, true
 }
 
-// TestImportedAgreesWithLive runs the three cases live through lane's
+// TestImportedAgreesWithLiveLong runs the three cases live through lane's
 // runner on the real CLIs, then imports the files the CLIs wrote: each
 // imported run has what lane recorded live of the same run (the same
 // kinds of events, tool calls and their failures, tokens and estimate).
-func TestImportedAgreesWithLive(t *testing.T) {
+func TestImportedAgreesWithLiveLong(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the agent CLIs")
 	}

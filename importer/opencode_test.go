@@ -51,6 +51,7 @@ func readOpencode(t *testing.T, f File, from Position) *Batch {
 // written) and a Read of the whole from that Position find what one Read
 // of the whole finds; a Read with nothing new finds nothing.
 func TestOpencodeAppendedMessages(t *testing.T) {
+	t.Parallel()
 	whole := readOpencode(t, opencodeCopy(t), Position{})
 	want := summarize(whole.Parts)
 	if len(mergeParts(whole.Parts)) != 3 {
@@ -92,6 +93,7 @@ func TestOpencodeAppendedMessages(t *testing.T) {
 // (What a Read alone does with a Position is in
 // TestOpencodeAppendedMessages.)
 func TestDriverOnAGrowingOpencodeDatabase(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	db := filepath.Join(home, ".local", "share", "opencode", "opencode.db")
 	os.MkdirAll(filepath.Dir(db), 0o755)
@@ -130,6 +132,7 @@ func copyFile(t *testing.T, src, dst string) {
 // where what opencode writes goes to opencode.db-wal and the database file
 // itself stays as it was until a checkpoint; the import sees it anyway.
 func TestDriverSeesOpencodeWriteAheadLog(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	path := filepath.Join(home, ".local", "share", "opencode", "opencode.db")
 	os.MkdirAll(filepath.Dir(path), 0o755)

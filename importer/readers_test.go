@@ -149,6 +149,7 @@ func kindCount(evs []trace.Event, k trace.Kind) int {
 // text, a failing tool, a resume of the first) against a scripted server
 // that reports 100 tokens in and 20 out for every response.
 func TestReadersOnFixtures(t *testing.T) {
+	t.Parallel()
 	for _, fx := range fixtureReaders() {
 		t.Run(fx.reader.Runtime(), func(t *testing.T) {
 			runs := importAll(t, fx.reader, envAt(fx.dir, fx.home, fx.env))
@@ -231,6 +232,7 @@ func lineReaders() []fixtureReader {
 // included) and a Read of the rest from its Position find together is what
 // one Read of the whole file finds.
 func TestIncrementalReadMatchesWholeRead(t *testing.T) {
+	t.Parallel()
 	for _, fx := range lineReaders() {
 		t.Run(fx.reader.Runtime(), func(t *testing.T) {
 			for _, f := range sessionFiles(t, fx.reader, envAt(fx.dir, fx.home, fx.env)) {
@@ -298,6 +300,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // lane does not know, become raw events with their line numbers and are
 // counted; the lines around them are read as usual.
 func TestCorruptLineIsARawEvent(t *testing.T) {
+	t.Parallel()
 	for _, fx := range lineReaders() {
 		t.Run(fx.reader.Runtime(), func(t *testing.T) {
 			f := sessionFiles(t, fx.reader, envAt(fx.dir, fx.home, fx.env))[0]

@@ -3,6 +3,7 @@ package importer
 import "testing"
 
 func TestTopLevelType(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		line string
 		typ  string
