@@ -66,6 +66,10 @@ const (
 	// burstWait is how long the poller waits, after a burst of events, for
 	// the clients' queues to have room for another page (see poller.room).
 	burstWait = time.Second
+	// stallAfter is how long a client with messages queued may send
+	// nothing before the poller stops waiting for it (see poller.room): a
+	// client that is sending sends a queued message in well under that.
+	stallAfter = 100 * time.Millisecond
 	// childGrace is how long runs started from the dashboard get to record
 	// their cancellation when the dashboard stops, before they are killed.
 	childGrace = 10 * time.Second

@@ -106,13 +106,19 @@ func (h *hub) closeAll(code int, reason string) {
 	}
 }
 
-// maxQueued returns the length of the longest client queue.
-func (h *hub) maxQueued() int {
+// maxQueued returns the length of the longest queue of a client that is
+// sending: one whose queue holds messages but that has sent nothing since
+// stalledBefore does not count.
+func (h *hub) maxQueued(stalledBefore time.Time) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := 0
 	for c := range h.clients {
-		n = max(n, len(c.send))
+		q := len(c.send)
+		if q > 0 && c.sentAt.Load() < stalledBefore.UnixNano() {
+			continue
+		}
+		n = max(n, q)
 	}
 	return n
 }
@@ -271,13 +277,16 @@ func (p *poller) check(ctx context.Context, force bool) bool {
 	return true
 }
 
-// room reports whether every client's queue has room for a page of events.
-// After a burst, another page at once could overflow a client that is
-// merely still sending the last one; so the poller reads on at a later tick
-// (the runs wait too, to come after their events), for burstWait at most:
-// a client that has not made room by then is too slow and overflows.
+// room reports whether every sending client's queue has room for a page of
+// events. After a burst, another page at once could overflow a client that
+// is merely still sending the last one; so the poller reads on at a later
+// tick (the runs wait too, to come after their events), for burstWait at
+// most: a client that has not made room by then is too slow and overflows.
+// A client that has stopped sending (a page in a background tab, whose
+// browser takes no more of the socket) holds back nobody: waiting for it
+// delayed every other client's events by up to burstWait.
 func (p *poller) room() bool {
-	if p.s.hub.maxQueued() <= sendQueue-eventPage {
+	if p.s.hub.maxQueued(time.Now().Add(-stallAfter)) <= sendQueue-eventPage {
 		p.waitingSince = time.Time{}
 		return true
 	}

@@ -68,7 +68,7 @@ func writeRun(t *testing.T, st *store.Store, id string, n int64) *trace.Run {
 // database's notifications alone. Once the dashboard has stopped, none of
 // its goroutines is left, and closing the stores ends their listeners.
 func TestWebsocketLivePostgres(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it counts the process's goroutines.
 	e, _ := pgEnv(t, envOpt{})
 	c := e.dial("", nil)
 	if cur := readHello(t, c); cur != 0 {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -29,6 +30,11 @@ type client struct {
 	send chan *message
 	ctx  context.Context // ends with the client
 	stop context.CancelFunc
+
+	// sentAt is when the client's last message went out (Unix
+	// nanoseconds): a client with messages queued that has sent nothing
+	// for a while is stalled, and holds back nobody (see poller.room).
+	sentAt atomic.Int64
 
 	once   sync.Once
 	done   chan struct{} // closed by close
@@ -198,5 +204,9 @@ func (s *Server) catchUp(c *client, after int64) (last int64, ok bool) {
 
 func (c *client) write(kind int, data []byte) error {
 	c.conn.SetWriteDeadline(time.Now().Add(writeWait))
-	return c.conn.WriteMessage(kind, data)
+	if err := c.conn.WriteMessage(kind, data); err != nil {
+		return err
+	}
+	c.sentAt.Store(time.Now().UnixNano())
+	return nil
 }

@@ -155,11 +155,34 @@ func TestSlowClientDropped(t *testing.T) {
 
 	run := createRun(t, e.other, "flood").ID
 	const total = 3000
+	// The fast client reads as the events come: the stalled one must not
+	// hold it back, nor must a burst overflow it.
+	fastGot, fastErr := make(chan []wsMsg, 1), make(chan error, 1)
+	go func() {
+		var evs []wsMsg
+		for len(evs) < total {
+			var m wsMsg
+			fast.SetReadDeadline(time.Now().Add(wait))
+			if err := fast.ReadJSON(&m); err != nil {
+				fastErr <- fmt.Errorf("after %d events: %w", len(evs), err)
+				return
+			}
+			if m.Type == "event" {
+				evs = append(evs, m)
+			}
+		}
+		fastGot <- evs
+	}()
 	text := strings.Repeat("x", 2048)
 	for from := int64(1); from <= total; from += 100 {
 		appendEvents(t, e.other, run, from, from+99, text)
 	}
-	checkSeqs(t, readEvents(t, fast, total), run, 1, total)
+	select {
+	case evs := <-fastGot:
+		checkSeqs(t, evs, run, 1, total)
+	case err := <-fastErr:
+		t.Fatalf("fast client: %v", err)
+	}
 	if n := e.srv.hub.count(); n != 1 {
 		t.Errorf("%d clients registered, want the fast one only", n)
 	}
