@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,18 +33,22 @@ func BenchmarkDashboardLiveRuns(b *testing.B) {
 	for _, runtime := range []string{"local", "claude"} {
 		for _, order := range []string{"dashboard-first", "run-first"} {
 			b.Run(runtime+"/"+order, func(b *testing.B) {
-				benchDashboardLiveRuns(b, runtime, order == "run-first")
+				benchDashboardLiveRuns(b, runtime, order == "run-first", false)
 			})
 		}
 	}
+	// A second page that reads slowly (a tab in the background, whose
+	// renderer Chromium throttles and stops taking the socket's data) must
+	// not hold back the first.
+	b.Run("local/stalled-tab", func(b *testing.B) { benchDashboardLiveRuns(b, "local", false, true) })
 }
 
-func benchDashboardLiveRuns(b *testing.B, runtime string, runFirst bool) {
+func benchDashboardLiveRuns(b *testing.B, runtime string, runFirst, stalledTab bool) {
 	{
 		{
 			var all, worst []time.Duration
 			for range b.N {
-				lat, perRun := dashboardLiveRuns(b, runtime, runFirst)
+				lat, perRun := dashboardLiveRuns(b, runtime, runFirst, stalledTab)
 				all = append(all, lat...)
 				worst = append(worst, slices.Max(perRun))
 			}
@@ -64,7 +71,7 @@ const liveRunTools = 3
 
 // dashboardLiveRuns runs one round of BenchmarkDashboardLiveRuns and
 // returns every event's latency and each run's p99.
-func dashboardLiveRuns(b *testing.B, runtime string, runFirst bool) (all, perRunP99 []time.Duration) {
+func dashboardLiveRuns(b *testing.B, runtime string, runFirst, stalledTab bool) (all, perRunP99 []time.Duration) {
 	b.StopTimer()
 	e, args := liveRunsEnv(b, runtime)
 	// The database where lane keeps it by default, in a folder that does
@@ -91,6 +98,16 @@ func dashboardLiveRuns(b *testing.B, runtime string, runFirst bool) (all, perRun
 	defer ws.Close()
 	rec := newArrivals()
 	go rec.read(ws)
+	if stalledTab {
+		stalled := dialStalled(b, base)
+		defer stalled.Close()
+		// What a page in the background would not take: the stalled
+		// client's socket buffers fill, the rest waits in its queue.
+		id := writeFiller(b, e, 400, 16<<10)
+		if _, err := rec.wait(id, 400, time.Minute); err != nil {
+			b.Fatal(err)
+		}
+	}
 
 	b.StartTimer()
 	var ids []string
@@ -157,6 +174,49 @@ func liveRunsEnv(b *testing.B, runtime string) (*env, []string) {
 		return openaitest.ToolCalls(openaitest.Call(fmt.Sprintf("c%d", n), "bash", map[string]any{"command": fmt.Sprintf("echo step %d", n)})), true
 	})
 	return e.env, []string{"--model", localModel}
+}
+
+// writeFiller records a run of n text events of size bytes each, as
+// another lane process would, and returns its id.
+func writeFiller(b *testing.B, e *env, n, size int) string {
+	ctx := context.Background()
+	st := e.openStore()
+	run := &trace.Run{ID: fmt.Sprintf("filler%d", time.Now().UnixNano()), Status: trace.StatusSucceeded, Runtime: "local",
+		Model: localModel, Dir: e.proj, Prompt: "filler", StartedAt: time.Now().UTC()}
+	if err := st.CreateRun(ctx, run); err != nil {
+		b.Fatal(err)
+	}
+	w := st.NewEventWriter(run.ID)
+	text := strings.Repeat("x", size)
+	for seq := 1; seq <= n; seq++ {
+		if err := w.Write(trace.Event{Seq: int64(seq), Time: time.Now().UTC(), Kind: trace.KindText, Text: text}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return run.ID
+}
+
+// dialStalled connects a websocket client that reads nothing, with a
+// small receive buffer: once the kernel's buffers are full, what the
+// dashboard sends it waits in its queue there.
+func dialStalled(b *testing.B, base string) *websocket.Conn {
+	d := &websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 1024, NetDialContext: (&net.Dialer{
+		Control: func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			err := rc.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10)
+			})
+			return errors.Join(err, serr)
+		},
+	}).DialContext}
+	c, _, err := d.Dial("ws"+strings.TrimPrefix(base, "http")+"/ws", map[string][]string{"Origin": {base}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
 }
 
 // arrivals records when each run's events reach a websocket client.
