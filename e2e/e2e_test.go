@@ -559,8 +559,9 @@ func TestRootRefusalIsExplained(t *testing.T) {
 	}
 }
 
-// pidsIn lists processes working in dir.
-func pidsIn(dir string) []int {
+// livePIDs lists the processes, zombies and this one aside, for which
+// match says yes of their /proc folder.
+func livePIDs(match func(procDir string) bool) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, ent := range entries {
@@ -568,33 +569,33 @@ func pidsIn(dir string) []int {
 		if _, err := fmt.Sscanf(ent.Name(), "%d", &pid); err != nil || pid == os.Getpid() {
 			continue
 		}
-		if cwd, err := os.Readlink("/proc/" + ent.Name() + "/cwd"); err == nil && cwd == dir {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// pidsWith lists processes whose command line contains s.
-func pidsWith(s string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, ent := range entries {
-		var pid int
-		if _, err := fmt.Sscanf(ent.Name(), "%d", &pid); err != nil || pid == os.Getpid() {
+		dir := "/proc/" + ent.Name()
+		if !match(dir) {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
-		if err != nil || !bytes.Contains(b, []byte(s)) {
-			continue
-		}
-		stat, _ := os.ReadFile("/proc/" + ent.Name() + "/stat")
+		stat, _ := os.ReadFile(dir + "/stat")
 		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
 			continue
 		}
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// pidsIn lists processes working in dir or below it.
+func pidsIn(dir string) []int {
+	return livePIDs(func(p string) bool {
+		cwd, err := os.Readlink(p + "/cwd")
+		return err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+"/"))
+	})
+}
+
+// pidsWith lists processes whose command line contains s.
+func pidsWith(s string) []int {
+	return livePIDs(func(p string) bool {
+		b, err := os.ReadFile(p + "/cmdline")
+		return err == nil && bytes.Contains(b, []byte(s))
+	})
 }
 
 // waitFor polls cond: the processes it watches announce nothing.

@@ -465,18 +465,9 @@ func testMaxTurns(t *testing.T, r rig) {
 // exited: lane kills the runtime's whole tree before it returns.
 func assertNoProcessIn(t *testing.T, dir string) {
 	t.Helper()
-	entries, _ := os.ReadDir("/proc")
-	for _, ent := range entries {
-		cwd, err := os.Readlink("/proc/" + ent.Name() + "/cwd")
-		if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+"/")) {
-			continue
-		}
-		stat, _ := os.ReadFile("/proc/" + ent.Name() + "/stat")
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
-		t.Errorf("process %s still runs in the project: %q", ent.Name(), bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+	for _, pid := range pidsIn(dir) {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		t.Errorf("process %d still runs in the project: %q", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
 	}
 }
 
