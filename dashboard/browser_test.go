@@ -147,7 +147,7 @@ func startBrowserEnv(t *testing.T, seed func(*browserEnv)) *browserEnv {
 		t.Fatalf("start %s: %v", chromium, err)
 	}
 	tab, cancelTab := chromedp.NewContext(browser)
-	t.Cleanup(cancelTab) // closes the tab
+	t.Cleanup(cancelTab)                     // closes the tab
 	if err := chromedp.Do(tab); err != nil { // open the tab
 		t.Fatalf("open a tab in %s: %v", chromium, err)
 	}
