@@ -11,9 +11,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"lane/store"
@@ -24,7 +27,7 @@ import (
 type Store interface {
 	ImportFiles(ctx context.Context, runtime string) (map[string]*store.ImportFile, error)
 	SessionRuns(ctx context.Context, runtime, sessionID string) ([]*trace.Run, error)
-	CommitImport(ctx context.Context, b *store.ImportBatch) error
+	CommitImports(ctx context.Context, bs []*store.ImportBatch) error
 	ForgetImport(ctx context.Context, path string) ([]string, error)
 }
 
@@ -117,6 +120,30 @@ func (d *Driver) importSource(ctx context.Context, src Source, st *Stats) error 
 		return strings.Count(files[i].path, string(filepath.Separator)) < strings.Count(files[j].path, string(filepath.Separator))
 	})
 	moved := movedFiles(known, files)
+	previous := func(f found) *store.ImportFile {
+		if prev := known[f.path]; prev != nil {
+			return prev
+		}
+		return moved[f.path]
+	}
+	unchanged := func(f found, prev *store.ImportFile) bool {
+		return prev != nil && prev.Dev == f.dev && prev.Inode == f.inode && prev.Size == f.size && prev.MTime == f.mtime
+	}
+	// The files to read are parsed ahead, on every core, while this
+	// goroutine commits the ones before them.
+	var ahead []prefetchJob
+	for _, f := range files {
+		if d.OnlyPaths != nil && !d.OnlyPaths[f.path] {
+			continue
+		}
+		if prev := previous(f); !unchanged(f, prev) {
+			ahead = append(ahead, prefetchJob{f: f, prev: prev})
+		}
+	}
+	pre := startPrefetch(ctx, src.Reader, ahead)
+	defer pre.stop()
+	g := &group{runs: map[string]*trace.Run{}, sessions: map[string][]*trace.Run{}}
+
 	retry, done := map[string]bool{}, map[string]bool{}
 	for _, f := range files {
 		if ctx.Err() != nil {
@@ -126,16 +153,13 @@ func (d *Driver) importSource(ctx context.Context, src Source, st *Stats) error 
 			continue
 		}
 		st.Files++
-		prev := known[f.path]
-		if prev == nil {
-			prev = moved[f.path]
-		}
-		if prev != nil && prev.Dev == f.dev && prev.Inode == f.inode && prev.Size == f.size && prev.MTime == f.mtime {
+		prev := previous(f)
+		if unchanged(f, prev) {
 			st.Unchanged++
 			done[f.path] = true
 			continue
 		}
-		forgot, err := d.importFile(ctx, src.Reader, f, prev, st)
+		forgot, err := d.importFile(ctx, src.Reader, f, prev, pre.take(f.path, prev), g, st)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -158,9 +182,75 @@ func (d *Driver) importSource(ctx context.Context, src Source, st *Stats) error 
 		if !retry[f.path] || done[f.path] {
 			continue
 		}
-		if _, err := d.importFile(ctx, src.Reader, f, nil, st); err != nil {
+		if _, err := d.importFile(ctx, src.Reader, f, nil, nil, g, st); err != nil {
 			st.Errors = append(st.Errors, fmt.Sprintf("%s: %v", f.path, err))
 		}
+	}
+	return d.flush(ctx, g, st)
+}
+
+// Group commits: the batches of several files go to the store in one
+// transaction, once they hold groupBytes of the files or groupFiles files.
+const (
+	groupBytes = 16 << 20
+	groupFiles = 512
+)
+
+// group is the batches read but not yet committed, and the runs they
+// create or bring up to date, which the store does not have yet.
+type group struct {
+	batches []*store.ImportBatch
+	bytes   int64
+	// runs are the latest state of the runs the batches touch, by id;
+	// sessions the runs they create, by session id, in order.
+	runs     map[string]*trace.Run
+	sessions map[string][]*trace.Run
+}
+
+// add queues a batch that read n bytes, and commits the group when full.
+func (d *Driver) add(ctx context.Context, g *group, b *store.ImportBatch, n int64, st *Stats) error {
+	g.batches = append(g.batches, b)
+	g.bytes += n
+	if g.bytes < groupBytes && len(g.batches) < groupFiles {
+		return nil
+	}
+	return d.flush(ctx, g, st)
+}
+
+// flush commits the group. When the group fails, its batches are tried
+// one at a time, so that one file's fault is that file's alone.
+func (d *Driver) flush(ctx context.Context, g *group, st *Stats) error {
+	bs := g.batches
+	g.batches, g.bytes = nil, 0
+	clear(g.runs)
+	clear(g.sessions)
+	if len(bs) == 0 {
+		return nil
+	}
+	count := func(b *store.ImportBatch) {
+		for _, ir := range b.Runs {
+			st.Events += len(ir.Events)
+		}
+	}
+	err := d.Store.CommitImports(ctx, bs)
+	if err == nil {
+		for _, b := range bs {
+			count(b)
+		}
+		return nil
+	}
+	if len(bs) == 1 || ctx.Err() != nil {
+		return err
+	}
+	for _, b := range bs {
+		if err := d.Store.CommitImports(ctx, []*store.ImportBatch{b}); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			st.Errors = append(st.Errors, fmt.Sprintf("%s: %v", b.File.Path, err))
+			continue
+		}
+		count(b)
 	}
 	return nil
 }
@@ -224,33 +314,30 @@ func stat(path string, info fs.FileInfo) found {
 	return f
 }
 
-// importFile reads what is new in f and commits it. A file whose identity
-// changed, that shrank or whose head differs is read again from the start,
-// after the runs it fed are forgotten; it returns the other files forgotten
-// with them.
-func (d *Driver) importFile(ctx context.Context, r Reader, f found, prev *store.ImportFile, st *Stats) ([]string, error) {
-	head, err := headHash(f.path, prev)
-	if err != nil {
-		return nil, err
+// importFile reads what is new in f and adds it to the group (pre, when
+// not nil, is its first Read, done ahead). A file whose identity changed,
+// that shrank or whose head differs is read again from the start, after
+// the runs it fed are forgotten; it returns the other files forgotten with
+// them.
+func (d *Driver) importFile(ctx context.Context, r Reader, f found, prev *store.ImportFile, pre *prefetched, g *group, st *Stats) ([]string, error) {
+	if pre == nil {
+		pre = readFirst(ctx, r, f, prev)
 	}
-	var (
-		from   Position
-		forgot []string
-	)
-	if prev != nil {
-		rewritten := prev.Dev != f.dev || prev.Inode != f.inode || f.size < prev.Offset || head != prev.Head
-		if rewritten {
-			if forgot, err = d.Store.ForgetImport(ctx, f.path); err != nil {
-				return nil, err
-			}
-			st.Rewritten++
-			if head, err = headHash(f.path, nil); err != nil {
-				return nil, err
-			}
-			prev = nil
-		} else {
-			from = Position{Offset: prev.Offset, Line: prev.Line, State: prev.State}
+	if pre.err != nil {
+		return nil, pre.err
+	}
+	var forgot []string
+	if pre.rewritten {
+		// What the group holds may feed the runs forgotten: committed first.
+		if err := d.flush(ctx, g, st); err != nil {
+			return nil, err
 		}
+		var err error
+		if forgot, err = d.Store.ForgetImport(ctx, f.path); err != nil {
+			return nil, err
+		}
+		st.Rewritten++
+		prev = nil
 	}
 	var runs []string
 	if prev != nil {
@@ -258,35 +345,139 @@ func (d *Driver) importFile(ctx context.Context, r Reader, f found, prev *store.
 	}
 	// A Read stops after a bounded number of bytes, so a huge transcript is
 	// imported in several batches, each committed, in bounded memory.
-	for first := true; ; first = false {
-		b, err := r.Read(ctx, File{Path: f.path, Size: f.size}, from)
-		if err != nil {
-			return forgot, err
-		}
-		if first {
-			st.Read++
-		}
+	b, from := pre.batch, pre.from
+	st.Read++
+	for {
 		st.Lines += b.Lines
 		for why, n := range b.Skipped {
 			st.Skipped[why] += n
 		}
 		rec := store.ImportFile{Path: f.path, Runtime: r.Runtime(), Dev: f.dev, Inode: f.inode, Size: f.size,
-			MTime: f.mtime, Head: head, Offset: b.Position.Offset, Line: b.Position.Line, State: b.Position.State, Runs: runs}
-		batch, err := d.runs(ctx, r.Runtime(), f.path, b, &rec, st)
+			MTime: f.mtime, Head: pre.head, Offset: b.Position.Offset, Line: b.Position.Line, State: b.Position.State, Runs: runs}
+		batch, err := d.runs(ctx, r.Runtime(), f.path, b, &rec, g, st)
 		if err != nil {
 			return forgot, err
 		}
-		if err := d.Store.CommitImport(ctx, batch); err != nil {
+		if err := d.add(ctx, g, batch, b.Position.Offset-from.Offset, st); err != nil {
 			return forgot, err
-		}
-		for _, ir := range batch.Runs {
-			st.Events += len(ir.Events)
 		}
 		if b.Lines == 0 || b.Position.Offset >= f.size {
 			return forgot, nil
 		}
 		from, runs = b.Position, batch.File.Runs
+		if b, err = r.Read(ctx, File{Path: f.path, Size: f.size}, from); err != nil {
+			return forgot, err
+		}
 	}
+}
+
+// prefetched is a file's first Read, and what was learnt on the way.
+type prefetched struct {
+	prev      *store.ImportFile // the record it was read against
+	head      string            // the hash of the file's head
+	rewritten bool              // prev is not this file any more: read from the start
+	from      Position
+	batch     *Batch
+	err       error
+}
+
+// readFirst makes a file's first Read: from where prev stopped, or from
+// the start for a new file or one rewritten. It touches no store.
+func readFirst(ctx context.Context, r Reader, f found, prev *store.ImportFile) *prefetched {
+	p := &prefetched{prev: prev}
+	if p.head, p.err = headHash(f.path, prev); p.err != nil {
+		return p
+	}
+	if prev != nil {
+		p.rewritten = prev.Dev != f.dev || prev.Inode != f.inode || f.size < prev.Offset || p.head != prev.Head
+		if p.rewritten {
+			if p.head, p.err = headHash(f.path, nil); p.err != nil {
+				return p
+			}
+		} else {
+			p.from = Position{Offset: prev.Offset, Line: prev.Line, State: prev.State}
+		}
+	}
+	p.batch, p.err = r.Read(ctx, File{Path: f.path, Size: f.size}, p.from)
+	return p
+}
+
+// prefetchJob is a file to read ahead, against its record.
+type prefetchJob struct {
+	f    found
+	prev *store.ImportFile
+}
+
+// prefetch reads the first batch of the files to import ahead of the
+// goroutine that commits them, on every core, at most a few files ahead
+// (each may hold a Read's budget in memory).
+type prefetch struct {
+	jobs   []prefetchJob
+	index  map[string]int // job by path
+	out    []chan *prefetched
+	window chan struct{} // a token per job started and not yet taken
+	next   int           // the next job take expects
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func startPrefetch(ctx context.Context, r Reader, jobs []prefetchJob) *prefetch {
+	ctx, cancel := context.WithCancel(ctx)
+	workers := runtime.GOMAXPROCS(0)
+	p := &prefetch{jobs: jobs, index: make(map[string]int, len(jobs)), out: make([]chan *prefetched, len(jobs)),
+		window: make(chan struct{}, 2*workers), cancel: cancel}
+	for i, j := range jobs {
+		p.index[j.f.path] = i
+		p.out[i] = make(chan *prefetched, 1)
+	}
+	var next atomic.Int64
+	for range workers {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			for {
+				select {
+				case p.window <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				i := int(next.Add(1)) - 1
+				if i >= len(jobs) || ctx.Err() != nil {
+					<-p.window
+					return
+				}
+				p.out[i] <- readFirst(ctx, r, jobs[i].f, jobs[i].prev)
+			}
+		}()
+	}
+	return p
+}
+
+// take returns the first Read of the file at path made against prev, or nil
+// when there is none (the file was not to be read, or its record changed
+// since: the caller reads it then). Jobs before it are dropped: their files
+// were forgotten since and are read again later.
+func (p *prefetch) take(path string, prev *store.ImportFile) *prefetched {
+	i, ok := p.index[path]
+	if !ok || i < p.next {
+		return nil
+	}
+	var got *prefetched
+	for ; p.next <= i; p.next++ {
+		got = <-p.out[p.next]
+		p.out[p.next] = nil
+		<-p.window
+	}
+	if got.prev != prev {
+		return nil
+	}
+	return got
+}
+
+// stop ends the workers and waits for them.
+func (p *prefetch) stop() {
+	p.cancel()
+	p.wg.Wait()
 }
 
 // headHash hashes the file's first bytes: as many as were hashed before
@@ -315,7 +506,7 @@ func headHash(path string, prev *store.ImportFile) (string, error) {
 }
 
 // runs turns a batch's parts into the runs they create or extend.
-func (d *Driver) runs(ctx context.Context, runtime, path string, b *Batch, rec *store.ImportFile, st *Stats) (*store.ImportBatch, error) {
+func (d *Driver) runs(ctx context.Context, runtime, path string, b *Batch, rec *store.ImportFile, g *group, st *Stats) (*store.ImportBatch, error) {
 	out := &store.ImportBatch{File: *rec}
 	byID := map[string]int{} // run id → index in out.Runs
 	for i := range b.Parts {
@@ -327,12 +518,14 @@ func (d *Driver) runs(ctx context.Context, runtime, path string, b *Batch, rec *
 		if err != nil {
 			return nil, err
 		}
-		// Runs made earlier in this batch are not in the store yet.
-		for _, ir := range out.Runs {
-			if ir.Run.SessionID == p.SessionID && ir.New {
-				existing = append(existing, ir.Run)
+		// The group's runs are not in the store yet: the latest of each, and
+		// the ones it made.
+		for i, r := range existing {
+			if latest := g.runs[r.ID]; latest != nil {
+				existing[i] = latest
 			}
 		}
+		existing = append(existing, g.sessions[p.SessionID]...)
 		if laneRan(existing) {
 			if !st.laneSessions[p.SessionID] {
 				if st.laneSessions == nil {
@@ -362,6 +555,10 @@ func (d *Driver) runs(ctx context.Context, runtime, path string, b *Batch, rec *
 			run = cloneRun(run)
 		}
 		merge(run, p)
+		g.runs[run.ID] = run
+		if isNew {
+			g.sessions[p.SessionID] = append(g.sessions[p.SessionID], run)
+		}
 		byID[run.ID] = len(out.Runs)
 		out.Runs = append(out.Runs, store.ImportRun{Run: run, New: isNew, Events: p.Events})
 		st.Sessions++

@@ -95,54 +95,118 @@ func (s *Store) SessionRuns(ctx context.Context, runtime, sessionID string) ([]*
 // their events appended after the ones they have, and the file's new
 // position.
 func (s *Store) CommitImport(ctx context.Context, b *ImportBatch) error {
+	return s.CommitImports(ctx, []*ImportBatch{b})
+}
+
+// CommitImports records several batches, in order, in one transaction, so
+// that a bulk import pays one commit and one preparation of each statement
+// (and of the triggers on runs) per group of files rather than per file. A
+// batch may extend a run that an earlier batch of the same call creates.
+// All commit or none do.
+func (s *Store) CommitImports(ctx context.Context, bs []*ImportBatch) error {
+	if len(bs) == 0 {
+		return nil
+	}
 	err := s.writeTx(ctx, func(tx *txn) error {
-		for _, ir := range b.Runs {
-			if err := s.importRun(ctx, tx, ir); err != nil {
-				return err
+		c := &importTx{s: s, tx: tx, stmts: map[string]*stmt{}}
+		defer c.close()
+		for _, b := range bs {
+			for _, ir := range b.Runs {
+				if err := c.run(ctx, ir); err != nil {
+					return fmt.Errorf("%s: %w", b.File.Path, err)
+				}
+			}
+			if err := putImportFile(ctx, c, &b.File); err != nil {
+				return fmt.Errorf("%s: %w", b.File.Path, err)
 			}
 		}
-		return putImportFile(ctx, tx, &b.File)
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("import %s: %w", b.File.Path, err)
+		return fmt.Errorf("import: %w", err)
 	}
 	return nil
 }
 
-func (s *Store) importRun(ctx context.Context, tx *txn, ir ImportRun) error {
+// importTx is one CommitImports transaction and the statements it has
+// prepared, each once.
+type importTx struct {
+	s     *Store
+	tx    *txn
+	stmts map[string]*stmt
+}
+
+func (c *importTx) exec(ctx context.Context, q string, args ...any) error {
+	st, ok := c.stmts[q]
+	if !ok {
+		var err error
+		if st, err = c.tx.PrepareContext(ctx, q); err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		c.stmts[q] = st
+	}
+	_, err := st.ExecContext(ctx, args...)
+	return err
+}
+
+func (c *importTx) close() {
+	for _, st := range c.stmts {
+		st.Close()
+	}
+}
+
+func (c *importTx) run(ctx context.Context, ir ImportRun) error {
 	r := ir.Run
 	if r.ID == "" || r.StartedAt.IsZero() {
 		return fmt.Errorf("run %q: empty id or start", r.ID)
 	}
-	q, args, err := s.runStatement(r, !ir.New)
+	q, args, err := c.s.runStatement(r, !ir.New)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", r.ID, err)
 	}
-	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+	if err := c.exec(ctx, q, args...); err != nil {
 		return fmt.Errorf("run %s: %w", r.ID, err)
 	}
 	if len(ir.Events) == 0 {
 		return nil
 	}
 	var last int64
-	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", r.ID).Scan(&last); err != nil {
+	if err := c.tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", r.ID).Scan(&last); err != nil {
 		return fmt.Errorf("last event of run %s: %w", r.ID, err)
 	}
-	rows := make([]row, 0, len(ir.Events))
-	for i := range ir.Events {
-		ev := ir.Events[i]
-		ev.RunID, ev.Seq = r.ID, last+int64(i)+1
-		rw, err := newRow(ev)
-		if err != nil {
-			return err
+	args = make([]any, 0, 6*rowsPerInsert)
+	for start := 0; start < len(ir.Events); start += rowsPerInsert {
+		evs := ir.Events[start:min(len(ir.Events), start+rowsPerInsert)]
+		q := insertEvents
+		if len(evs) < rowsPerInsert {
+			q = insertEvent + eventValues
 		}
-		rows = append(rows, rw)
+		args = args[:0]
+		for i := range evs {
+			ev := evs[i]
+			ev.RunID, ev.Seq = r.ID, last+int64(start+i)+1
+			rw, err := newRow(ev)
+			if err != nil {
+				return err
+			}
+			if len(evs) < rowsPerInsert {
+				if err := c.exec(ctx, q, rw.runID, rw.seq, rw.time, rw.kind, rw.payload, rw.raw); err != nil {
+					return fmt.Errorf("insert event %d of run %s: %w", rw.seq, r.ID, err)
+				}
+				continue
+			}
+			args = append(args, rw.runID, rw.seq, rw.time, rw.kind, rw.payload, rw.raw)
+		}
+		if len(evs) == rowsPerInsert {
+			if err := c.exec(ctx, q, args...); err != nil {
+				return fmt.Errorf("insert events %d-%d of run %s: %w", last+int64(start)+1, last+int64(start+len(evs)), r.ID, err)
+			}
+		}
 	}
-	_, err = insertRows(ctx, tx, rows, false)
-	return err
+	return nil
 }
 
-func putImportFile(ctx context.Context, tx *txn, f *ImportFile) error {
+func putImportFile(ctx context.Context, c *importTx, f *ImportFile) error {
 	runs, err := jsonList(f.Runs)
 	if err != nil {
 		return fmt.Errorf("encode runs: %w", err)
@@ -151,7 +215,7 @@ func putImportFile(ctx context.Context, tx *txn, f *ImportFile) error {
 	if len(f.State) > 0 {
 		state = string(f.State)
 	}
-	_, err = tx.ExecContext(ctx, "INSERT INTO import_files ("+importFileColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"+
+	err = c.exec(ctx, "INSERT INTO import_files ("+importFileColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"+
 		" ON CONFLICT (path) DO UPDATE SET runtime = excluded.runtime, dev = excluded.dev, inode = excluded.inode,"+
 		" size = excluded.size, mtime = excluded.mtime, head = excluded.head, consumed = excluded.consumed,"+
 		" line = excluded.line, state = excluded.state, runs = excluded.runs",
