@@ -33,7 +33,7 @@ test-deps: $(RUNTIMES_STAMP)
 LONG = Long$$
 test: test-deps
 	$(GO) vet ./...
-	@$(GO) test -skip '$(LONG)' -parallel 4 -timeout 20m ./e2e/ & e2e=$$!; \
+	@$(GO) test -skip '$(LONG)' -timeout 20m ./e2e/ & e2e=$$!; \
 	$(GO) test -race -skip '$(LONG)' -timeout 20m $$($(GO) list ./... | grep -v '^lane/e2e$$'); unit=$$?; \
 	wait $$e2e; e2e=$$?; \
 	test $$unit -eq 0 && test $$e2e -eq 0

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -253,17 +255,17 @@ func TestRuntimeFaultsLong(t *testing.T) {
 	})
 }
 
-// runRigScenarios runs each scenario on every runtime's rig, all at once:
-// most of a CLI's time is spent waiting on its start and its model.
+// runRigScenarios runs the scenarios on every runtime's rig, the rigs at
+// once and each rig's scenarios one after another: the Node-based CLIs
+// take a core each to start, and more of them at once than the cores only
+// wait on each other (and past the tests' bounds on a busy machine).
 func runRigScenarios(t *testing.T, scenarios map[string]func(*testing.T, rig)) {
+	names := slices.Sorted(maps.Keys(scenarios))
 	for _, r := range rigs {
 		t.Run(r.runtime, func(t *testing.T) {
 			t.Parallel()
-			for name, scenario := range scenarios {
-				t.Run(name, func(t *testing.T) {
-					t.Parallel()
-					scenario(t, r)
-				})
+			for _, name := range names {
+				t.Run(name, func(t *testing.T) { scenarios[name](t, r) })
 			}
 		})
 	}
