@@ -50,3 +50,44 @@ func BenchmarkRecheckUnchanged(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFirstImport imports 3,000 transcripts (copies of the fixtures
+// with session ids of their own) into a new database each time: the first
+// lane import of a machine's history. It reports MB/s of transcripts.
+func BenchmarkFirstImport(b *testing.B) {
+	cfg := b.TempDir()
+	src, err := filepath.Glob(filepath.Join(claudeFixtures, "*", "*.jsonl"))
+	if err != nil || len(src) == 0 {
+		b.Fatal("fixtures missing")
+	}
+	var size int64
+	for i := range 3000 {
+		data, err := os.ReadFile(src[i%len(src)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		sid := strings.TrimSuffix(filepath.Base(src[i%len(src)]), ".jsonl")
+		dir := filepath.Join(cfg, "projects", fmt.Sprintf("-home-dev-p%02d", i%30))
+		os.MkdirAll(dir, 0o755)
+		id := fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
+		body := bytes.ReplaceAll(data, []byte(sid), []byte(id))
+		if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), body, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		size += int64(len(body))
+	}
+	b.SetBytes(size)
+	for b.Loop() {
+		b.StopTimer()
+		s := openStore(b)
+		d := claudeDriver(s, cfg)
+		b.StartTimer()
+		st := importPass(b, d)
+		if st.Read != 3000 {
+			b.Fatalf("read %d files", st.Read)
+		}
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+	}
+}

@@ -27,6 +27,7 @@ import (
 type Store interface {
 	ImportFiles(ctx context.Context, runtime string) (map[string]*store.ImportFile, error)
 	SessionRuns(ctx context.Context, runtime, sessionID string) ([]*trace.Run, error)
+	RuntimeSessions(ctx context.Context, runtime string) (map[string]bool, error)
 	CommitImports(ctx context.Context, bs []*store.ImportBatch) error
 	ForgetImport(ctx context.Context, path string) ([]string, error)
 }
@@ -142,7 +143,11 @@ func (d *Driver) importSource(ctx context.Context, src Source, st *Stats) error 
 	}
 	pre := startPrefetch(ctx, src.Reader, ahead)
 	defer pre.stop()
-	g := &group{runs: map[string]*trace.Run{}, sessions: map[string][]*trace.Run{}}
+	stored, err := d.Store.RuntimeSessions(ctx, rt)
+	if err != nil {
+		return err
+	}
+	g := &group{runs: map[string]*trace.Run{}, sessions: map[string][]*trace.Run{}, stored: stored}
 
 	retry, done := map[string]bool{}, map[string]bool{}
 	for _, f := range files {
@@ -205,6 +210,9 @@ type group struct {
 	// sessions the runs they create, by session id, in order.
 	runs     map[string]*trace.Run
 	sessions map[string][]*trace.Run
+	// stored are the session ids the store has runs of (or will have once
+	// the group is committed): only those are asked of it.
+	stored map[string]bool
 }
 
 // add queues a batch that read n bytes, and commits the group when full.
@@ -514,9 +522,12 @@ func (d *Driver) runs(ctx context.Context, runtime, path string, b *Batch, rec *
 		if p.SessionID == "" {
 			continue
 		}
-		existing, err := d.Store.SessionRuns(ctx, runtime, p.SessionID)
-		if err != nil {
-			return nil, err
+		var existing []*trace.Run
+		if g.stored[p.SessionID] {
+			var err error
+			if existing, err = d.Store.SessionRuns(ctx, runtime, p.SessionID); err != nil {
+				return nil, err
+			}
 		}
 		// The group's runs are not in the store yet: the latest of each, and
 		// the ones it made.
@@ -558,6 +569,7 @@ func (d *Driver) runs(ctx context.Context, runtime, path string, b *Batch, rec *
 		g.runs[run.ID] = run
 		if isNew {
 			g.sessions[p.SessionID] = append(g.sessions[p.SessionID], run)
+			g.stored[p.SessionID] = true
 		}
 		byID[run.ID] = len(out.Runs)
 		out.Runs = append(out.Runs, store.ImportRun{Run: run, New: isNew, Events: p.Events})

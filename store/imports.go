@@ -91,6 +91,31 @@ func (s *Store) SessionRuns(ctx context.Context, runtime, sessionID string) ([]*
 	return slices.DeleteFunc(runs, func(r *trace.Run) bool { return r.Runtime != runtime }), nil
 }
 
+// RuntimeSessions returns the session ids of runtime's runs, lane's own and
+// imported alike: an import asks SessionRuns only of these, so that a first
+// import pays no query per new session.
+func (s *Store) RuntimeSessions(ctx context.Context, runtime string) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT DISTINCT session_id FROM runs WHERE runtime = ? AND session_id <> ''", runtime)
+	if err != nil {
+		return nil, fmt.Errorf("sessions of %s: %w", runtime, err)
+	}
+	defer rows.Close()
+	ids := map[string]bool{}
+	for rows.Next() {
+		var id sql.NullString
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("sessions of %s: %w", runtime, err)
+		}
+		if id.Valid {
+			ids[id.String] = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sessions of %s: %w", runtime, err)
+	}
+	return ids, nil
+}
+
 // CommitImport records b in one transaction: the runs created or updated,
 // their events appended after the ones they have, and the file's new
 // position.
