@@ -195,9 +195,11 @@ func (c *importTx) run(ctx context.Context, ir ImportRun) error {
 	if len(ir.Events) == 0 {
 		return nil
 	}
-	var last int64
-	if err := c.tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", r.ID).Scan(&last); err != nil {
-		return fmt.Errorf("last event of run %s: %w", r.ID, err)
+	var last int64 // a new run has no events yet
+	if !ir.New {
+		if err := c.tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", r.ID).Scan(&last); err != nil {
+			return fmt.Errorf("last event of run %s: %w", r.ID, err)
+		}
 	}
 	args = make([]any, 0, 6*rowsPerInsert)
 	for start := 0; start < len(ir.Events); start += rowsPerInsert {
