@@ -20,21 +20,7 @@ func BenchmarkRecheckUnchanged(b *testing.B) {
 	if err != nil || len(src) != 1 {
 		b.Fatal("fixture missing")
 	}
-	sid := strings.TrimSuffix(filepath.Base(src[0]), ".jsonl")
-	data, err := os.ReadFile(src[0])
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range 3000 {
-		dir := filepath.Join(cfg, "projects", fmt.Sprintf("-home-dev-p%02d", i%30))
-		os.MkdirAll(dir, 0o755)
-		// Each a session of its own, named after its id as Claude Code does.
-		id := fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
-		body := bytes.ReplaceAll(data, []byte(sid), []byte(id))
-		if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), body, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	writeTranscripts(b, cfg, src, 3000)
 	s := openStore(b)
 	d := claudeDriver(s, cfg)
 	start := time.Now()
@@ -60,22 +46,7 @@ func BenchmarkFirstImport(b *testing.B) {
 	if err != nil || len(src) == 0 {
 		b.Fatal("fixtures missing")
 	}
-	var size int64
-	for i := range 3000 {
-		data, err := os.ReadFile(src[i%len(src)])
-		if err != nil {
-			b.Fatal(err)
-		}
-		sid := strings.TrimSuffix(filepath.Base(src[i%len(src)]), ".jsonl")
-		dir := filepath.Join(cfg, "projects", fmt.Sprintf("-home-dev-p%02d", i%30))
-		os.MkdirAll(dir, 0o755)
-		id := fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
-		body := bytes.ReplaceAll(data, []byte(sid), []byte(id))
-		if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), body, 0o644); err != nil {
-			b.Fatal(err)
-		}
-		size += int64(len(body))
-	}
+	size := writeTranscripts(b, cfg, src, 3000)
 	b.SetBytes(size)
 	for b.Loop() {
 		b.StopTimer()
@@ -90,4 +61,28 @@ func BenchmarkFirstImport(b *testing.B) {
 		s.Close()
 		b.StartTimer()
 	}
+}
+
+// writeTranscripts writes n transcripts under cfg's projects, 30 folders of
+// them, copies of srcs in turn, each a session of its own named after its
+// id as Claude Code does. It returns the bytes written.
+func writeTranscripts(b *testing.B, cfg string, srcs []string, n int) int64 {
+	var size int64
+	for i := range n {
+		src := srcs[i%len(srcs)]
+		data, err := os.ReadFile(src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sid := strings.TrimSuffix(filepath.Base(src), ".jsonl")
+		dir := filepath.Join(cfg, "projects", fmt.Sprintf("-home-dev-p%02d", i%30))
+		os.MkdirAll(dir, 0o755)
+		id := fmt.Sprintf("00000000-0000-0000-0000-%012d", i)
+		body := bytes.ReplaceAll(data, []byte(sid), []byte(id))
+		if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), body, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		size += int64(len(body))
+	}
+	return size
 }

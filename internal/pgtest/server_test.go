@@ -219,16 +219,6 @@ func TestTwoServers(t *testing.T) {
 	}
 }
 
-func requireBinaries(t *testing.T) {
-	t.Helper()
-	if _, err := Binaries(); err != nil {
-		if os.Getenv("LANE_REQUIRE_POSTGRES") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-}
-
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)

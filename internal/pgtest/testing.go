@@ -24,12 +24,7 @@ const startTimeout = 3 * time.Minute
 // must own this one and the server must be gone before it is removed.
 func ForTest(t testing.TB) *Server {
 	t.Helper()
-	if _, err := Binaries(); err != nil {
-		if os.Getenv("LANE_REQUIRE_POSTGRES") == "1" {
-			t.Fatalf("LANE_REQUIRE_POSTGRES=1: %v", err)
-		}
-		t.Skip(err)
-	}
+	requireBinaries(t)
 	dir, err := os.MkdirTemp("", "pgtest-")
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +46,18 @@ func ForTest(t testing.TB) *Server {
 		}
 	})
 	return s
+}
+
+// requireBinaries skips t, saying what is missing, when the server
+// programs are not installed; with LANE_REQUIRE_POSTGRES=1 it fails it.
+func requireBinaries(t testing.TB) {
+	t.Helper()
+	if _, err := Binaries(); err != nil {
+		if os.Getenv("LANE_REQUIRE_POSTGRES") == "1" {
+			t.Fatalf("LANE_REQUIRE_POSTGRES=1: %v", err)
+		}
+		t.Skip(err)
+	}
 }
 
 // dbTimeout bounds NewDB's create and drop.
@@ -116,12 +123,7 @@ type Shared struct {
 // server programs it skips t as ForTest does.
 func (sh *Shared) Server(t testing.TB) *Server {
 	t.Helper()
-	if _, err := Binaries(); err != nil {
-		if os.Getenv("LANE_REQUIRE_POSTGRES") == "1" {
-			t.Fatalf("LANE_REQUIRE_POSTGRES=1: %v", err)
-		}
-		t.Skip(err)
-	}
+	requireBinaries(t)
 	sh.once.Do(func() {
 		sh.dir, sh.err = os.MkdirTemp("", "pgtest-shared-")
 		if sh.err != nil {
