@@ -255,17 +255,20 @@ func TestRuntimeFaultsLong(t *testing.T) {
 	})
 }
 
-// runRigScenarios runs the scenarios on every runtime's rig, the rigs at
-// once and each rig's scenarios one after another: the Node-based CLIs
-// take a core each to start, and more of them at once than the cores only
-// wait on each other (and past the tests' bounds on a busy machine).
+// runRigScenarios runs every scenario on every runtime's rig, each a
+// parallel test of its own: go test's -parallel (the cores, by default)
+// bounds how many run at once, so the Node-based CLIs, which take a core
+// each to start, never outnumber the cores, and the last runtime's cases
+// do not wait for one another at the end of the suite.
 func runRigScenarios(t *testing.T, scenarios map[string]func(*testing.T, rig)) {
 	names := slices.Sorted(maps.Keys(scenarios))
 	for _, r := range rigs {
 		t.Run(r.runtime, func(t *testing.T) {
-			t.Parallel()
 			for _, name := range names {
-				t.Run(name, func(t *testing.T) { scenarios[name](t, r) })
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					scenarios[name](t, r)
+				})
 			}
 		})
 	}
