@@ -267,6 +267,9 @@ func (s *codexSession) answered(ctx context.Context, m codex.Message) {
 	if !ok {
 		return
 	}
+	if p.answered != nil {
+		close(p.answered)
+	}
 	if p.method == codex.MethodTurnSteer && p.steers != nil {
 		s.steering--
 	}
@@ -442,12 +445,26 @@ func (s *codexSession) approve(ctx context.Context, in codexInbound) {
 		s.answerApproval(in.msg.ID, codex.DecisionAccept)
 	default:
 		if dec.Message != "" {
-			_, _ = s.conn.request(codex.MethodTurnSteer, codex.TurnParams{
-				ThreadID: a.ThreadID, ExpectedTurnID: a.TurnID,
-				Input: codex.Text("Permission for `" + req.Summary + "` was denied: " + dec.Message),
-			}, codexPending{})
+			s.tellDenial(ctx, a, "Permission for `"+req.Summary+"` was denied: "+dec.Message)
 		}
 		s.answerApproval(in.msg.ID, codex.DecisionDecline)
+	}
+}
+
+// tellDenial steers the reason for a denial into the turn and waits until
+// Codex has taken it (or the run ends): declined first, Codex could send
+// the declined call's output to the model before the reason reached the
+// turn, and the model would read why only a request later.
+func (s *codexSession) tellDenial(ctx context.Context, a codex.Approval, text string) {
+	taken := make(chan struct{})
+	if _, err := s.conn.request(codex.MethodTurnSteer, codex.TurnParams{
+		ThreadID: a.ThreadID, ExpectedTurnID: a.TurnID, Input: codex.Text(text),
+	}, codexPending{answered: taken}); err != nil {
+		return
+	}
+	select {
+	case <-taken:
+	case <-ctx.Done():
 	}
 }
 
@@ -501,6 +518,8 @@ type codexConn struct {
 type codexPending struct {
 	method string
 	steers []interact.Steer // the messages it delivers
+	// answered, when set, is closed when Codex answers.
+	answered chan struct{}
 }
 
 func (c *codexConn) request(method string, params any, p codexPending) (int64, error) {
