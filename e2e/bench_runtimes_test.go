@@ -28,7 +28,10 @@ func benchAnswer(prompt string) string {
 
 // TestBenchAcrossRuntimes runs one suite on Claude Code, Codex, Gemini CLI,
 // opencode, Qwen Code and lane's own loop in one command, each against a
-// scripted model that solves the same task, with the same checks.
+// scripted model that solves the same task, with the same checks. A task
+// that fails its check is judged by lane alone, whatever the runtime: one
+// runtime fails one (TestBenchAcrossBothLanes), so that this test
+// starts each CLI once.
 func TestBenchAcrossRuntimes(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
@@ -124,22 +127,17 @@ tasks:
     prompt: "TASK write-answer: write 42 into answer.txt"
     fixture: fixtures/empty
     check: "grep -qx 42 answer.txt"
-  - id: impossible
-    prompt: "TASK impossible: do what cannot be done"
-    fixture: fixtures/empty
-    check: "test -f never.txt"
 `), 0o644)
 
 	r := e.lane(withTimeout(t, 5*60e9), "bench", "--parallel", "3", "--models", strings.Join(models, ","), "-o", "json", suite)
 	wantExit(t, r, 0)
 
 	st := e.openStore()
-	_, attempts := onlyBenchAttempts(t, st, 2*len(models))
+	_, attempts := onlyBenchAttempts(t, st, len(models))
 	for _, a := range attempts {
-		wantPass := a.TaskID == "write-answer"
-		if (a.Status == trace.AttemptPassed) != wantPass {
+		if a.Status != trace.AttemptPassed {
 			run, _ := st.GetRun(context.Background(), a.RunID)
-			t.Errorf("%s on %s: %s, want passed=%v (run %+v)", a.TaskID, a.Model, a.Status, wantPass, run)
+			t.Errorf("%s on %s: %s, want passed (run %+v)", a.TaskID, a.Model, a.Status, run)
 		}
 	}
 	for _, model := range models {
@@ -155,7 +153,7 @@ tasks:
 			t.Fatal(err)
 		}
 		runtimes[run.Runtime] = true
-		if a.TaskID == "write-answer" && run.Usage.InputTokens == 0 {
+		if run.Usage.InputTokens == 0 {
 			t.Errorf("%s: no tokens recorded", a.Model)
 		}
 	}
