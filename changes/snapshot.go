@@ -324,11 +324,28 @@ func (s *Snapshotter) seedIndex(snap *Snapshot, laneIndex string) (string, error
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		err = keepModTime(name, src)
+	}
 	if err != nil {
 		_ = os.Remove(name)
 		return "", err
 	}
 	return name, nil
+}
+
+// keepModTime gives the copy the modification time of the index it copies.
+// git takes an entry whose file changed no earlier than the index was
+// written for "racily clean" and compares its content; a copy made later
+// would pass a file rewritten at the same size in the same clock tick as
+// its snapshot for unchanged (the kernel's file times move in ticks of a
+// few milliseconds).
+func keepModTime(name string, src *os.File) error {
+	fi, err := src.Stat()
+	if err != nil {
+		return err
+	}
+	return os.Chtimes(name, fi.ModTime(), fi.ModTime())
 }
 
 // findLarge lists the files over the size limit that git would add and
