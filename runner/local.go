@@ -15,6 +15,7 @@ import (
 	"lane/sandbox"
 	"lane/tools"
 	"lane/trace"
+	"lane/view"
 )
 
 // localRuntime is lane's own agent loop, for any model behind an OpenAI-
@@ -274,7 +275,7 @@ func judgeLocal(run *trace.Run, res agent.Result, stopCause error) {
 		run.ErrorHint = "raise --max-turns"
 	case "max_cost":
 		run.Status, run.ErrorKind = trace.StatusFailed, trace.ErrorAgent
-		run.ErrorMessage = fmt.Sprintf("stopped at the cost limit ($%.4f spent)", res.CostUSD)
+		run.ErrorMessage = "stopped at the cost limit (" + view.USD(res.CostUSD) + " spent)"
 		run.ErrorHint = "raise --max-cost"
 	default:
 		run.Status, run.ErrorKind = trace.StatusFailed, trace.ErrorAgent
