@@ -110,7 +110,7 @@ func ModuleRoot() (string, error) {
 // appends the runtime's own variables (exec.Cmd uses the last value of a
 // name).
 //
-// home's lane cache folder (.cache/lane) is linked to VersionCacheDir, so
+// home's lane cache folder (.cache/lane) is linked to one shared folder, so
 // that lane asks each CLI its --version once for the whole suite, as it
 // does once per user, rather than once per test: a Node-based CLI spends
 // up to two seconds of CPU answering. The CLIs' own cache folders stay the
@@ -162,38 +162,20 @@ func Leaks(name string) bool {
 	return false
 }
 
-// VersionCacheDir is the folder of the version cache lane keeps for the
-// tests' CLIs, beside them under testdata/runtimes (git ignores it). lane
-// keys each entry by the binary's path, size and modification time and
-// replaces the file atomically, so test processes can share it; "" when
-// there is no module root.
-func VersionCacheDir() string {
+// linkVersionCache links home/.cache/lane to one folder for the whole
+// suite, beside the CLIs under testdata/runtimes (git ignores it). lane
+// keys each remembered version by the binary's path, size and modification
+// time and replaces the file atomically, so test processes can share it.
+// Any failure leaves home as it was: lane then asks the CLIs itself.
+func linkVersionCache(home string) {
 	root, err := ModuleRoot()
 	if err != nil {
-		return ""
-	}
-	return filepath.Join(root, "testdata", "runtimes", "node_modules", ".lane-cache")
-}
-
-// VersionCache is the file in VersionCacheDir (made if need be); "" when
-// there is none.
-func VersionCache() string {
-	dir := VersionCacheDir()
-	if dir == "" || os.MkdirAll(dir, 0o755) != nil {
-		return ""
-	}
-	return filepath.Join(dir, "runtime-versions.json")
-}
-
-// linkVersionCache links home/.cache/lane to VersionCacheDir. Any failure
-// leaves home as it was: lane then asks the CLIs their versions itself.
-func linkVersionCache(home string) {
-	if VersionCache() == "" {
 		return
 	}
+	shared := filepath.Join(root, "testdata", "runtimes", "node_modules", ".lane-cache")
 	cache := filepath.Join(home, ".cache")
-	if err := os.MkdirAll(cache, 0o755); err != nil {
+	if os.MkdirAll(shared, 0o755) != nil || os.MkdirAll(cache, 0o755) != nil {
 		return
 	}
-	_ = os.Symlink(VersionCacheDir(), filepath.Join(cache, "lane")) // exists already: linked by an earlier Env
+	_ = os.Symlink(shared, filepath.Join(cache, "lane")) // exists already: linked by an earlier Env
 }
