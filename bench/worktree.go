@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"lane/internal/proc"
@@ -148,11 +149,34 @@ var lockPattern = regexp.MustCompile(`^lane bench attempt: lane process (\d+) st
 // worktreeAddTries bounds the tries of one git worktree add.
 const worktreeAddTries = 5
 
+// lockRepo takes the exclusive lock on the fixture repository repo that
+// lane's worktree changes hold: git worktree add reads every other
+// worktree's record while it writes its own, so two adds at once (of this
+// bench's attempts, or of two lane processes) can find a record half
+// written and fail. The lock is flock(2) on the repository's folder, so it
+// holds across processes and goes with the process.
+func lockRepo(repo string) (unlock func(), err error) {
+	f, err := os.Open(repo)
+	if err != nil {
+		return nil, fmt.Errorf("lock the fixture repository: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock the fixture repository %s: %w", repo, err)
+	}
+	return func() { f.Close() }, nil // closing the last descriptor unlocks
+}
+
 // addWorktree makes the existing empty folder dir a worktree of repo,
 // detached at commit and locked as this process's. The repository's hooks
 // do not run: a copy ran nothing either.
 func addWorktree(ctx context.Context, repo, dir, commit string, keep bool, timeout time.Duration) error {
 	dir = absPath(dir) // git runs in repo
+	unlock, err := lockRepo(repo)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	var r cmdResult
 	for try := 0; try < worktreeAddTries; try++ {
 		r = runCmd(ctx, repo, timeout, gitEnv(), "git", "-c", "core.hooksPath=/dev/null", "worktree", "add",
@@ -177,6 +201,9 @@ func addWorktree(ctx context.Context, repo, dir, commit string, keep bool, timeo
 func dropWorktree(ctx context.Context, repo, dir string, timeout time.Duration) error {
 	dir = absPath(dir)
 	env := gitEnv()
+	if unlock, err := lockRepo(repo); err == nil {
+		defer unlock()
+	} // else git's own locks are all there is
 	// Twice --force: the worktree is locked, and the agent's changes go.
 	if runCmd(ctx, repo, timeout, env, "git", "worktree", "remove", "--force", "--force", dir).ok() {
 		return nil
@@ -208,7 +235,7 @@ func absPath(p string) string {
 // worktree whose folder is gone. Worktrees of lane processes still
 // running, and everyone else's, are left alone.
 func sweepWorktrees(ctx context.Context, repo string, timeout time.Duration, log *slog.Logger) {
-	list, err := gitOutput(ctx, repo, timeout, "worktree", "list", "--porcelain", "-z")
+	list, err := listWorktrees(ctx, repo, timeout)
 	if err != nil {
 		log.Warn("bench: list the fixture's worktrees", "fixture", repo, "err", err)
 		return
@@ -231,9 +258,23 @@ func sweepWorktrees(ctx context.Context, repo string, timeout time.Duration, log
 			log.Warn("bench: remove a worktree a killed lane process left", "fixture", repo, "worktree", wt.path, "err", err)
 		}
 	}
+	if unlock, err := lockRepo(repo); err == nil {
+		defer unlock()
+	}
 	if r := runCmd(ctx, repo, timeout, gitEnv(), "git", "worktree", "prune"); !r.ok() {
 		log.Warn("bench: git worktree prune", "fixture", repo, "err", describeFailure(r))
 	}
+}
+
+// listWorktrees is `git worktree list --porcelain -z` in repo, under the
+// repository's lock: git fails a list that meets a worktree being added.
+func listWorktrees(ctx context.Context, repo string, timeout time.Duration) (string, error) {
+	unlock, err := lockRepo(repo)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	return gitOutput(ctx, repo, timeout, "worktree", "list", "--porcelain", "-z")
 }
 
 type worktree struct{ path, lock string }

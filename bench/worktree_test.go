@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"lane/internal/proc"
 	"lane/trace"
@@ -114,7 +115,7 @@ func TestGitFixtureAttemptsRunInWorktrees(t *testing.T) {
 		})
 		common, err1 := gitRun(spec.Dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
 		head, err2 := gitRun(spec.Dir, "rev-parse", "HEAD")
-		list, err3 := gitRun(repo, "worktree", "list", "--porcelain", "-z")
+		list, err3 := listWorktrees(ctx, repo, time.Minute) // lane's lock: git fails a list beside an add
 		listed := slices.ContainsFunc(parseWorktrees(list+"\x00"), func(w worktree) bool {
 			return w.path == filepath.Join(dirs, filepath.Base(spec.Dir)) &&
 				strings.HasPrefix(w.lock, "lane bench attempt: lane process ")
