@@ -32,7 +32,7 @@ type Printer struct {
 	lastSession string          // the session line last shown, so a repeated init prints nothing
 	calls       map[string]call // tool_use_id → the call
 	lastCall    string          // tool_use_id of the call just shown, "" once anything else was
-	lastError   string          // the text of the error event just shown, "" once anything else was
+	lastError   string          // the text of the error event just shown, "" once anything else was shown
 
 	// Asking: the person at this terminal is asked each request directly
 	// (lane run's own terminal), so the request itself is not shown again.
@@ -66,8 +66,12 @@ func (p *Printer) Event(ev trace.Event) error {
 }
 
 func (p *Printer) render(b *strings.Builder, ev trace.Event) {
-	if ev.Kind != trace.KindUsage && ev.Kind != trace.KindResult && ev.Kind != trace.KindTranscript {
-		p.lastError = ""
+	if ev.Kind != trace.KindError {
+		defer func(shown int) {
+			if b.Len() > shown {
+				p.lastError = ""
+			}
+		}(b.Len())
 	}
 	depth := p.depth(ev)
 	switch ev.Kind {
@@ -252,6 +256,11 @@ func (p *Printer) toolResult(b *strings.Builder, depth int, ev trace.Event) {
 }
 
 func (p *Printer) error(b *strings.Builder, depth int, ev trace.Event) {
+	// Claude Code says a failure in its reply and again when it exits, with
+	// only silent lines between: the person reads it once.
+	if ev.Text != "" && ev.Text == p.lastError {
+		return
+	}
 	p.lastError = ev.Text
 	head := "error"
 	if ev.ErrorKind != "" {

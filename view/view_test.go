@@ -416,3 +416,24 @@ func TestShortHome(t *testing.T) {
 		}
 	}
 }
+
+// Claude Code without a login says "Not logged in" in its reply and again
+// as the run's error when it exits, with silent lines between: the person
+// reads it once. The same error after something else was shown is shown.
+func TestRepeatedErrorShownOnce(t *testing.T) {
+	notLoggedIn := trace.Event{Kind: trace.KindError, ErrorKind: trace.ErrorAuth, Text: "Not logged in · Please run /login"}
+	got := render(t, []trace.Event{
+		notLoggedIn,
+		{Kind: trace.KindResult, Subtype: "success"},
+		{Kind: trace.KindRaw, Subtype: "command_lifecycle:cancelled", Raw: []byte(`{}`)},
+		notLoggedIn,
+		{Kind: trace.KindText, Text: "trying again"},
+		notLoggedIn,
+	}, false)
+	want := "error (auth): Not logged in · Please run /login\n" +
+		"trying again\n" +
+		"error (auth): Not logged in · Please run /login\n"
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
