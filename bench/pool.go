@@ -152,18 +152,10 @@ func countAttempts(as []trace.Attempt) (c counts, final bool) {
 	c.total = len(as)
 	for _, a := range as {
 		c.spent += a.CostUSD
-		switch a.Status {
-		case trace.AttemptPassed:
-			c.done++
-		case trace.AttemptFailed:
-			c.done++
-			c.failed++
-		case trace.AttemptSkipped:
-			c.done++
-			c.skipped++
-		case trace.AttemptRunning:
+		if a.Status == trace.AttemptRunning {
 			c.running++
 		}
+		c.add(a.Status)
 	}
 	return c, c.done == c.total
 }

@@ -9,13 +9,31 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lane/trace"
 	"lane/view"
 )
 
 // counts is where a bench stands, for the progress line.
 type counts struct {
-	total, done, failed, running, skipped int
-	spent                                 float64
+	total, done, failed, errored, running, skipped int
+	spent                                          float64
+}
+
+// add counts an attempt that ended with status s; one that did not end
+// counts nothing.
+func (c *counts) add(s trace.AttemptStatus) {
+	if !s.Done() {
+		return
+	}
+	c.done++
+	switch s {
+	case trace.AttemptFailed:
+		c.failed++
+	case trace.AttemptErrored:
+		c.errored++
+	case trace.AttemptSkipped:
+		c.skipped++
+	}
 }
 
 // progressWidth is the width of the bar, in characters.
@@ -52,6 +70,9 @@ func (c counts) line() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[%s%s] %d/%d done · %d failed · %d running",
 		strings.Repeat("#", filled), strings.Repeat("-", progressWidth-filled), c.done, c.total, c.failed, c.running)
+	if c.errored > 0 {
+		fmt.Fprintf(&b, " · %d errors of the task", c.errored)
+	}
 	if c.skipped > 0 {
 		fmt.Fprintf(&b, " · %d skipped", c.skipped)
 	}

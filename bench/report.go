@@ -41,6 +41,7 @@ func (r Report) WriteTable(w io.Writer) error {
 			return err
 		}
 	}
+	fmt.Fprint(ew, r.brokenLine())
 	fmt.Fprintf(ew, "\n%s\n", legend)
 	return ew.err
 }
@@ -84,6 +85,7 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintln(ew)
 		table(r.header(true), rows)
 	}
+	fmt.Fprint(ew, r.brokenLine())
 	fmt.Fprintf(ew, "\n%s\n", legend)
 	return ew.err
 }
@@ -182,7 +184,60 @@ func (r Report) header(perTask bool) []string {
 	for _, k := range r.ks() {
 		h = append(h, fmt.Sprintf("PASS@%d", k))
 	}
+	for k := 1; k <= r.tries(); k++ {
+		h = append(h, fmt.Sprintf("TRY %d", k))
+	}
+	if r.rewarded() {
+		h = append(h, "REWARD")
+	}
+	if r.errored() {
+		h = append(h, "ERRORS")
+	}
 	return append(h, "MEDIAN", "MEAN", "$/ATTEMPT", "$/PASS", "TOKENS", "TURNS", "TOOLS", "FILES CHANGED", "FAILURES")
+}
+
+// Broken are the tasks whose own solution did not pass under the oracle
+// (OracleModel): their check fails, or they have none to run (a check
+// that failed for its environment does not make a task broken). A bench
+// without the oracle has none.
+func (r Report) Broken() []string {
+	var out []string
+	for _, t := range r.Tasks {
+		ended := t.Finished + t.Errored - t.Errors[FailEnvironment] // an environment's fault is not the task's
+		if t.Model == OracleModel && ended > 0 && t.Passed < ended {
+			out = append(out, t.Task)
+		}
+	}
+	return out
+}
+
+// brokenLine says which tasks are broken, "" when none is.
+func (r Report) brokenLine() string {
+	b := r.Broken()
+	if len(b) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\nbroken tasks (their own solution does not pass): %s\n", strings.Join(b, ", "))
+}
+
+// tries is how many pass-rate-after-try columns the tables have: the most
+// tries of any attempt, when more than one.
+func (r Report) tries() int {
+	n := 0
+	for _, m := range r.Models {
+		n = max(n, len(m.Stats.PassRateByTry))
+	}
+	return n
+}
+
+// rewarded says whether any attempt has a verifier's reward.
+func (r Report) rewarded() bool {
+	return slices.ContainsFunc(r.Models, func(m ModelStats) bool { return m.Stats.MeanReward != nil })
+}
+
+// errored says whether any attempt failed for its task or environment.
+func (r Report) errored() bool {
+	return slices.ContainsFunc(r.Models, func(m ModelStats) bool { return m.Stats.Errored > 0 })
 }
 
 // ks are the pass@k columns: those of the bench's repeat.
@@ -198,6 +253,23 @@ func (r Report) cells(names []string, s stats.Stats, ch Changed) []string {
 			}
 		}
 		c = append(c, v)
+	}
+	for k := range r.tries() {
+		v := "-"
+		if k < len(s.PassRateByTry) {
+			v = optPct(&s.PassRateByTry[k])
+		}
+		c = append(c, v)
+	}
+	if r.rewarded() {
+		v := "-"
+		if s.MeanReward != nil {
+			v = strconv.FormatFloat(*s.MeanReward, 'f', 2, 64)
+		}
+		c = append(c, v)
+	}
+	if r.errored() {
+		c = append(c, cmp.Or(failuresText(s.Errors), "-"))
 	}
 	fail := failuresText(s.Failures)
 	if s.Skipped > 0 {

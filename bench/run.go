@@ -31,6 +31,9 @@ type RunSpec struct {
 	// MaxTurns and MaxCostUSD bound the run; 0: no bound of the task's.
 	MaxTurns   int
 	MaxCostUSD float64
+	// Resume is the attempt's run before this one, whose session this one
+	// continues (a task's later try); nil for the first.
+	Resume *trace.Run
 }
 
 // RunFunc runs one agent run (either lane), records it, and returns it. It
@@ -364,11 +367,8 @@ func (r *runner) tally(a trace.Attempt) (toRun bool) {
 	r.spent += a.CostUSD
 	r.counts.total++
 	switch a.Status {
-	case trace.AttemptPassed:
-		r.counts.done++
-	case trace.AttemptFailed:
-		r.counts.done++
-		r.counts.failed++
+	case trace.AttemptPassed, trace.AttemptFailed, trace.AttemptErrored:
+		r.counts.add(a.Status)
 	default: // pending, and skipped when the budget now allows
 		return true
 	}
@@ -451,13 +451,7 @@ func (r *runner) attempt(ctx context.Context, a trace.Attempt) {
 	r.spent += a.CostUSD
 	r.counts.spent = r.spent
 	r.counts.running--
-	switch a.Status {
-	case trace.AttemptPassed:
-		r.counts.done++
-	case trace.AttemptFailed:
-		r.counts.done++
-		r.counts.failed++
-	}
+	r.counts.add(a.Status)
 	c := r.counts
 	r.mu.Unlock()
 	r.prog.update(c)
@@ -510,26 +504,63 @@ func RunAttempt(ctx context.Context, env AttemptEnv, task *Task, a *trace.Attemp
 		return
 	}
 	defer releaseFolder(ctx, env, task, dir)
+	src, cleanup := "", func() {}
+	if needsShipped(task, a.Model) {
+		if src, cleanup, err = shipped(ctx, env, task, dir); err != nil {
+			failAttempt(a, FailSetup, "read the fixture as shipped: "+err.Error(), -1)
+			return
+		}
+	}
+	defer cleanup()
 	if exitCode, err := setUp(ctx, env, task, dir); err != nil {
 		failAttempt(a, FailSetup, err.Error(), exitCode)
 		return
 	}
-
-	run, err := env.Run(ctx, RunSpec{
-		Dir: dir, Prompt: task.Prompt, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID, N: a.N,
-		Timeout: task.Timeout, MaxTurns: task.MaxTurns, MaxCostUSD: task.MaxCostUSD,
-	})
-	if err != nil {
-		failAttempt(a, FailLane, "lane could not run the agent: "+err.Error(), -1)
+	if a.Model == OracleModel {
+		a.Tries = 1
+		if runOracle(ctx, task, src, dir, a) {
+			check(ctx, task, src, dir, a)
+		}
 		return
 	}
-	a.RunID, a.DurationMS, a.CostUSD = run.ID, run.DurationMS, run.CostUSD
-	a.Usage, a.Turns, a.ToolCalls = run.Usage, run.Turns, run.ToolCalls
-	if run.Status != trace.StatusSucceeded {
-		failAttempt(a, runFailure(run), "", 0)
+	var prev *trace.Run
+	for try := 1; ; try++ {
+		prompt := task.Prompt
+		if prev != nil {
+			prompt = retryPrompt(task, a.CheckOutput)
+		}
+		a.Tries = try
+		run, err := env.Run(ctx, RunSpec{
+			Dir: dir, Prompt: prompt, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID, N: a.N,
+			Timeout: task.Timeout, MaxTurns: task.MaxTurns, MaxCostUSD: task.MaxCostUSD, Resume: prev,
+		})
+		if err != nil {
+			failAttempt(a, FailLane, "lane could not run the agent: "+err.Error(), -1)
+			return
+		}
+		a.RunID, a.DurationMS, a.CostUSD = run.ID, a.DurationMS+run.DurationMS, a.CostUSD+run.CostUSD
+		a.Usage, a.Turns, a.ToolCalls = a.Usage.Add(run.Usage), a.Turns+run.Turns, a.ToolCalls+run.ToolCalls
+		if run.Status != trace.StatusSucceeded {
+			failAttempt(a, runFailure(run), "", 0)
+			return
+		}
+		check(ctx, task, src, dir, a)
+		checkFailed := a.Status == trace.AttemptFailed && (a.FailureKind == FailCheck || a.FailureKind == FailCheckTimeout)
+		if !checkFailed || try >= task.Tries || run.SessionID == "" || ctx.Err() != nil {
+			return
+		}
+		prev = run
+	}
+}
+
+// check puts the task's protected paths back and runs its check in dir.
+func check(ctx context.Context, task *Task, src, dir string, a *trace.Attempt) {
+	if err := restore(task, src, dir); err != nil {
+		failAttempt(a, FailSetup, err.Error(), -1)
 		return
 	}
 	runCheck(ctx, task, dir, a)
+	environmentFault(task, a)
 }
 
 // releaseFolder removes the attempt's folder dir unless it is to be kept:
@@ -569,6 +600,9 @@ func setUp(ctx context.Context, env AttemptEnv, task *Task, dir string) (exitCod
 		err = copyTree(fixturePath(env.SuiteDir, task.Fixture), dir)
 	case task.Git != nil:
 		err = cloneRepo(ctx, task.Git, dir, task.SetupTimeout)
+	}
+	if err == nil {
+		err = hide(task, dir)
 	}
 	if err != nil {
 		return -1, err

@@ -97,7 +97,7 @@ func (f *fakeAgent) run(ctx context.Context, spec RunSpec) (*trace.Run, error) {
 	}
 	now := time.Now()
 	r := &trace.Run{
-		ID: trace.NewRunID(), Status: cmp.Or(o.status, trace.StatusSucceeded), ErrorKind: o.kind,
+		ID: trace.NewRunID(), SessionID: "session-" + spec.TaskID, Status: cmp.Or(o.status, trace.StatusSucceeded), ErrorKind: o.kind,
 		Runtime: "fake", Model: spec.Model, Dir: spec.Dir, Prompt: spec.Prompt,
 		CostUSD: o.cost, Usage: o.usage, Turns: o.turns, ToolCalls: o.toolCalls,
 		StartedAt: now, EndedAt: now, DurationMS: o.durationMS, Changes: o.changes,

@@ -71,6 +71,24 @@ type Task struct {
 	Tags         []string      `json:"tags,omitempty"`
 	MaxTurns     int           `json:"max_turns,omitempty"`
 	MaxCostUSD   float64       `json:"max_cost_usd,omitempty"`
+
+	// Hide are paths of the fixture (relative to it) left out of the
+	// attempt's folder: a reference solution the agent must not see.
+	Hide []string `json:"hide,omitempty"`
+	// Protect are paths put back as the fixture has them before every
+	// check, whatever the agent did to them: the tests.
+	Protect []string `json:"protect,omitempty"`
+	// Oracle are sh -c commands that solve the task in its folder, run
+	// instead of an agent for the model "oracle" (OracleModel), with
+	// LANE_FIXTURE set to the fixture as shipped (hidden paths included).
+	// A task whose oracle fails its check is broken.
+	Oracle []string `json:"oracle,omitempty"`
+	// Tries is how many times the agent is asked, in the same session,
+	// while the check fails (Aider's polyglot benchmark asks twice); 0 or
+	// 1: once. RetryPrompt is what it is asked again, with "{output}"
+	// replaced by the check's output.
+	Tries       int    `json:"tries,omitempty"`
+	RetryPrompt string `json:"retry_prompt,omitempty"`
 }
 
 // GitSource is a repository cloned for every attempt, checked out at Rev
@@ -87,6 +105,11 @@ type Check struct {
 	Command string        `json:"command,omitempty"`
 	Files   []FileCheck   `json:"files,omitempty"`
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// EnvironmentErrors are regular expressions: a failed check whose
+	// output matches one failed for its environment (a crate or a tool it
+	// could not download), not for the agent's work; the attempt is then
+	// errored, counted apart.
+	EnvironmentErrors []string `json:"environment_errors,omitempty"`
 }
 
 // FileCheck is a file that must exist, relative to the attempt's folder,

@@ -193,6 +193,9 @@ func resolveBenchModels(f *Factory, cfg *config.File, opts *BenchOptions, suite 
 		models = suite.Models
 	}
 	for _, m := range models {
+		if m == bench.OracleModel {
+			continue // no model: the tasks' own solutions
+		}
 		if _, err := cfg.Resolve(m, opts.Run.Runtime, opts.Run.BaseURL, f.Getenv); err != nil {
 			return usageErrorf(fmt.Errorf("model %s: %w", m, err))
 		}
@@ -255,6 +258,9 @@ func checkBenchRuntimes(ctx context.Context, f *Factory, cfg *config.File, opts 
 	checked := map[string]error{}
 	var missing []ModelRuntimeMissing
 	for _, m := range models {
+		if m == bench.OracleModel {
+			continue
+		}
 		t, err := cfg.Resolve(m, opts.Run.Runtime, opts.Run.BaseURL, f.Getenv)
 		if err != nil {
 			return usageErrorf(fmt.Errorf("model %s: %w", m, err))
@@ -300,6 +306,15 @@ func recordedRunner(f *Factory, st *store.Store, cfg *config.File, opts *BenchOp
 		ro.desk = desk
 		ro.Dir, ro.Model, ro.Task = spec.Dir, spec.Model, spec.Prompt
 		ro.MaxTurns, ro.MaxCost, ro.OutputFormat = spec.MaxTurns, spec.MaxCostUSD, formatNone
+		if prev := spec.Resume; prev != nil {
+			// A later try of the attempt: the same session, asked again.
+			usage, err := sessionUsage(ctx, st, prev)
+			if err != nil {
+				return nil, err
+			}
+			ro.Resume, ro.ParentRunID, ro.Runtime = prev.SessionID, prev.ID, prev.Runtime
+			ro.PriorSessionCostUSD, ro.PriorSessionUsage = prev.SessionCostUSD, usage
+		}
 		if spec.Timeout > 0 {
 			ro.HardTimeout = spec.Timeout
 		}
@@ -439,8 +454,17 @@ func benchPool(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 		return nil, usageErrorf(errors.New("--workers needs the pool's shared PostgreSQL database, and this one is a SQLite file: " +
 			"set LANE_DB=postgres://USER:PASSWORD@HOST/DB (or --db), and start lane worker on the machines that should run attempts"))
 	}
-	return pool.NewDispatcher(ctx, st, func(model string) (string, error) {
-		t, err := cfg.Resolve(model, opts.Run.Runtime, opts.Run.BaseURL, f.Getenv)
+	return pool.NewDispatcher(ctx, st, benchRuntimeOf(f, cfg, &opts.Run))
+}
+
+// benchRuntimeOf says which runtime runs a bench's model, as the pool
+// matches attempts to workers: the oracle runs on every worker.
+func benchRuntimeOf(f *Factory, cfg *config.File, ro *RunOptions) func(model string) (string, error) {
+	return func(model string) (string, error) {
+		if model == bench.OracleModel {
+			return bench.OracleModel, nil
+		}
+		t, err := cfg.Resolve(model, ro.Runtime, ro.BaseURL, f.Getenv)
 		return t.Runtime, err
-	})
+	}
 }

@@ -119,12 +119,8 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 		}
 	}
 	w := &pool.Worker{
-		Store: st, Name: name, Runtimes: runtimes, Parallel: opts.Parallel, Lease: opts.Lease,
-		Log: slog.Default(), Now: time.Now,
-		RuntimeOf: func(model string) (string, error) {
-			t, err := cfg.Resolve(model, opts.Run.Runtime, opts.Run.BaseURL, f.Getenv)
-			return t.Runtime, err
-		},
+		Store: st, Name: name, Runtimes: append(runtimes, bench.OracleModel), Parallel: opts.Parallel, Lease: opts.Lease,
+		Log: slog.Default(), Now: time.Now, RuntimeOf: benchRuntimeOf(f, cfg, &opts.Run),
 	}
 	// The worker's attempt folders are its own: a bench resumed on this
 	// machine removes the leftovers of its attempts from the temporary

@@ -69,6 +69,7 @@ type benchProgress struct {
 	Running int `json:"running"`
 	Pending int `json:"pending"`
 	Skipped int `json:"skipped"`
+	Errored int `json:"errored,omitempty"` // errors of the task or its environment
 }
 
 // benchSummary is a bench as listed: the bench (without its suite) and
@@ -142,6 +143,8 @@ func progress(attempts []trace.Attempt) (benchProgress, float64) {
 			p.Running++
 		case trace.AttemptSkipped:
 			p.Skipped++
+		case trace.AttemptErrored:
+			p.Errored++
 		default:
 			p.Pending++
 		}

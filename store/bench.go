@@ -201,7 +201,7 @@ func (s *Store) checkBenchOwner(ctx context.Context, b *trace.Bench) (*trace.Ben
 var attemptColumns = []string{
 	"bench_id", "task_id", "model", "n", "run_id", "status", "failure_kind", "check_exit_code", "check_output",
 	"duration_ms", "cost_usd", "input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens",
-	"turns", "tool_calls", "started_at", "ended_at", "worker", "cache_creation_1h_tokens",
+	"turns", "tool_calls", "started_at", "ended_at", "worker", "cache_creation_1h_tokens", "tries", "reward",
 }
 
 var (
@@ -231,7 +231,7 @@ func attemptArgs(a *trace.Attempt) []any {
 		a.BenchID, a.TaskID, a.Model, a.N, runID, string(a.Status), a.FailureKind, a.CheckExitCode, a.CheckOutput,
 		a.DurationMS, a.CostUSD, a.Usage.InputTokens, a.Usage.OutputTokens, a.Usage.CacheReadTokens,
 		a.Usage.CacheCreationTokens, a.Turns, a.ToolCalls, unixNano(a.StartedAt), unixNano(a.EndedAt), a.Worker,
-		a.Usage.CacheCreation1hTokens,
+		a.Usage.CacheCreation1hTokens, a.Tries, a.Reward,
 	}
 }
 
@@ -241,13 +241,17 @@ func scanAttempt(sc scanner) (trace.Attempt, error) {
 		runID          sql.NullString
 		status         string
 		started, ended sql.NullInt64
+		reward         sql.NullFloat64
 	)
 	err := sc.Scan(&a.BenchID, &a.TaskID, &a.Model, &a.N, &runID, &status, &a.FailureKind, &a.CheckExitCode,
 		&a.CheckOutput, &a.DurationMS, &a.CostUSD, &a.Usage.InputTokens, &a.Usage.OutputTokens,
 		&a.Usage.CacheReadTokens, &a.Usage.CacheCreationTokens, &a.Turns, &a.ToolCalls, &started, &ended, &a.Worker,
-		&a.Usage.CacheCreation1hTokens)
+		&a.Usage.CacheCreation1hTokens, &a.Tries, &reward)
 	if err != nil {
 		return trace.Attempt{}, err
+	}
+	if reward.Valid {
+		a.Reward = &reward.Float64
 	}
 	a.RunID = runID.String
 	a.Status = trace.AttemptStatus(status)

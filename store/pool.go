@@ -82,8 +82,7 @@ func (s *Store) AcquireLease(ctx context.Context, key AttemptKey, holder string,
 		if err != nil {
 			return err
 		}
-		switch trace.AttemptStatus(status) {
-		case trace.AttemptPassed, trace.AttemptFailed, trace.AttemptSkipped:
+		if trace.AttemptStatus(status).Done() {
 			return ErrAttemptDone
 		}
 		if was != "" && expires.Valid && expires.Int64 > now.UnixNano() {

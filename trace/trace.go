@@ -406,6 +406,24 @@ const (
 	AttemptPassed  AttemptStatus = "passed"
 	AttemptFailed  AttemptStatus = "failed"  // the check failed, or the agent did
 	AttemptSkipped AttemptStatus = "skipped" // not started: the bench's budget was spent
+	// AttemptErrored: the task or its environment failed, not the agent (an
+	// image that did not build, a verifier that wrote no reward, a test run
+	// that could not reach what it needs). Counted apart, never as a zero.
+	AttemptErrored AttemptStatus = "errored"
+)
+
+// Done says whether an attempt of status s is finished for good: passed,
+// failed, errored or skipped. A resumed bench runs the others again (and a
+// skipped one when its budget allows).
+func (s AttemptStatus) Done() bool {
+	switch s {
+	case AttemptPassed, AttemptFailed, AttemptErrored, AttemptSkipped:
+		return true
+	}
+	return false
+}
+
+const (
 )
 
 // Attempt is one task run by one model once, and its check.
@@ -430,4 +448,11 @@ type Attempt struct {
 	EndedAt       time.Time `json:"ended_at,omitzero"`
 	// Worker is the lane worker that ran the attempt (lane bench --workers).
 	Worker string `json:"worker,omitempty"`
+	// Tries is how many times the agent was asked (a task of several tries
+	// asks again, in the same session, after a failed check); 0 before the
+	// first. A passed attempt passed on its last try.
+	Tries int `json:"tries,omitempty"`
+	// Reward is what the task's verifier scored the attempt (Harbor tasks);
+	// nil when the task gives none.
+	Reward *float64 `json:"reward,omitempty"`
 }

@@ -63,6 +63,20 @@ type Stats struct {
 	MeanToolCalls *float64    `json:"mean_tool_calls"`
 
 	Failures map[string]int `json:"failures,omitempty"` // failed attempts by failure kind
+
+	// Errored are attempts that failed for the task or its environment,
+	// not the agent (kinds in Errors): counted apart, outside the rates.
+	Errored int            `json:"errored,omitempty"`
+	Errors  map[string]int `json:"errors,omitempty"`
+	// PassRateByTry[k-1] is the pass rate of the finished attempts after
+	// try k (Aider's pass_rate_1, pass_rate_2…): passed on one of the first
+	// k tries. Set when an attempt had more than one try.
+	PassRateByTry []float64 `json:"pass_rate_by_try,omitempty"`
+	// MeanReward is the mean of the rewards the verifier gave the finished
+	// attempts; nil when none gave one.
+	MeanReward *float64 `json:"mean_reward,omitempty"`
+
+	maxTries int // the most tries of a finished attempt
 }
 
 // Table is a bench's attempts and their figures by task and model.
@@ -262,7 +276,8 @@ func passAtKs(ks []int, tasks []Stats) []PassAtK {
 // which needs to know the tasks.
 func summarize(attempts []trace.Attempt) Stats {
 	var s Stats
-	var durations []float64
+	var durations, rewards []float64
+	var passedOnTry []int // passedOnTry[k-1]: passed on try k
 	for _, a := range attempts {
 		s.Attempts++
 		switch a.Status {
@@ -274,6 +289,14 @@ func summarize(attempts []trace.Attempt) Stats {
 				s.Failures = map[string]int{}
 			}
 			s.Failures[cmp.Or(a.FailureKind, "unknown")]++
+		case trace.AttemptErrored:
+			s.Errored++
+			if s.Errors == nil {
+				s.Errors = map[string]int{}
+			}
+			s.Errors[cmp.Or(a.FailureKind, "unknown")]++
+			s.CostUSD += a.CostUSD // spent all the same
+			continue
 		case trace.AttemptSkipped:
 			s.Skipped++
 			continue
@@ -282,6 +305,17 @@ func summarize(attempts []trace.Attempt) Stats {
 			continue
 		}
 		s.Finished++
+		if a.Reward != nil {
+			rewards = append(rewards, *a.Reward)
+		}
+		if a.Status == trace.AttemptPassed {
+			try := max(a.Tries, 1)
+			for len(passedOnTry) < try {
+				passedOnTry = append(passedOnTry, 0)
+			}
+			passedOnTry[try-1]++
+		}
+		s.maxTries = max(s.maxTries, a.Tries)
 		s.CostUSD += a.CostUSD
 		s.Usage = s.Usage.Add(a.Usage)
 		s.Turns += a.Turns
@@ -292,6 +326,19 @@ func summarize(attempts []trace.Attempt) Stats {
 		}
 	}
 	s.derive(durations)
+	if len(rewards) > 0 {
+		s.MeanReward = ptr(mean(rewards))
+	}
+	if s.maxTries > 1 && s.Finished > 0 {
+		s.PassRateByTry = make([]float64, s.maxTries)
+		passed := 0
+		for k := range s.PassRateByTry {
+			if k < len(passedOnTry) {
+				passed += passedOnTry[k]
+			}
+			s.PassRateByTry[k] = float64(passed) / float64(s.Finished)
+		}
+	}
 	return s
 }
 
