@@ -423,8 +423,7 @@ func (s AttemptStatus) Done() bool {
 	return false
 }
 
-const (
-)
+const ()
 
 // Attempt is one task run by one model once, and its check.
 type Attempt struct {
