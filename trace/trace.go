@@ -423,8 +423,6 @@ func (s AttemptStatus) Done() bool {
 	return false
 }
 
-const ()
-
 // Attempt is one task run by one model once, and its check.
 type Attempt struct {
 	BenchID string        `json:"bench_id"`
