@@ -34,6 +34,10 @@ type RunSpec struct {
 	// Resume is the attempt's run before this one, whose session this one
 	// continues (a task's later try); nil for the first.
 	Resume *trace.Run
+	// Home, when set, is the attempt's own folder for the runtime's
+	// configuration, kept across its tries: the run is hermetic (none of
+	// the user's own agent setup). "": the run sees the user's.
+	Home string
 }
 
 // RunFunc runs one agent run (either lane), records it, and returns it. It
@@ -61,6 +65,9 @@ type Config struct {
 	// started are recorded skipped. 0: no limit (with Resume: the bench's).
 	MaxCostUSD float64
 	Keep       bool // keep each attempt's folder
+	// Hermetic runs every attempt's agent without the user's own agent
+	// setup (RunSpec.Home); lane bench's default, --no-hermetic opts out.
+	Hermetic bool
 	// Removed, when set, is told of each attempt folder removed, so that
 	// what was kept about it elsewhere (lane's snapshots of it) can go too.
 	Removed  func(dir string)
@@ -479,7 +486,8 @@ func (r *runner) sweepFixtures(ctx context.Context) {
 
 // execute runs attempt a of task here.
 func (r *runner) execute(ctx context.Context, task *Task, a *trace.Attempt) {
-	RunAttempt(ctx, AttemptEnv{Run: r.cfg.Run, WorkDir: r.workDir, Keep: r.cfg.Keep, Removed: r.cfg.Removed, SuiteDir: r.suite.Dir}, task, a)
+	RunAttempt(ctx, AttemptEnv{Run: r.cfg.Run, WorkDir: r.workDir, Keep: r.cfg.Keep, Removed: r.cfg.Removed,
+		SuiteDir: r.suite.Dir, Hermetic: r.cfg.Hermetic}, task, a)
 }
 
 // AttemptEnv is what running one attempt needs besides its task.
@@ -487,6 +495,7 @@ type AttemptEnv struct {
 	Run      RunFunc
 	WorkDir  string           // where the attempt's folder goes
 	Keep     bool             // keep the folder afterwards
+	Hermetic bool             // each agent run sees none of the user's own agent setup (RunSpec.Home)
 	Removed  func(dir string) // told of the folder once it is removed; nil: nobody
 	SuiteDir string           // what a task's Fixture is relative to
 	// Blob returns a stored fixture by digest (a task's FixtureBlob, on a
@@ -523,6 +532,15 @@ func RunAttempt(ctx context.Context, env AttemptEnv, task *Task, a *trace.Attemp
 		}
 		return
 	}
+	home := ""
+	if env.Hermetic {
+		home = dir + ".home"
+		if err := os.Mkdir(home, 0o700); err != nil {
+			failAttempt(a, FailSetup, "make the attempt's runtime home: "+err.Error(), -1)
+			return
+		}
+		defer func() { _ = removeTree(home) }() // a leftover does no harm
+	}
 	var prev *trace.Run
 	for try := 1; ; try++ {
 		prompt := task.Prompt
@@ -532,7 +550,7 @@ func RunAttempt(ctx context.Context, env AttemptEnv, task *Task, a *trace.Attemp
 		a.Tries = try
 		run, err := env.Run(ctx, RunSpec{
 			Dir: dir, Prompt: prompt, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID, N: a.N,
-			Timeout: task.Timeout, MaxTurns: task.MaxTurns, MaxCostUSD: task.MaxCostUSD, Resume: prev,
+			Timeout: task.Timeout, MaxTurns: task.MaxTurns, MaxCostUSD: task.MaxCostUSD, Resume: prev, Home: home,
 		})
 		if err != nil {
 			failAttempt(a, FailLane, "lane could not run the agent: "+err.Error(), -1)
@@ -676,6 +694,7 @@ func (r *runner) removeLeftovers(a trace.Attempt) {
 	for _, d := range dirs {
 		// MkdirTemp's random part is digits; anything else is not ours.
 		rnd := strings.TrimPrefix(filepath.Base(d), strings.TrimSuffix(pattern, "*"))
+		rnd = strings.TrimSuffix(strings.TrimSuffix(rnd, ".home"), ".shipped") // the attempt's runtime home, its fixture as shipped
 		if strings.Trim(rnd, "0123456789") == "" {
 			_ = removeTree(d) // a folder that cannot be removed does no harm
 		}

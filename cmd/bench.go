@@ -30,6 +30,7 @@ type BenchOptions struct {
 	Parallel     int
 	MaxCost      float64
 	Keep         bool
+	NoHermetic   bool
 	Resume       string
 	OutputFormat string
 	Run          RunOptions // how each attempt runs
@@ -70,6 +71,7 @@ cost, tokens, files changed, failures by kind. See README "lane bench".`,
 	fl.IntVar(&opts.Repeat, "repeat", 0, "attempts per task and model (default: the suite's, else 1)")
 	fl.IntVar(&opts.Parallel, "parallel", 1, "attempts run at once")
 	fl.Float64Var(&opts.MaxCost, "max-cost", 0, "stop starting attempts once the bench has spent this many USD (0: no limit)")
+	fl.BoolVar(&opts.NoHermetic, "no-hermetic", false, "let each attempt's agent see the user's own setup for it (CLAUDE.md, settings, hooks, plugins, skills, MCP servers)")
 	fl.BoolVar(&opts.Keep, "keep", false, "keep each attempt's folder (a git fixture's worktree stays registered in it)")
 	fl.StringVar(&opts.Resume, "resume", "", "continue an interrupted bench: run only its unfinished attempts")
 	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text or json")
@@ -163,7 +165,7 @@ func checkBenchFlags(opts *BenchOptions) error {
 func benchConfig(ctx context.Context, st *store.Store, opts *BenchOptions) (bench.Config, error) {
 	bc := bench.Config{
 		Models: opts.Models, Repeat: opts.Repeat, Parallel: opts.Parallel, MaxCostUSD: opts.MaxCost,
-		Keep: opts.Keep, Store: st, Log: slog.Default(),
+		Keep: opts.Keep, Hermetic: !opts.NoHermetic, Store: st, Log: slog.Default(),
 	}
 	if opts.Resume == "" {
 		suite, err := bench.Load(opts.Suite)
@@ -304,7 +306,7 @@ func recordedRunner(f *Factory, st *store.Store, cfg *config.File, opts *BenchOp
 	return func(ctx context.Context, spec bench.RunSpec) (*trace.Run, error) {
 		ro := opts.Run
 		ro.desk = desk
-		ro.Dir, ro.Model, ro.Task = spec.Dir, spec.Model, spec.Prompt
+		ro.Dir, ro.Model, ro.Task, ro.hermeticHome = spec.Dir, spec.Model, spec.Prompt, spec.Home
 		ro.MaxTurns, ro.MaxCost, ro.OutputFormat = spec.MaxTurns, spec.MaxCostUSD, formatNone
 		if prev := spec.Resume; prev != nil {
 			// A later try of the attempt: the same session, asked again.

@@ -61,6 +61,9 @@ type RunOptions struct {
 	// attended: a person may steer the run (lane run, lane resume).
 	desk     interact.Desk
 	attended bool
+	// hermeticHome: a bench attempt's folder for a hermetic run's runtime
+	// configuration (runner.Options.HermeticHome).
+	hermeticHome string
 
 	// Live OpenTelemetry export (cmd/otel.go): the flags, and the export
 	// the command started.
@@ -368,6 +371,7 @@ func runOptions(f *Factory, cfg *config.File, t config.Target, opts *RunOptions,
 		PriorSessionUsage:   opts.PriorSessionUsage,
 		Price:               priceFunc(cfg, t),
 		StateDir:            f.StateDir(),
+		HermeticHome:        opts.hermeticHome,
 		Changes:             snapshotter(f, cfg, opts),
 		ToolMode:            opts.ToolMode,
 		Sandbox:             sandbox.Mode(opts.Sandbox),

@@ -22,12 +22,13 @@ import (
 
 // WorkerOptions are the flags of lane worker.
 type WorkerOptions struct {
-	Parallel int
-	Runtimes []string
-	Name     string
-	Lease    time.Duration
-	Keep     bool
-	Run      RunOptions // how each attempt runs, as lane bench's runtime flags say
+	Parallel   int
+	Runtimes   []string
+	Name       string
+	Lease      time.Duration
+	Keep       bool
+	NoHermetic bool
+	Run        RunOptions // how each attempt runs, as lane bench's runtime flags say
 }
 
 // NewCmdWorker builds `lane worker`.
@@ -50,6 +51,7 @@ machine".`,
 	fl.StringVar(&opts.Name, "name", "", "the worker's name in the pool (default: the host name)")
 	fl.DurationVar(&opts.Lease, "lease", pool.DefaultLease, "how long an attempt stays this worker's without a heartbeat")
 	fl.BoolVar(&opts.Keep, "keep", false, "keep each attempt's folder")
+	fl.BoolVar(&opts.NoHermetic, "no-hermetic", false, "let each attempt's agent see this machine's own setup for it (CLAUDE.md, settings, hooks, plugins, MCP servers)")
 	// The runs of a worker are lane runs like any other: the same watchdogs,
 	// permission mode and sandbox by default, set on the worker's machine.
 	addRuntimeFlags(c, &opts.Run)
@@ -149,7 +151,7 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 			running: w.Running,
 		}
 		env := bench.AttemptEnv{Run: recordedRunner(f, st, cfg, bo, hooks), Keep: opts.Keep, Removed: forgetFolder(f),
-			Blob: blob, WorkDir: workDir}
+			Blob: blob, WorkDir: workDir, Hermetic: !opts.NoHermetic}
 		bench.RunAttempt(ctx, env, task, a)
 	}
 	return w, nil

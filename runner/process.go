@@ -50,6 +50,16 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		env = p.cleanEnv(env)
 	}
 	env = append(env, su.env...)
+	capability := p.capability(o)
+	if o.HermeticHome != "" && p.hermetic != nil {
+		add, excluded, err := p.hermetic(o.HermeticHome, env)
+		if err != nil {
+			os.RemoveAll(conf)
+			return nil, fmt.Errorf("hermetic run: %w", err)
+		}
+		env = append(env, add...)
+		capability.Hermetic = append([]string{}, excluded...)
+	}
 	inv := Invocation{Path: o.Found.Path, Args: su.args, Dir: o.Dir, Env: env, Stdin: su.stdin}
 	tally := p.newJudge(o)
 	turns := turnCounter{limit: o.MaxTurns, steps: p.stepTurns}
@@ -71,7 +81,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 			Prompt:      o.Prompt,
 			SessionID:   o.ResumeSession,
 			RuntimeVer:  o.Found.Version,
-			Capability:  p.capability(o),
+			Capability:  capability,
 		},
 		execute: func(ctx context.Context, emit func(trace.Event) error) (Exit, error) {
 			return supervise(ctx, supervision{

@@ -81,6 +81,13 @@ type Options struct {
 	// outlive a run (Gemini CLI keeps its sessions in the home lane gives it
 	// when pointed at an endpoint); "" uses the per-run folder instead.
 	StateDir string
+	// HermeticHome, when set, runs the runtime without the user's own
+	// setup for it (instructions, settings, hooks, plugins, skills, MCP
+	// servers), its login still working: its configuration lives in this
+	// folder instead, which the caller keeps across runs that continue one
+	// session (a bench attempt's tries). A runtime that cannot is run as
+	// it is, and its run says so (Capability.Hermetic stays nil).
+	HermeticHome string
 
 	// Lane's own loop.
 	ToolMode    string       // "native" or "text"

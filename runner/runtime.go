@@ -55,7 +55,12 @@ type process struct {
 	// input; conf is a fresh per-run folder it may write configuration into.
 	setup func(o Options, conf string) (setup, error)
 	// cleanEnv, when set, removes what must not pass through to the runtime.
-	cleanEnv  func(env []string) []string
+	cleanEnv func(env []string) []string
+	// hermetic, when set, keeps the user's own setup out of a run: given
+	// the folder Options.HermeticHome and the run's environment, it makes
+	// the runtime's configuration there (its login copied over) and returns
+	// the environment that points the runtime at it, and what it kept out.
+	hermetic  func(home string, env []string) (add, excluded []string, err error)
 	newSource func(r io.Reader) EventSource
 	// newJudge makes the tally of one attempt: it sees every event and
 	// decides, at the end, how the run went and what it cost.

@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -36,6 +38,7 @@ func claudeRuntime() *Runtime {
 				return setup{args: ClaudeArgs(o)}, nil
 			},
 			cleanEnv: ClaudeEnv,
+			hermetic: claudeHermetic,
 			newSource: func(r io.Reader) EventSource {
 				d := streamjson.NewDecoder(r)
 				d.MaxOutputSize = MaxEventOutput
@@ -120,6 +123,11 @@ func ClaudeArgs(o Options) []string {
 	if o.AppendSystemPrompt != "" {
 		args = append(args, "--append-system-prompt", o.AppendSystemPrompt)
 	}
+	if o.HermeticHome != "" {
+		// The user's settings (and with them hooks and plugins) stay out;
+		// the folder's own are part of the task.
+		args = append(args, "--setting-sources", "project,local")
+	}
 	if o.ResumeSession != "" {
 		args = append(args, "--resume", o.ResumeSession)
 	}
@@ -151,6 +159,74 @@ func toolNames(rules []string) []string {
 		}
 	}
 	return names
+}
+
+// claudeUserSetup are what Claude Code reads from the user's configuration
+// folder that a hermetic run leaves out: instructions, settings (and the
+// hooks in them), plugins, skills, subagents, commands, output styles.
+func claudeUserSetup() []string {
+	return []string{
+		"CLAUDE.md", "settings.json", "settings.local.json", "hooks", "plugins", "skills", "agents", "commands",
+		"output-styles",
+	}
+}
+
+// claudeHermetic gives a hermetic run a configuration folder of its own
+// (CLAUDE_CONFIG_DIR) in home, holding only the user's login: a
+// subscription's .credentials.json. ~/.claude.json (the user's MCP servers
+// and per-project settings) stays out with it. A key in the environment
+// (ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN) passes as it does for any
+// run.
+func claudeHermetic(home string, env []string) (add, excluded []string, err error) {
+	user := lookupEnv(env, "CLAUDE_CONFIG_DIR")
+	if user == "" && lookupEnv(env, "HOME") != "" {
+		user = filepath.Join(lookupEnv(env, "HOME"), ".claude")
+	}
+	dir := filepath.Join(home, "claude")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	if user != "" {
+		if err := copyIfThere(filepath.Join(user, ".credentials.json"), filepath.Join(dir, ".credentials.json")); err != nil {
+			return nil, nil, fmt.Errorf("copy the Claude Code login: %w", err)
+		}
+		for _, name := range claudeUserSetup() {
+			if _, err := os.Lstat(filepath.Join(user, name)); err == nil {
+				excluded = append(excluded, name)
+			}
+		}
+	}
+	if h := lookupEnv(env, "HOME"); h != "" && lookupEnv(env, "CLAUDE_CONFIG_DIR") == "" {
+		if _, err := os.Lstat(filepath.Join(h, ".claude.json")); err == nil {
+			excluded = append(excluded, ".claude.json")
+		}
+	}
+	return []string{"CLAUDE_CONFIG_DIR=" + dir}, excluded, nil
+}
+
+// copyIfThere copies the file src to dst (owner-only), when src exists and
+// dst does not yet: a later run of the same session keeps what Claude Code
+// wrote there (a refreshed token).
+func copyIfThere(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // ClaudeEnv is env without the variables that make Claude Code believe it

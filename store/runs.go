@@ -25,7 +25,7 @@ var runColumns = []string{
 	"owner_pid", "owner_start", "owner_host", "worker",
 	"permission_requests", "permissions_allowed", "permissions_denied", "cap_steer",
 	"imported", "source", "cache_creation_1h_tokens",
-	"changes",
+	"changes", "cap_hermetic",
 }
 
 var (
@@ -56,6 +56,10 @@ func runArgs(r *trace.Run) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode cap_steer: %w", err)
 	}
+	hermetic, err := jsonList(r.Capability.Hermetic)
+	if err != nil {
+		return nil, fmt.Errorf("encode cap_hermetic: %w", err)
+	}
 	var denials any
 	if len(r.PermissionDenials) > 0 {
 		denials = string(r.PermissionDenials)
@@ -78,7 +82,7 @@ func runArgs(r *trace.Run) ([]any, error) {
 		r.OwnerPID, int64(r.OwnerStart), r.OwnerHost, r.Worker,
 		r.Permissions.Requests, r.Permissions.Allowed, r.Permissions.Denied, steer,
 		r.Imported, r.Source, r.Usage.CacheCreation1hTokens,
-		changes,
+		changes, hermetic,
 	}, nil
 }
 
@@ -91,6 +95,7 @@ func scanRun(sc scanner) (*trace.Run, error) {
 		started, ended, exit    sql.NullInt64
 		addDirs, tools, denials sql.NullString
 		steer, changes          sql.NullString
+		hermetic                sql.NullString
 		ownerStart              int64
 	)
 	err := sc.Scan(
@@ -103,7 +108,7 @@ func scanRun(sc scanner) (*trace.Run, error) {
 		&r.OwnerPID, &ownerStart, &r.OwnerHost, &r.Worker,
 		&r.Permissions.Requests, &r.Permissions.Allowed, &r.Permissions.Denied, &steer,
 		&r.Imported, &r.Source, &r.Usage.CacheCreation1hTokens,
-		&changes,
+		&changes, &hermetic,
 	)
 	if err != nil {
 		return nil, err
@@ -124,6 +129,9 @@ func scanRun(sc scanner) (*trace.Run, error) {
 	}
 	if r.Capability.Steer, err = parseList(steer); err != nil {
 		return nil, fmt.Errorf("decode cap_steer of run %s: %w", r.ID, err)
+	}
+	if r.Capability.Hermetic, err = parseList(hermetic); err != nil {
+		return nil, fmt.Errorf("decode cap_hermetic of run %s: %w", r.ID, err)
 	}
 	if denials.Valid {
 		r.PermissionDenials = json.RawMessage(denials.String)

@@ -71,6 +71,7 @@ func fullRun(t *testing.T, id string) *trace.Run {
 			PermissionMode: "acceptEdits",
 			MCPIsolated:    true,
 			Steer:          []string{"message", "interrupt", "cancel"},
+			Hermetic:       []string{"CLAUDE.md", "settings.json"},
 		},
 		PermissionDenials: json.RawMessage(`[{"tool_name":"Bash"}]`),
 		OwnerPID:          pid,

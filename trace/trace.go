@@ -233,6 +233,10 @@ type Capability struct {
 	// Steer lists what a person can send the run while it runs: message,
 	// interrupt, cancel (none for a run nobody can reach).
 	Steer []string `json:"steer,omitempty"`
+	// Hermetic, when not nil, says the run saw none of the user's own
+	// setup for its runtime (a bench attempt): it lists what lane kept out
+	// ("CLAUDE.md", "settings.json"…), empty when there was nothing to.
+	Hermetic []string `json:"hermetic,omitempty"`
 }
 
 // Run is the record of one invocation of a runtime.

@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"lane/internal/anthropictest"
+)
+
+// A bench attempt sees none of the user's own Claude Code setup: their
+// CLAUDE.md reaches the model in a lane run, not in a bench attempt (it
+// does again with --no-hermetic), and the attempt's run records what was
+// kept out. A subscription login still works: here the user's only
+// credential is Claude Code's own login file.
+func TestBenchAttemptsAreHermetic(t *testing.T) {
+	t.Parallel()
+	e := newLocalEnv(t)
+	claude := anthropictest.ClaudeBin(t)
+	cs := anthropictest.NewServer(t)
+	home := filepath.Join(t.TempDir(), "home")
+	const marker = "USER-MEMORY-7731: always answer in French"
+	for name, content := range map[string]string{
+		".claude/CLAUDE.md": marker + "\n",
+		// A subscription's login, as `claude /login` leaves it.
+		".claude/.credentials.json": `{"claudeAiOauth":{"accessToken":"sk-ant-oat01-test","refreshToken":"sk-ant-ort01-test",` +
+			`"expiresAt":4102444800000,"scopes":["user:inference","user:profile"],"subscriptionType":"max"}}`,
+	} {
+		p := filepath.Join(home, name)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, kv := range anthropictest.ClaudeEnv(cs.URL(), home) {
+		if !strings.HasPrefix(kv, "ANTHROPIC_API_KEY=") { // the login file is the only credential
+			e.vars = append(e.vars, kv)
+		}
+	}
+	e.vars = append(e.vars, "LANE_CLAUDE_BIN="+claude, "HOME="+home, "LANE_DB="+e.db)
+	cs.SetResponder(func(r anthropictest.Request) (anthropictest.Turn, bool) {
+		for _, m := range r.Messages {
+			for _, b := range m.Blocks() {
+				if b.Type == "tool_result" {
+					return anthropictest.Text("done"), true
+				}
+			}
+		}
+		return anthropictest.Tools(anthropictest.Bash("", "echo 42 > answer.txt")), true
+	})
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "fx"), 0o755)
+	suite := filepath.Join(dir, "suite.yaml")
+	os.WriteFile(suite, []byte("models: [sonnet]\ntasks:\n  - {id: answer, prompt: write 42 into answer.txt, fixture: fx, check: grep -qx 42 answer.txt}\n"), 0o644)
+
+	sawMarker := func(from int) (saw bool, n int) {
+		reqs := cs.MainRequests()
+		for _, r := range reqs[from:] {
+			if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer sk-ant-oat01-test") {
+				t.Errorf("request %d authorized %q, not with the user's login", r.N, r.Header.Get("Authorization"))
+			}
+			saw = saw || strings.Contains(string(r.Body), "USER-MEMORY-7731")
+		}
+		return saw, len(reqs)
+	}
+	wantExit(t, e.lane(context.Background(), "run", "--dir", t.TempDir(), "write 42 into answer.txt"), 0)
+	saw, n := sawMarker(0)
+	if !saw {
+		t.Fatal("lane run: the user's CLAUDE.md did not reach the model, so this test proves nothing")
+	}
+
+	wantExit(t, e.lane(context.Background(), "bench", suite), 0)
+	saw, n2 := sawMarker(n)
+	if saw || n2 == n {
+		t.Errorf("bench attempt: %d requests, the user's CLAUDE.md in them: %v", n2-n, saw)
+	}
+	st := e.openStore()
+	_, attempts := onlyBenchAttempts(t, st, 1)
+	if attempts[0].Status != "passed" {
+		t.Errorf("hermetic attempt %s %s: %q", attempts[0].Status, attempts[0].FailureKind, attempts[0].CheckOutput)
+	}
+	run, err := st.GetRun(context.Background(), attempts[0].RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(run.Capability.Hermetic, "CLAUDE.md") {
+		t.Errorf("the attempt's run records %v kept out, want CLAUDE.md among them", run.Capability.Hermetic)
+	}
+	st.Close()
+
+	wantExit(t, e.lane(context.Background(), "bench", "--no-hermetic", suite), 0)
+	if saw, _ := sawMarker(n2); !saw {
+		t.Error("bench --no-hermetic: the user's CLAUDE.md did not reach the model")
+	}
+}
