@@ -19,10 +19,19 @@ var exerciseFiles = map[string]string{
 	"needs-network/x.txt": "",
 }
 
+// exerciseSuite is the exercise as a suite file says it.
 const exerciseSuite = `
 models: [m]
 tasks:
-  - {id: calc, prompt: make calc.sh print 42, fixture: ex, check: sh test.sh}
+  - id: calc
+    prompt: make calc.sh print 42
+    fixture: ex
+    check: {command: sh test.sh}
+    hide: [.meta]
+    protect: [test.sh]
+    oracle: ['cp "$LANE_FIXTURE/.meta/example.sh" calc.sh']
+    tries: 2
+    retry-prompt: "the tests said:\n{output}\nfix calc.sh"
 `
 
 func exercise(t *testing.T) *Suite {
@@ -31,14 +40,7 @@ func exercise(t *testing.T) *Suite {
 	for k, v := range exerciseFiles {
 		files[k] = v
 	}
-	s := makeSuite(t, exerciseSuite, map[string]map[string]string{"ex": files})
-	task := &s.Tasks[0]
-	task.Hide = []string{".meta"}
-	task.Protect = []string{"test.sh"}
-	task.Oracle = []string{`cp "$LANE_FIXTURE/.meta/example.sh" calc.sh`}
-	task.Tries = 2
-	task.RetryPrompt = "the tests said:\n{output}\nfix calc.sh"
-	return s
+	return makeSuite(t, exerciseSuite, map[string]map[string]string{"ex": files})
 }
 
 // A task of two tries asks again in the same session with the check's
@@ -101,7 +103,7 @@ func TestOracleAndErrorsOfTheTask(t *testing.T) {
 	offline := good
 	offline.ID = "offline"
 	offline.Check.Command = "echo 'error: failed to download from `https://index.crates.io/`'; exit 101"
-	offline.Check.EnvironmentErrors = []string{`failed to download from`}
+	offline.Check.EnvironmentErrors = []string{`failed to download from`} // as environment-errors: in a suite file
 	suite.Tasks = []Task{good, broken, none, offline}
 	agent := &fakeAgent{st: st, act: func(context.Context, RunSpec) outcome { return outcome{} }}
 	b, err := Run(context.Background(), Config{Suite: suite, Models: []string{OracleModel}, Parallel: 2,

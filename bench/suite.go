@@ -345,7 +345,7 @@ func (p *parser) task(n *yaml.Node, num int, d TaskDefaults) (Task, bool) {
 		where = fmt.Sprintf("task %q", id)
 	}
 	f := p.fields(n, where, "id", "prompt", "fixture", "git", "setup", "setup-timeout", "check", "timeout",
-		"tags", "max-turns", "max-cost")
+		"tags", "max-turns", "max-cost", "hide", "protect", "oracle", "tries", "retry-prompt")
 	if f == nil {
 		return Task{}, false
 	}
@@ -392,12 +392,45 @@ func (p *parser) task(n *yaml.Node, num int, d TaskDefaults) (Task, bool) {
 	if v := f.get("max-cost"); v != nil {
 		t.MaxCostUSD = p.nonNegFloat(v, where, "max-cost")
 	}
+	p.solving(f, &t, where)
 	if cn := f.get("check"); cn == nil {
 		p.errorf(n, where, "missing check: give a command (e.g. go test ./...) or files that must exist")
 	} else {
 		t.Check = p.check(cn, where, d.CheckTimeout)
 	}
 	return t, len(p.errs) == before
+}
+
+// solving reads what a task says about its solving beyond the prompt: the
+// paths hidden from the agent and put back before each check, the oracle's
+// commands, and how many tries it gets.
+func (p *parser) solving(f *fieldSet, t *Task, where string) {
+	if v := f.get("hide"); v != nil {
+		t.Hide = p.relPaths(v, where, "hide")
+	}
+	if v := f.get("protect"); v != nil {
+		t.Protect = p.relPaths(v, where, "protect")
+	}
+	if v := f.get("oracle"); v != nil {
+		t.Oracle = p.commands(v, where)
+	}
+	if v := f.get("tries"); v != nil {
+		t.Tries = p.nonNegInt(v, where, "tries")
+	}
+	if v := f.get("retry-prompt"); v != nil {
+		t.RetryPrompt = p.str(v, where, "retry-prompt")
+	}
+}
+
+// relPaths is a list of paths inside the task's folder.
+func (p *parser) relPaths(n *yaml.Node, where, key string) []string {
+	paths := p.strList(n, where, key)
+	for _, s := range paths {
+		if c := filepath.Clean(s); filepath.IsAbs(s) || c == ".." || strings.HasPrefix(c, "../") || c == "." {
+			p.errorf(n, where, "%s: %q is not a path inside the task's folder", key, s)
+		}
+	}
+	return paths
 }
 
 func (p *parser) fixture(n *yaml.Node, where string) string {
@@ -482,9 +515,17 @@ func (p *parser) check(n *yaml.Node, where string, timeout time.Duration) Check 
 		return c
 	}
 	before := len(p.errs)
-	f := p.fields(n, where, "command", "files", "timeout")
+	f := p.fields(n, where, "command", "files", "timeout", "environment-errors")
 	if f == nil {
 		return c
+	}
+	if v := f.get("environment-errors"); v != nil {
+		c.EnvironmentErrors = p.strList(v, where, "environment-errors")
+		for _, e := range c.EnvironmentErrors {
+			if _, err := regexp.Compile(e); err != nil {
+				p.errorf(v, where, "environment-errors: %v", err)
+			}
+		}
 	}
 	c.Command = strings.TrimSpace(p.str(f.get("command"), where, "command"))
 	if v := f.get("timeout"); v != nil {

@@ -110,7 +110,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown task field", "tasks:\n  - id: a\n    prompt: p\n    check: 'true'\n    max_turns: 3\n",
 			[]string{`5: task "a": unknown field "max_turns" (did you mean "max-turns"?)`}},
 		{"unknown field far off", "tasks:\n  - id: a\n    prompt: p\n    check: 'true'\n    colour: red\n",
-			[]string{`5: task "a": unknown field "colour" (known: id, prompt, fixture, git, setup, setup-timeout, check, timeout, tags, max-turns, max-cost)`}},
+			[]string{`5: task "a": unknown field "colour" (known: id, prompt, fixture, git, setup, setup-timeout, check, timeout, tags, max-turns, max-cost, hide, protect, oracle, tries, retry-prompt)`}},
 		{"missing id", "tasks:\n  - prompt: p\n    check: 'true'\n", []string{"2: task 1: missing id"}},
 		{"missing prompt", "tasks:\n  - id: a\n    check: 'true'\n", []string{`2: task "a": missing prompt`}},
 		{"empty prompt", "tasks:\n  - id: a\n    prompt: ''\n    check: 'true'\n", []string{`3: task "a": prompt is empty`}},

@@ -96,3 +96,68 @@ func TestBenchAttemptsAreHermetic(t *testing.T) {
 		t.Error("bench --no-hermetic: the user's CLAUDE.md did not reach the model")
 	}
 }
+
+// A task of two tries asks Claude Code again in the same session, with
+// the check's output, after a failed check: the second run resumes the
+// first one's session (in the hermetic attempt's own configuration
+// folder), and the attempt passes on its second try.
+func TestBenchSecondTryResumesTheSession(t *testing.T) {
+	t.Parallel()
+	e := newLocalEnv(t)
+	claude := anthropictest.ClaudeBin(t)
+	cs := anthropictest.NewServer(t)
+	home := filepath.Join(t.TempDir(), "home")
+	os.Mkdir(home, 0o755)
+	e.vars = append(e.vars, anthropictest.ClaudeEnv(cs.URL(), home)...)
+	e.vars = append(e.vars, "LANE_CLAUDE_BIN="+claude, "HOME="+home, "LANE_DB="+e.db)
+	cs.SetResponder(func(r anthropictest.Request) (anthropictest.Turn, bool) {
+		last := r.Messages[len(r.Messages)-1]
+		for _, b := range last.Blocks() {
+			if b.Type == "tool_result" {
+				return anthropictest.Text("done"), true
+			}
+		}
+		if strings.Contains(last.Text(), "want 42, got 41") {
+			return anthropictest.Tools(anthropictest.Bash("", "echo 42 > answer.txt")), true
+		}
+		return anthropictest.Tools(anthropictest.Bash("", "echo 41 > answer.txt")), true
+	})
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "fx"), 0o755)
+	suite := filepath.Join(dir, "suite.yaml")
+	os.WriteFile(suite, []byte(`models: [sonnet]
+tasks:
+  - id: answer
+    prompt: write 42 into answer.txt
+    fixture: fx
+    check: 'test "$(cat answer.txt)" = 42 || { echo "want 42, got $(cat answer.txt)"; exit 1; }'
+    tries: 2
+    retry-prompt: "The check said: {output} Fix it."
+`), 0o644)
+	r := e.lane(context.Background(), "bench", "-o", "json", suite)
+	wantExit(t, r, 0)
+	st := e.openStore()
+	defer st.Close()
+	_, attempts := onlyBenchAttempts(t, st, 1)
+	a := attempts[0]
+	if a.Status != "passed" || a.Tries != 2 {
+		t.Fatalf("attempt %s %s after %d tries: %q", a.Status, a.FailureKind, a.Tries, a.CheckOutput)
+	}
+	second, err := st.GetRun(context.Background(), a.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := st.GetRun(context.Background(), second.ParentRunID)
+	if err != nil {
+		t.Fatalf("the second try's run has no parent: %v", err)
+	}
+	if second.SessionID == "" || second.SessionID != first.SessionID {
+		t.Errorf("second try's session %q, first's %q: not the same session", second.SessionID, first.SessionID)
+	}
+	if !strings.Contains(second.Prompt, "want 42, got 41") {
+		t.Errorf("second try's prompt %q lacks the check's output", second.Prompt)
+	}
+	if !strings.Contains(r.stdout, `"pass_rate_by_try"`) {
+		t.Errorf("the JSON report has no pass rate by try:\n%s", r.stdout)
+	}
+}
