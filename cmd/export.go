@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lane/config"
 	"lane/export"
+	"lane/pricing"
 	"lane/store"
 	"lane/trace"
 )
@@ -27,12 +29,20 @@ type ExportOptions struct {
 func NewCmdExport(f *Factory, runF func(context.Context, *ExportOptions) error) *cobra.Command {
 	opts := &ExportOptions{}
 	c := &cobra.Command{
-		Use:   "export [RUN…] [--bench ID] [--since WHEN] --format jsonl|markdown|otlp",
-		Short: "Write runs as JSON lines, Markdown or OTLP JSON to stdout",
+		Use:   "export [RUN…] [--bench ID] [--since WHEN] --format jsonl|markdown|otlp|atif",
+		Short: "Write runs as JSON lines, Markdown, OTLP JSON or ATIF to stdout",
 		Long: `Write recorded runs to stdout: jsonl is each run's record and its normalized
 events with the runtime's lines (the dashboard's Export), markdown is a
 summary for a pull request or a chat, otlp is OpenTelemetry GenAI spans in
-OTLP's JSON encoding (POST it to a collector's /v1/traces).`,
+OTLP's JSON encoding (POST it to a collector's /v1/traces).
+
+atif is Harbor's Agent Trajectory Interchange Format (` + export.ATIFVersion + `), what
+Harbor's viewer and trace tools read: for one RUN named alone, its
+trajectory as one indented JSON object (a trajectory.json); for several
+runs, --bench or --since, JSON lines, one trajectory a line (split -l 1
+makes one file of each). A subagent's trajectory is embedded in its
+parent's, linked from the tool call that started it. Each step's cost is an
+estimate from list prices (the config file's prices first).`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Runs = args
 			if runF != nil {
@@ -42,7 +52,7 @@ OTLP's JSON encoding (POST it to a collector's /v1/traces).`,
 		},
 	}
 	fl := c.Flags()
-	fl.StringVar(&opts.Format, "format", export.FormatJSONL, "jsonl, markdown or otlp")
+	fl.StringVar(&opts.Format, "format", export.FormatJSONL, "jsonl, markdown, otlp or atif")
 	fl.StringVar(&opts.Bench, "bench", "", "also every run of this bench")
 	fl.StringVar(&opts.Since, "since", "", "also every run started since then: a duration (24h) or a date (2006-01-02, RFC 3339)")
 	fl.BoolVar(&opts.Content, "otel-content", false, "otlp: put prompts, answers and tool inputs and outputs in the spans")
@@ -51,9 +61,9 @@ OTLP's JSON encoding (POST it to a collector's /v1/traces).`,
 
 func runExport(ctx context.Context, f *Factory, opts *ExportOptions) error {
 	switch opts.Format {
-	case export.FormatJSONL, export.FormatMarkdown, export.FormatOTLP:
+	case export.FormatJSONL, export.FormatMarkdown, export.FormatOTLP, export.FormatATIF:
 	default:
-		return usageErrorf(fmt.Errorf("unknown --format %q (want jsonl, markdown or otlp)", opts.Format))
+		return usageErrorf(fmt.Errorf("unknown --format %q (want jsonl, markdown, otlp or atif)", opts.Format))
 	}
 	if len(opts.Runs) == 0 && opts.Bench == "" && opts.Since == "" {
 		return usageErrorf(errors.New("name runs, --bench or --since"))
@@ -75,7 +85,28 @@ func runExport(ctx context.Context, f *Factory, opts *ExportOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.Format == export.FormatATIF {
+		cfg, err := config.Load(config.Path(f.Getenv))
+		if err != nil {
+			return err
+		}
+		single := len(opts.Runs) == 1 && opts.Bench == "" && opts.Since == ""
+		return export.WriteATIF(ctx, f.IO.Out, st, runs, export.ATIFOptions{Indent: single, Price: listPrice(cfg)})
+	}
 	return export.Write(ctx, f.IO.Out, st, opts.Format, runs, export.Options{Content: opts.Content})
+}
+
+// listPrice prices one model response: the config file's prices, then
+// lane's table.
+func listPrice(cfg *config.File) func(string, trace.Usage) (float64, bool) {
+	table := pricing.Default()
+	return func(model string, u trace.Usage) (float64, bool) {
+		if p, ok := cfg.Prices[model]; ok {
+			return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output +
+				float64(u.CacheReadTokens)*p.CacheRead + float64(u.CacheCreationTokens)*p.CacheWrite) / 1e6, true
+		}
+		return table.Cost(model, u)
+	}
 }
 
 // exportedRuns are the runs named, of the bench and since the time, each
