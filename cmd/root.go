@@ -146,6 +146,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		NewCmdInterrupt(f),
 		NewCmdCancel(f),
 		NewCmdExport(f, nil),
+		NewCmdForward(),
 	)
 	return root
 }

@@ -61,6 +61,9 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		capability.Hermetic = append([]string{}, excluded...)
 	}
 	inv := Invocation{Path: o.Found.Path, Args: su.args, Dir: o.Dir, Env: env, Stdin: su.stdin}
+	if o.Within != nil {
+		inv = o.Within(inv)
+	}
 	tally := p.newJudge(o)
 	turns := turnCounter{limit: o.MaxTurns, steps: p.stepTurns}
 	if !rt.EnforcesTurns {

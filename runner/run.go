@@ -88,6 +88,13 @@ type Options struct {
 	// session (a bench attempt's tries). A runtime that cannot is run as
 	// it is, and its run says so (Capability.Hermetic stays nil).
 	HermeticHome string
+	// Within, when set, starts the runtime somewhere else than this
+	// machine's own processes (a bench attempt's container): it turns the
+	// invocation lane built into the one lane starts and supervises, such
+	// as `podman exec -i CONTAINER BIN ARGS…`. Dir and AddDirs are then
+	// paths as the runtime sees them there, and so are the binary's and
+	// HermeticHome's (the caller mounts them at the same paths).
+	Within func(Invocation) Invocation
 
 	// Lane's own loop.
 	ToolMode    string       // "native" or "text"
