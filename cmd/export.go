@@ -76,6 +76,16 @@ func runExport(ctx context.Context, f *Factory, opts *ExportOptions) error {
 		}
 		since = t
 	}
+	var atif export.ATIFOptions
+	if opts.Format == export.FormatATIF {
+		cfg, err := config.Load(config.Path(f.Getenv))
+		if err != nil {
+			return err
+		}
+		// One run named alone is a trajectory.json; any other selection
+		// JSON lines, however many runs it finds.
+		atif = export.ATIFOptions{Indent: len(opts.Runs) == 1 && opts.Bench == "" && opts.Since == "", Price: listPrice(cfg)}
+	}
 	st, err := f.OpenStore(ctx)
 	if err != nil {
 		return err
@@ -86,12 +96,7 @@ func runExport(ctx context.Context, f *Factory, opts *ExportOptions) error {
 		return err
 	}
 	if opts.Format == export.FormatATIF {
-		cfg, err := config.Load(config.Path(f.Getenv))
-		if err != nil {
-			return err
-		}
-		single := len(opts.Runs) == 1 && opts.Bench == "" && opts.Since == ""
-		return export.WriteATIF(ctx, f.IO.Out, st, runs, export.ATIFOptions{Indent: single, Price: listPrice(cfg)})
+		return export.WriteATIF(ctx, f.IO.Out, st, runs, atif)
 	}
 	return export.Write(ctx, f.IO.Out, st, opts.Format, runs, export.Options{Content: opts.Content})
 }
