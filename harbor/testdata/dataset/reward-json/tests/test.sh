@@ -1,0 +1,5 @@
+#!/bin/bash
+# Two named scores, no "reward" key: the reward is their mean.
+# The task allows internet (the default): the container has a network.
+if [ "$(ls /sys/class/net)" = lo ]; then echo "no network interface but lo" >&2; exit 1; fi
+echo '{"correctness": 0.25, "style": 0.75}' > /logs/verifier/reward.json
