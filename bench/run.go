@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"lane/container"
 	"lane/internal/proc"
 	"lane/trace"
 )
@@ -38,6 +39,13 @@ type RunSpec struct {
 	// configuration, kept across its tries: the run is hermetic (none of
 	// the user's own agent setup). "": the run sees the user's.
 	Home string
+	// Container, when set, is where the agent works (a container task):
+	// Dir is a path inside it, and the mounts AttemptEnv.Mounts asked for
+	// are there.
+	Container *container.Container
+	// Share is a folder of the attempt's that the container has at the
+	// same path (a container task), "" otherwise.
+	Share string
 }
 
 // RunFunc runs one agent run (either lane), records it, and returns it. It
@@ -68,6 +76,11 @@ type Config struct {
 	// Hermetic runs every attempt's agent without the user's own agent
 	// setup (RunSpec.Home); lane bench's default, --no-hermetic opts out.
 	Hermetic bool
+	// EnvironmentError, Engine and Mounts are AttemptEnv's, for every
+	// attempt.
+	EnvironmentError func(task *Task, checkOutput string) (reason string, ok bool)
+	Engine           *container.Engine
+	Mounts           Mounts
 	// Removed, when set, is told of each attempt folder removed, so that
 	// what was kept about it elsewhere (lane's snapshots of it) can go too.
 	Removed  func(dir string)
@@ -487,26 +500,41 @@ func (r *runner) sweepFixtures(ctx context.Context) {
 // execute runs attempt a of task here.
 func (r *runner) execute(ctx context.Context, task *Task, a *trace.Attempt) {
 	RunAttempt(ctx, AttemptEnv{Run: r.cfg.Run, WorkDir: r.workDir, Keep: r.cfg.Keep, Removed: r.cfg.Removed,
-		SuiteDir: r.suite.Dir, Hermetic: r.cfg.Hermetic}, task, a)
+		SuiteDir: r.suite.Dir, Hermetic: r.cfg.Hermetic, EnvironmentError: r.cfg.EnvironmentError,
+		Engine: r.cfg.Engine, Mounts: r.cfg.Mounts}, task, a)
 }
 
 // AttemptEnv is what running one attempt needs besides its task.
 type AttemptEnv struct {
 	Run      RunFunc
-	WorkDir  string           // where the attempt's folder goes
-	Keep     bool             // keep the folder afterwards
-	Hermetic bool             // each agent run sees none of the user's own agent setup (RunSpec.Home)
-	Removed  func(dir string) // told of the folder once it is removed; nil: nobody
-	SuiteDir string           // what a task's Fixture is relative to
+	WorkDir  string // where the attempt's folder goes
+	Keep     bool   // keep the folder afterwards
+	Hermetic bool   // each agent run sees none of the user's own agent setup (RunSpec.Home)
+	// EnvironmentError, when set, tells a failed check's output that means
+	// the environment could not give the check what it needs (the suite
+	// format's own knowledge, as polyglot's); nil: only the task's
+	// Check.EnvironmentErrors patterns do.
+	EnvironmentError func(task *Task, checkOutput string) (reason string, ok bool)
+	Removed          func(dir string) // told of the folder once it is removed; nil: nobody
+	SuiteDir         string           // what a task's Fixture is relative to
 	// Blob returns a stored fixture by digest (a task's FixtureBlob, on a
 	// worker); nil when fixtures are read from SuiteDir.
 	Blob func(ctx context.Context, digest string) ([]byte, error)
+	// Engine runs container tasks; nil: they are errors of the environment.
+	Engine *container.Engine
+	// Mounts says what an agent needs mounted into a container task's
+	// container; nil mounts nothing.
+	Mounts Mounts
 }
 
 // RunAttempt fills a fresh folder for the attempt, runs the setup, the agent
 // and the check in it, and sets a's outcome. It is one attempt of a bench,
 // whether run by the bench's own process or by a lane worker.
 func RunAttempt(ctx context.Context, env AttemptEnv, task *Task, a *trace.Attempt) {
+	if task.Container != nil {
+		runContainerAttempt(ctx, env, task, a)
+		return
+	}
 	dir, err := os.MkdirTemp(env.WorkDir, folderName(a))
 	if err != nil {
 		failAttempt(a, FailSetup, "make the attempt's folder: "+err.Error(), -1)
@@ -528,7 +556,7 @@ func RunAttempt(ctx context.Context, env AttemptEnv, task *Task, a *trace.Attemp
 	if a.Model == OracleModel {
 		a.Tries = 1
 		if runOracle(ctx, task, src, dir, a) {
-			check(ctx, task, src, dir, a)
+			check(ctx, env, task, src, dir, a)
 		}
 		return
 	}
@@ -562,7 +590,7 @@ func RunAttempt(ctx context.Context, env AttemptEnv, task *Task, a *trace.Attemp
 			failAttempt(a, runFailure(run), "", 0)
 			return
 		}
-		check(ctx, task, src, dir, a)
+		check(ctx, env, task, src, dir, a)
 		checkFailed := a.Status == trace.AttemptFailed && (a.FailureKind == FailCheck || a.FailureKind == FailCheckTimeout)
 		if !checkFailed || try >= task.Tries || run.SessionID == "" || ctx.Err() != nil {
 			return
@@ -572,13 +600,13 @@ func RunAttempt(ctx context.Context, env AttemptEnv, task *Task, a *trace.Attemp
 }
 
 // check puts the task's protected paths back and runs its check in dir.
-func check(ctx context.Context, task *Task, src, dir string, a *trace.Attempt) {
+func check(ctx context.Context, env AttemptEnv, task *Task, src, dir string, a *trace.Attempt) {
 	if err := restore(task, src, dir); err != nil {
 		failAttempt(a, FailSetup, err.Error(), -1)
 		return
 	}
 	runCheck(ctx, task, dir, a)
-	environmentFault(task, a)
+	environmentFault(env, task, a)
 }
 
 // releaseFolder removes the attempt's folder dir unless it is to be kept:

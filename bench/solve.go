@@ -119,16 +119,27 @@ func runOracle(ctx context.Context, task *Task, src, dir string, a *trace.Attemp
 }
 
 // environmentFault marks a, whose check failed, errored when the check's
-// output matches one of the task's environment errors.
-func environmentFault(task *Task, a *trace.Attempt) {
+// output matches one of the task's environment errors, or env's
+// classifier says it is one; the reason goes after the output.
+func environmentFault(env AttemptEnv, task *Task, a *trace.Attempt) {
 	if a.Status != trace.AttemptFailed || a.FailureKind != FailCheck {
 		return
 	}
+	reason, ok := "", false
+	if env.EnvironmentError != nil {
+		reason, ok = env.EnvironmentError(task, a.CheckOutput)
+	}
 	for _, p := range task.Check.EnvironmentErrors {
-		if re, err := regexp.Compile(p); err == nil && re.MatchString(a.CheckOutput) {
-			a.Status, a.FailureKind = trace.AttemptErrored, FailEnvironment
-			return
+		if ok {
+			break
 		}
+		if re, err := regexp.Compile(p); err == nil && re.MatchString(a.CheckOutput) {
+			reason, ok = "the check's output matches "+p, true
+		}
+	}
+	if ok {
+		a.Status, a.FailureKind = trace.AttemptErrored, FailEnvironment
+		a.CheckOutput += "\n[lane: an error of the environment, not the agent's: " + reason + "]\n"
 	}
 }
 

@@ -89,6 +89,9 @@ type Task struct {
 	// replaced by the check's output.
 	Tries       int    `json:"tries,omitempty"`
 	RetryPrompt string `json:"retry_prompt,omitempty"`
+	// Container, when set, makes the task run in a container of its own
+	// (a Harbor task); its check is the task's verifier.
+	Container *ContainerTask `json:"container,omitempty"`
 }
 
 // GitSource is a repository cloned for every attempt, checked out at Rev

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -15,9 +16,11 @@ import (
 	"lane/bench"
 	"lane/broker"
 	"lane/config"
+	"lane/container"
 	"lane/pool"
 	"lane/runner"
 	"lane/store"
+	"lane/suites"
 	"lane/telemetry"
 	"lane/trace"
 )
@@ -31,6 +34,12 @@ type BenchOptions struct {
 	MaxCost      float64
 	Keep         bool
 	NoHermetic   bool
+	Format       string   // of what SUITE is: lane, polyglot ("" tells by its layout)
+	Languages    []string // polyglot's
+	Tries        int      // polyglot's tries per attempt
+	BuildArgs    []string // KEY=VALUE for container tasks' image builds
+	PassReward   float64  // a container task's attempt passes at this reward
+	Engine       string   // podman or docker ("" finds one)
 	Resume       string
 	OutputFormat string
 	Run          RunOptions // how each attempt runs
@@ -71,6 +80,12 @@ cost, tokens, files changed, failures by kind. See README "lane bench".`,
 	fl.IntVar(&opts.Repeat, "repeat", 0, "attempts per task and model (default: the suite's, else 1)")
 	fl.IntVar(&opts.Parallel, "parallel", 1, "attempts run at once")
 	fl.Float64Var(&opts.MaxCost, "max-cost", 0, "stop starting attempts once the bench has spent this many USD (0: no limit)")
+	fl.StringVar(&opts.Format, "format", "", "what SUITE is: lane (a suite file) or polyglot (a checkout of Aider's polyglot benchmark); default: told by its layout")
+	fl.StringSliceVar(&opts.Languages, "languages", nil, "polyglot: only these languages (cpp, go, java, javascript, python, rust)")
+	fl.IntVar(&opts.Tries, "tries", 0, "polyglot: times the agent is asked, in one session, while the tests fail (default 2, as Aider's published figures)")
+	fl.StringArrayVar(&opts.BuildArgs, "build-arg", nil, "KEY=VALUE for the image builds of Harbor tasks (repeatable)")
+	fl.Float64Var(&opts.PassReward, "pass-reward", 1, "a Harbor task's attempt passes when its verifier's reward is at least this")
+	fl.StringVar(&opts.Engine, "engine", "", "the container engine for Harbor tasks: podman or docker (default: whichever is found)")
 	fl.BoolVar(&opts.NoHermetic, "no-hermetic", false, "let each attempt's agent see the user's own setup for it (CLAUDE.md, settings, hooks, plugins, skills, MCP servers)")
 	fl.BoolVar(&opts.Keep, "keep", false, "keep each attempt's folder (a git fixture's worktree stays registered in it)")
 	fl.StringVar(&opts.Resume, "resume", "", "continue an interrupted bench: run only its unfinished attempts")
@@ -99,7 +114,7 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 		fmt.Fprintln(f.IO.ErrOut, "lane: warning:", err)
 	}
 
-	bc, err := benchConfig(ctx, st, opts)
+	bc, err := benchConfig(ctx, f, st, opts)
 	if err != nil {
 		return err
 	}
@@ -123,6 +138,12 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	defer sink.close(ctx)
 	opts.Run.otel = sink
 	bc.Run = attemptRunner(f, st, cfg, opts)
+	if suite := benchSuite(bc); suite != nil && hasContainerTasks(suite) {
+		if bc.Engine, err = container.Find(ctx, opts.Engine, f.Getenv); err != nil {
+			return err
+		}
+		bc.Mounts = containerMounts(ctx, f, cfg, &opts.Run)
+	}
 	bc.Removed = forgetFolder(f)
 	if bc.Pool, err = benchPool(ctx, f, st, cfg, opts, bc.Resume); err != nil {
 		return err
@@ -162,17 +183,28 @@ func checkBenchFlags(opts *BenchOptions) error {
 
 // benchConfig is the bench the flags ask for, without its Run and
 // Progress: the stored bench to resume, or the suite file loaded.
-func benchConfig(ctx context.Context, st *store.Store, opts *BenchOptions) (bench.Config, error) {
+func benchConfig(ctx context.Context, f *Factory, st *store.Store, opts *BenchOptions) (bench.Config, error) {
 	bc := bench.Config{
 		Models: opts.Models, Repeat: opts.Repeat, Parallel: opts.Parallel, MaxCostUSD: opts.MaxCost,
 		Keep: opts.Keep, Hermetic: !opts.NoHermetic, Store: st, Log: slog.Default(),
+		EnvironmentError: suites.EnvironmentError,
 	}
 	if opts.Resume == "" {
-		suite, err := bench.Load(opts.Suite)
+		buildArgs, err := keyValues(opts.BuildArgs)
+		if err != nil {
+			return bc, usageErrorf(fmt.Errorf("--build-arg: %w", err))
+		}
+		loaded, err := suites.Load(ctx, opts.Suite, suites.Options{
+			Format: opts.Format, Languages: opts.Languages, Tries: opts.Tries,
+			CacheDir: filepath.Join(f.cacheDir(), "polyglot"), BuildArgs: buildArgs, PassReward: opts.PassReward,
+		})
 		if err != nil {
 			return bc, usageErrorf(err)
 		}
-		bc.Suite = suite
+		for _, s := range loaded.Skipped {
+			fmt.Fprintf(f.IO.ErrOut, "lane: skipped %s\n", s)
+		}
+		bc.Suite = loaded.Suite
 		return bc, nil
 	}
 	if !opts.ParallelSet {
@@ -319,6 +351,13 @@ func recordedRunner(f *Factory, st *store.Store, cfg *config.File, opts *BenchOp
 		}
 		if spec.Timeout > 0 {
 			ro.HardTimeout = spec.Timeout
+		}
+		if spec.Container != nil {
+			stop, err := inContainer(ctx, f, &ro, spec)
+			if err != nil {
+				return nil, err
+			}
+			defer stop()
 		}
 		rec := newRunRecorder(st, quiet, formatNone)
 		rec.worker = hooks

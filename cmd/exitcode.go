@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lane/changes"
+	"lane/container"
 	"lane/runner"
 	"lane/store"
 	"lane/trace"
@@ -79,7 +80,7 @@ func ExitCode(err error) int {
 		return ExitRunFailed
 	case errors.As(err, &ue):
 		return ExitUsage
-	case errors.As(err, &me):
+	case errors.As(err, &me), errors.Is(err, container.ErrNoEngine):
 		return ExitRuntimeMissing
 	case errors.As(err, &oe):
 		return runExitCode(oe.Run)

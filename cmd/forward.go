@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"lane/netfwd"
@@ -17,7 +19,7 @@ func NewCmdForward() *cobra.Command {
 		Hidden: true,
 		Args:   exactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
-			return netfwd.Listen(c.Context(), args[0], args[1])
+			return netfwd.Listen(c.Context(), args[0], args[1], func() { fmt.Fprintln(c.OutOrStdout(), "ready") })
 		},
 	}
 }

@@ -47,8 +47,17 @@ type Factory struct {
 // binaries are this user's, whatever the database, so in lane's cache
 // folder ($XDG_CACHE_HOME/lane, else ~/.cache/lane).
 func (f *Factory) versionCache() string {
+	if d := f.cacheDir(); d != "" {
+		return filepath.Join(d, "runtime-versions.json")
+	}
+	return ""
+}
+
+// cacheDir is lane's cache folder ($XDG_CACHE_HOME/lane, else
+// ~/.cache/lane), "" without a home.
+func (f *Factory) cacheDir() string {
 	if d := f.Getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "lane", "runtime-versions.json")
+		return filepath.Join(d, "lane")
 	}
 	home := f.Getenv("HOME")
 	if home == "" {
@@ -57,7 +66,7 @@ func (f *Factory) versionCache() string {
 	if home == "" {
 		return ""
 	}
-	return filepath.Join(home, ".cache", "lane", "runtime-versions.json")
+	return filepath.Join(home, ".cache", "lane")
 }
 
 // DBPath is the database named by --db, LANE_DB or the default path.

@@ -64,6 +64,9 @@ type RunOptions struct {
 	// hermeticHome: a bench attempt's folder for a hermetic run's runtime
 	// configuration (runner.Options.HermeticHome).
 	hermeticHome string
+	// within: an attempt's runtime runs in its container
+	// (runner.Options.Within).
+	within func(runner.Invocation) runner.Invocation
 
 	// Live OpenTelemetry export (cmd/otel.go): the flags, and the export
 	// the command started.
@@ -372,6 +375,7 @@ func runOptions(f *Factory, cfg *config.File, t config.Target, opts *RunOptions,
 		Price:               priceFunc(cfg, t),
 		StateDir:            f.StateDir(),
 		HermeticHome:        opts.hermeticHome,
+		Within:              opts.within,
 		Changes:             snapshotter(f, cfg, opts),
 		ToolMode:            opts.ToolMode,
 		Sandbox:             sandbox.Mode(opts.Sandbox),

@@ -17,6 +17,7 @@ import (
 	"lane/pool"
 	"lane/runner"
 	"lane/store"
+	"lane/suites"
 	"lane/trace"
 )
 
@@ -151,7 +152,8 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 			running: w.Running,
 		}
 		env := bench.AttemptEnv{Run: recordedRunner(f, st, cfg, bo, hooks), Keep: opts.Keep, Removed: forgetFolder(f),
-			Blob: blob, WorkDir: workDir, Hermetic: !opts.NoHermetic}
+			Blob: blob, WorkDir: workDir, Hermetic: !opts.NoHermetic,
+			EnvironmentError: suites.EnvironmentError}
 		bench.RunAttempt(ctx, env, task, a)
 	}
 	return w, nil

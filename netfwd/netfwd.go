@@ -29,11 +29,15 @@ func Serve(ctx context.Context, path, target string) error {
 }
 
 // Listen accepts TCP connections on addr and joins each to a new
-// connection to the unix socket path, until ctx ends.
-func Listen(ctx context.Context, addr, path string) error {
+// connection to the unix socket path, until ctx ends. ready, when not nil,
+// is called once it listens.
+func Listen(ctx context.Context, addr, path string, ready func()) error {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("forward %s: %w", addr, err)
+	}
+	if ready != nil {
+		ready()
 	}
 	return pipe(ctx, ln, func(ctx context.Context) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", path)

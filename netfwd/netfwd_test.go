@@ -40,7 +40,7 @@ func TestForwardsOverTheSocket(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	go func() { listened <- Listen(ctx, addr, sock) }()
+	go func() { listened <- Listen(ctx, addr, sock, nil) }()
 	waitFor(t, func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
@@ -86,7 +86,7 @@ func TestNobodyBehindTheSocket(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	defer func() { cancel(); <-done }()
-	go func() { done <- Listen(ctx, addr, filepath.Join(t.TempDir(), "none.sock")) }()
+	go func() { done <- Listen(ctx, addr, filepath.Join(t.TempDir(), "none.sock"), nil) }()
 	waitFor(t, func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {

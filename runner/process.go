@@ -31,6 +31,20 @@ type judge interface {
 	Account(run *trace.Run, laneTurns int)
 }
 
+// onlyVars is env's variables whose names start with one of prefixes.
+func onlyVars(env, prefixes []string) []string {
+	var out []string
+	for _, kv := range env {
+		for _, p := range prefixes {
+			if strings.HasPrefix(kv, p) {
+				out = append(out, kv)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // processAttempt builds attempt number n of a runtime that lane runs as a
 // supervised process: its command line and per-run configuration, how its
 // events are read and what stops it, and how it is judged.
@@ -62,6 +76,9 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 	}
 	inv := Invocation{Path: o.Found.Path, Args: su.args, Dir: o.Dir, Env: env, Stdin: su.stdin}
 	if o.Within != nil {
+		// Elsewhere the runtime gets only what it needs of lane's
+		// environment, not the machine's.
+		inv.Env = onlyVars(inv.Env, p.containerEnv)
 		inv = o.Within(inv)
 	}
 	tally := p.newJudge(o)

@@ -56,6 +56,9 @@ type process struct {
 	setup func(o Options, conf string) (setup, error)
 	// cleanEnv, when set, removes what must not pass through to the runtime.
 	cleanEnv func(env []string) []string
+	// containerEnv are the prefixes of the variables the runtime needs when
+	// it runs elsewhere (Options.Within): its key, endpoint and switches.
+	containerEnv []string
 	// hermetic, when set, keeps the user's own setup out of a run: given
 	// the folder Options.HermeticHome and the run's environment, it makes
 	// the runtime's configuration there (its login copied over) and returns

@@ -37,8 +37,9 @@ func claudeRuntime() *Runtime {
 			setup: func(o Options, _ string) (setup, error) {
 				return setup{args: ClaudeArgs(o)}, nil
 			},
-			cleanEnv: ClaudeEnv,
-			hermetic: claudeHermetic,
+			cleanEnv:     ClaudeEnv,
+			hermetic:     claudeHermetic,
+			containerEnv: []string{"ANTHROPIC_", "CLAUDE_", "DISABLE_", "IS_SANDBOX=", "MAX_THINKING_TOKENS="},
 			newSource: func(r io.Reader) EventSource {
 				d := streamjson.NewDecoder(r)
 				d.MaxOutputSize = MaxEventOutput

@@ -193,7 +193,8 @@ const imageTimeout = 3 * time.Minute
 // half-made one.
 //
 // The image holds busybox (its applets linked in /bin), /bin/bash with the
-// libraries ldd lists for it, /usr/bin/env, /tmp, and two users: root and
+// libraries ldd lists for it, the rest of the C library (libm, libpthread,
+// libdl, librt), /usr/bin/env, /tmp, and two users: root and
 // agent (uid and gid 1000, home /home/agent). PATH is set, the working
 // folder is /.
 func BaseImage(t testing.TB, e *container.Engine) string {
@@ -334,12 +335,26 @@ func baseTar() ([]byte, error) {
 		}
 	}
 	fsys["usr/bin/env"] = entry{mode: 0o777 | os.ModeSymlink, link: "/bin/busybox"}
+	libc := ""
 	for _, bin := range []string{busybox, bash} {
 		libs, err := sharedLibs(bin)
 		if err != nil {
 			return nil, err
 		}
 		for _, lib := range libs {
+			if err := fsys.addFile(strings.TrimPrefix(lib, "/"), lib); err != nil {
+				return nil, err
+			}
+			if filepath.Base(lib) == "libc.so.6" {
+				libc = lib
+			}
+		}
+	}
+	// The rest of the C library, as a distribution's base image has it:
+	// agents' native binaries (Claude Code's) link librt, libdl, libm.
+	for _, name := range []string{"libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1"} {
+		lib := filepath.Join(filepath.Dir(libc), name)
+		if _, err := os.Stat(lib); err == nil && libc != "" {
 			if err := fsys.addFile(strings.TrimPrefix(lib, "/"), lib); err != nil {
 				return nil, err
 			}

@@ -1,0 +1,175 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"lane/bench"
+	"lane/config"
+	"lane/container"
+	"lane/netfwd"
+	"lane/runner"
+)
+
+// keyValues reads KEY=VALUE flags.
+func keyValues(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q: want KEY=VALUE", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// hasContainerTasks says whether a bench of suite needs a container engine.
+func hasContainerTasks(s *bench.Suite) bool {
+	for _, t := range s.Tasks {
+		if t.Container != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// containerMounts is what an agent of a model needs in a container task's
+// container, at the paths lane knows them by on the host: the runtime's
+// binary (its real file; Claude Code's and Codex's are single native
+// files) and lane's own binary, which forwards the model endpoint.
+func containerMounts(ctx context.Context, f *Factory, cfg *config.File, ro *RunOptions) bench.Mounts {
+	return func(model, share string) ([]container.Mount, error) {
+		t, err := cfg.Resolve(model, ro.Runtime, ro.BaseURL, f.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		rt, _ := runner.Lookup(t.Runtime)
+		if rt.InProcess() {
+			return nil, errors.New("lane's own loop does not run in a container yet")
+		}
+		bin, err := rt.Find(ctx, runtimeBin(f, ro, rt), f.Environ(), f.versionCache())
+		if err != nil {
+			return nil, err
+		}
+		real, err := filepath.EvalSymlinks(bin.Path)
+		if err != nil {
+			return nil, err
+		}
+		self, err := laneBinary()
+		if err != nil {
+			return nil, err
+		}
+		return []container.Mount{
+			{Host: real, Container: bin.Path, ReadOnly: true},
+			{Host: self, Container: self, ReadOnly: true},
+		}, nil
+	}
+}
+
+// laneBinary is this lane's executable, its real path.
+func laneBinary() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(self)
+}
+
+// inContainer sets ro up for an agent run inside the attempt's container:
+// the runtime is started through the engine (exec -i, supervised as any
+// run), its home is the attempt's share folder, lane does not snapshot a
+// folder it cannot see, and every model endpoint on this machine's
+// loopback is forwarded into the container through a socket in the share
+// folder (so that a container without a network reaches it, and nothing
+// else). The returned stop ends the forwarding.
+func inContainer(ctx context.Context, f *Factory, ro *RunOptions, spec bench.RunSpec) (stop func(), err error) {
+	c, share := spec.Container, spec.Share
+	ro.NoChanges = true
+	ro.within = func(inv runner.Invocation) runner.Invocation {
+		cmd := c.Command(ctx, container.ExecSpec{
+			Argv: append([]string{inv.Path}, inv.Args...), Env: append(inv.Env, "HOME="+share), Workdir: inv.Dir,
+		})
+		return runner.Invocation{Path: cmd.Path, Args: cmd.Args[1:], Env: cmd.Env, Dir: share, Stdin: inv.Stdin}
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	stop = func() { cancel(); wg.Wait() }
+	self, err := laneBinary()
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	for i, addr := range loopbackEndpoints(f, ro) {
+		sock := filepath.Join(share, fmt.Sprintf("endpoint-%d.sock", i))
+		wg.Go(func() { _ = netfwd.Serve(fctx, sock, addr) }) // ends with fctx
+		inside := c.Command(fctx, container.ExecSpec{Argv: []string{self, "forward", addr, sock}})
+		out, err := inside.StdoutPipe()
+		if err == nil {
+			err = inside.Start()
+		}
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("forward %s into the container: %w", addr, err)
+		}
+		wg.Go(func() { _ = inside.Wait() })
+		// lane forward says "ready" once it listens.
+		if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "ready" {
+			stop()
+			return nil, fmt.Errorf("forward %s into the container: it did not start", addr)
+		}
+	}
+	return stop, nil
+}
+
+// loopbackEndpoints are the model endpoints this run may use that are on
+// this machine's loopback (a base URL in lane's environment or --base-url),
+// as host:port.
+func loopbackEndpoints(f *Factory, ro *RunOptions) []string {
+	var urls []string
+	if ro.BaseURL != "" {
+		urls = append(urls, ro.BaseURL)
+	}
+	for _, kv := range f.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasSuffix(k, "_BASE_URL") {
+			urls = append(urls, v)
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || u.Port() == "" || seen[u.Host] {
+			continue
+		}
+		if h := u.Hostname(); h == "127.0.0.1" || h == "localhost" || h == "::1" {
+			seen[u.Host] = true
+			out = append(out, u.Host)
+		}
+	}
+	return out
+}
+
+// benchSuite is the suite a bench runs: the loaded one, or a resumed
+// bench's stored one (nil when it cannot be read; the bench says so).
+func benchSuite(bc bench.Config) *bench.Suite {
+	if bc.Resume == nil {
+		return bc.Suite
+	}
+	var s bench.Suite
+	if json.Unmarshal(bc.Resume.Suite, &s) != nil {
+		return nil
+	}
+	return &s
+}

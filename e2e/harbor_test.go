@@ -1,0 +1,155 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"lane/internal/anthropictest"
+	"lane/internal/containertest"
+	"lane/trace"
+)
+
+// containerVars are the variables that point lane's container engine at
+// the test machine's configuration, and the base image's tag.
+func containerVars(t *testing.T) (vars []string, base string) {
+	t.Helper()
+	eng := containertest.Engine(t)
+	return eng.Env, containertest.BaseImage(t, eng)
+}
+
+// A Harbor dataset under the oracle: each task's own solution in its own
+// container, then its verifier. The task whose solution passes passes with
+// reward 1; one scoring 0.5 fails with its reward; an image that does not
+// build, a verifier that writes no reward and one that runs out of time are
+// errors of the task, counted apart; a task.toml that cannot be read is
+// reported and the others still run.
+func TestHarborDatasetUnderTheOracle(t *testing.T) {
+	t.Parallel()
+	vars, base := containerVars(t)
+	e := newLocalEnv(t)
+	e.vars = append(e.vars, vars...)
+	// The dataset's tasks that have no solution get one that does nothing,
+	// so that their verifiers run under the oracle.
+	dataset := filepath.Join(t.TempDir(), "dataset")
+	if err := os.CopyFS(dataset, os.DirFS("../harbor/testdata/dataset")); err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range []string{"reward-json", "no-reward", "verifier-timeout"} {
+		os.MkdirAll(filepath.Join(dataset, task, "solution"), 0o755)
+		if err := os.WriteFile(filepath.Join(dataset, task, "solution", "solve.sh"), []byte("#!/bin/bash\ntrue\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := e.lane(context.Background(), "bench", dataset, "--models", "oracle", "--build-arg", "BASE="+base,
+		"--parallel", "2", "-o", "json")
+	wantExit(t, r, 0)
+	if !strings.Contains(r.stderr, "broken-toml") {
+		t.Errorf("the unreadable task is not reported:\n%s", r.stderr)
+	}
+	st := e.openStore()
+	defer st.Close()
+	benches, _ := st.ListBenches(context.Background(), 1)
+	attempts, err := st.Attempts(context.Background(), benches[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, a := range attempts {
+		got[a.TaskID] = string(a.Status) + " " + a.FailureKind
+		if a.TaskID == "reward-json" && (a.Reward == nil || *a.Reward != 0.5) {
+			t.Errorf("reward-json: reward %v, want 0.5", a.Reward)
+		}
+	}
+	want := map[string]string{
+		"oracle-pass":      "passed ",
+		"reward-json":      "failed check_failed",
+		"build-fails":      "errored image_build_failed",
+		"no-reward":        "errored no_reward",
+		"verifier-timeout": "errored verifier_timeout",
+	}
+	for task, w := range want {
+		if got[task] != w {
+			t.Errorf("%s: %q, want %q", task, got[task], w)
+		}
+	}
+	var rep struct {
+		Models []struct{ Passed, Finished, Errored int }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Models) != 1 {
+		t.Fatalf("report: %v\n%s", err, r.stdout)
+	}
+	if m := rep.Models[0]; m.Errored < 3 || m.Finished != len(attempts)-m.Errored {
+		t.Errorf("report: %+v: errors of the task not counted apart", m)
+	}
+}
+
+// Claude Code works inside a Harbor task's container without a network:
+// its native binary is mounted, not installed; the scripted model endpoint
+// on this machine's loopback is forwarded in through a socket; the verifier
+// scores what it did.
+func TestClaudeCodeInsideAHarborContainer(t *testing.T) {
+	t.Parallel()
+	vars, base := containerVars(t)
+	e := newLocalEnv(t)
+	claude := anthropictest.ClaudeBin(t)
+	cs := anthropictest.NewServer(t)
+	home := filepath.Join(t.TempDir(), "home")
+	os.Mkdir(home, 0o755)
+	e.vars = append(e.vars, vars...)
+	e.vars = append(e.vars, anthropictest.ClaudeEnv(cs.URL(), home)...)
+	e.vars = append(e.vars, "LANE_CLAUDE_BIN="+claude, "HOME="+home, "LANE_DB="+e.db)
+	cs.SetResponder(func(q anthropictest.Request) (anthropictest.Turn, bool) {
+		for _, b := range q.Messages[len(q.Messages)-1].Blocks() {
+			if b.Type == "tool_result" {
+				return anthropictest.Text("done"), true
+			}
+		}
+		return anthropictest.Tools(anthropictest.Bash("", "echo hello > /app/hello.txt && hostname > /app/where.txt")), true
+	})
+	task, _ := filepath.Abs("testdata/harbor/write-hello")
+	r := e.lane(context.Background(), "bench", task, "--models", "sonnet", "--build-arg", "BASE="+base, "-o", "json")
+	wantExit(t, r, 0)
+	st := e.openStore()
+	defer st.Close()
+	benches, _ := st.ListBenches(context.Background(), 1)
+	attempts, err := st.Attempts(context.Background(), benches[0].ID)
+	if err != nil || len(attempts) != 1 {
+		t.Fatalf("attempts %v %v", attempts, err)
+	}
+	a := attempts[0]
+	if a.Status != trace.AttemptPassed || a.Reward == nil || *a.Reward != 1 {
+		run, _ := st.GetRun(context.Background(), a.RunID)
+		var evs []string
+		st.Events(context.Background(), a.RunID, 0, func(ev trace.Event) error {
+			evs = append(evs, string(ev.Kind)+": "+ev.Text)
+			return nil
+		})
+		t.Fatalf("attempt %s %s reward %v: %q; run %+v; events %q", a.Status, a.FailureKind, a.Reward, a.CheckOutput, run, evs)
+	}
+	if _, err := os.Stat("/app/hello.txt"); err == nil {
+		t.Error("/app/hello.txt is on the host: the agent did not work in the container")
+	}
+	run, err := st.GetRun(context.Background(), a.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Dir != "/app" || run.Status != trace.StatusSucceeded || run.ToolCalls != 1 {
+		t.Errorf("run in %s, %s, %d tool calls", run.Dir, run.Status, run.ToolCalls)
+	}
+
+	// An image the agent's binary cannot run in: an error of the
+	// environment, which says why.
+	broken, _ := filepath.Abs("testdata/harbor/no-c-library")
+	wantExit(t, e.lane(context.Background(), "bench", broken, "--models", "sonnet", "--build-arg", "BASE="+base), 0)
+	benches, _ = st.ListBenches(context.Background(), 1)
+	attempts, _ = st.Attempts(context.Background(), benches[0].ID)
+	if len(attempts) != 1 || attempts[0].Status != trace.AttemptErrored || attempts[0].FailureKind != "environment_error" ||
+		!strings.Contains(attempts[0].CheckOutput, "cannot run in this task's image") {
+		run, _ := st.GetRun(context.Background(), attempts[0].RunID)
+		t.Errorf("attempt in an image without librt: %+v; run error %q", attempts, run.ErrorMessage)
+	}
+}
