@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -56,8 +55,8 @@ func containerMounts(ctx context.Context, f *Factory, cfg *config.File, ro *RunO
 			return nil, err
 		}
 		rt, _ := runner.Lookup(t.Runtime)
-		if rt.InProcess() {
-			return nil, errors.New("lane's own loop does not run in a container yet")
+		if !rt.RunsElsewhere() {
+			return nil, fmt.Errorf("%s does not run in a task's container yet (Claude Code does)", rt.Title)
 		}
 		bin, err := rt.Find(ctx, runtimeBin(f, ro, rt), f.Environ(), f.versionCache())
 		if err != nil {

@@ -91,6 +91,11 @@ type process struct {
 	newDialog func(o Options, run *trace.Run) dialog
 }
 
+// RunsElsewhere says whether lane can start the runtime somewhere else
+// than on this machine (Options.Within: a container), knowing which of its
+// variables it needs there.
+func (rt *Runtime) RunsElsewhere() bool { return rt.process != nil && len(rt.process.containerEnv) > 0 }
+
 // DefaultRuntime runs a model named without a runtime or provider prefix.
 const DefaultRuntime = "claude"
 
