@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lane/bench"
+	"lane/container"
 	"lane/config"
 	"lane/pool"
 	"lane/runner"
@@ -142,6 +143,13 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 		})
 		return data, err
 	}
+	// Container tasks (Harbor's) run with this machine's engine, when it
+	// has one; without, their attempts are errors of the environment.
+	engine, err := container.Find(ctx, "", f.Getenv)
+	if err != nil {
+		slog.Info("worker: no container engine: Harbor tasks' attempts will be errors of their environment", "err", err)
+	}
+	mounts := containerMounts(ctx, f, cfg, &bo.Run)
 	w.Run = func(ctx context.Context, l store.Lease, task *bench.Task, a *trace.Attempt) {
 		a.BenchID, a.TaskID, a.Model, a.N = l.Key.BenchID, l.Key.TaskID, l.Key.Model, l.Key.N
 		hooks := &workerHooks{
@@ -153,7 +161,7 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 		}
 		env := bench.AttemptEnv{Run: recordedRunner(f, st, cfg, bo, hooks), Keep: opts.Keep, Removed: forgetFolder(f),
 			Blob: blob, WorkDir: workDir, Hermetic: !opts.NoHermetic,
-			EnvironmentError: suites.EnvironmentError}
+			EnvironmentError: suites.EnvironmentError, Engine: engine, Mounts: mounts}
 		bench.RunAttempt(ctx, env, task, a)
 	}
 	return w, nil
