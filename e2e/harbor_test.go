@@ -153,3 +153,22 @@ func TestClaudeCodeInsideAHarborContainer(t *testing.T) {
 		t.Errorf("attempt in an image without librt: %+v; run error %q", attempts, run.ErrorMessage)
 	}
 }
+
+// Without Podman or Docker a bench of Harbor tasks says what it needs and
+// starts nothing: exit 5, no bench recorded.
+func TestHarborWithoutAnEngineStartsNothing(t *testing.T) {
+	t.Parallel()
+	e := newLocalEnv(t)
+	e.vars = append(e.vars, "PATH="+t.TempDir(), "LANE_DB="+e.db) // no engine on it
+	task, _ := filepath.Abs("testdata/harbor/write-hello")
+	r := e.lane(context.Background(), "bench", task, "--models", "oracle")
+	wantExit(t, r, 5)
+	if !strings.Contains(r.stderr, "Podman or Docker") {
+		t.Errorf("stderr does not say what is needed:\n%s", r.stderr)
+	}
+	st := e.openStore()
+	defer st.Close()
+	if benches, _ := st.ListBenches(context.Background(), 10); len(benches) != 0 {
+		t.Errorf("%d benches recorded", len(benches))
+	}
+}
