@@ -126,13 +126,14 @@ func TestToolchains(t *testing.T) {
 }
 
 // TestOracle applies each reference solution to a copy of its exercise as
-// the agent gets it and runs the tests: they pass. (cpp/diamond and
-// JavaScript are in TestOracleLong: a Catch build takes ~15 s of CPU, the
-// JavaScript install ~30 s once.)
+// the agent gets it and runs the tests: they pass. (Rust, C++ and
+// JavaScript are in TestOracleLong: a cargo or Catch build takes 5–15 s of
+// CPU, the JavaScript install ~30 s once; make test's six minutes on two
+// cores cannot hold them.)
 func TestOracle(t *testing.T) {
 	t.Parallel()
 	b := loadSample(t)
-	for _, id := range []string{"python/bowling", "python/react", "go/bowling", "go/error-handling", "rust/acronym", "cpp/clock"} {
+	for _, id := range []string{"python/bowling", "python/react", "go/bowling", "go/error-handling"} {
 		e := exercise(t, b, id)
 		t.Run(id, func(t *testing.T) {
 			t.Parallel()
@@ -155,7 +156,7 @@ func TestOracle(t *testing.T) {
 func TestStubsFail(t *testing.T) {
 	t.Parallel()
 	b := loadSample(t)
-	for _, id := range []string{"python/bowling", "python/react", "go/bowling", "go/error-handling", "rust/acronym"} {
+	for _, id := range []string{"python/bowling", "python/react", "go/bowling", "go/error-handling"} {
 		e := exercise(t, b, id)
 		t.Run(id, func(t *testing.T) {
 			t.Parallel()
