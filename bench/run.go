@@ -79,6 +79,7 @@ type Config struct {
 	// EnvironmentError, Engine and Mounts are AttemptEnv's, for every
 	// attempt.
 	EnvironmentError func(task *Task, checkOutput string) (reason string, ok bool)
+	CleanOutput      func(task *Task, checkOutput string) string
 	Engine           *container.Engine
 	Mounts           Mounts
 	// Removed, when set, is told of each attempt folder removed, so that
@@ -500,7 +501,7 @@ func (r *runner) sweepFixtures(ctx context.Context) {
 // execute runs attempt a of task here.
 func (r *runner) execute(ctx context.Context, task *Task, a *trace.Attempt) {
 	RunAttempt(ctx, AttemptEnv{Run: r.cfg.Run, WorkDir: r.workDir, Keep: r.cfg.Keep, Removed: r.cfg.Removed,
-		SuiteDir: r.suite.Dir, Hermetic: r.cfg.Hermetic, EnvironmentError: r.cfg.EnvironmentError,
+		SuiteDir: r.suite.Dir, Hermetic: r.cfg.Hermetic, EnvironmentError: r.cfg.EnvironmentError, CleanOutput: r.cfg.CleanOutput,
 		Engine: r.cfg.Engine, Mounts: r.cfg.Mounts}, task, a)
 }
 
@@ -520,6 +521,10 @@ type AttemptEnv struct {
 	// Blob returns a stored fixture by digest (a task's FixtureBlob, on a
 	// worker); nil when fixtures are read from SuiteDir.
 	Blob func(ctx context.Context, digest string) ([]byte, error)
+	// CleanOutput, when set, is the check's output as a later try's prompt
+	// quotes it (the suite format's: polyglot takes timings out and cuts
+	// it); nil quotes it as it is.
+	CleanOutput func(task *Task, checkOutput string) string
 	// Engine runs container tasks; nil: they are errors of the environment.
 	Engine *container.Engine
 	// Mounts says what an agent needs mounted into a container task's
@@ -573,7 +578,7 @@ func RunAttempt(ctx context.Context, env AttemptEnv, task *Task, a *trace.Attemp
 	for try := 1; ; try++ {
 		prompt := task.Prompt
 		if prev != nil {
-			prompt = retryPrompt(task, a.CheckOutput)
+			prompt = retryPrompt(env, task, a.CheckOutput)
 		}
 		a.Tries = try
 		run, err := env.Run(ctx, RunSpec{

@@ -143,8 +143,12 @@ func environmentFault(env AttemptEnv, task *Task, a *trace.Attempt) {
 	}
 }
 
-// retryPrompt is what the agent is asked after try failed its check.
-func retryPrompt(task *Task, checkOutput string) string {
+// retryPrompt is what the agent is asked after a try failed its check:
+// the task's RetryPrompt with the output, cleaned as env's format says.
+func retryPrompt(env AttemptEnv, task *Task, checkOutput string) string {
+	if env.CleanOutput != nil {
+		checkOutput = env.CleanOutput(task, checkOutput)
+	}
 	if task.RetryPrompt == "" {
 		return "The check failed:\n\n" + checkOutput + "\n\nFix the code so that it passes."
 	}

@@ -187,7 +187,7 @@ func benchConfig(ctx context.Context, f *Factory, st *store.Store, opts *BenchOp
 	bc := bench.Config{
 		Models: opts.Models, Repeat: opts.Repeat, Parallel: opts.Parallel, MaxCostUSD: opts.MaxCost,
 		Keep: opts.Keep, Hermetic: !opts.NoHermetic, Store: st, Log: slog.Default(),
-		EnvironmentError: suites.EnvironmentError,
+		EnvironmentError: suites.EnvironmentError, CleanOutput: suites.CleanOutput,
 	}
 	if opts.Resume == "" {
 		buildArgs, err := keyValues(opts.BuildArgs)

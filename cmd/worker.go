@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"lane/bench"
-	"lane/container"
 	"lane/config"
+	"lane/container"
 	"lane/pool"
 	"lane/runner"
 	"lane/store"
@@ -161,7 +161,7 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 		}
 		env := bench.AttemptEnv{Run: recordedRunner(f, st, cfg, bo, hooks), Keep: opts.Keep, Removed: forgetFolder(f),
 			Blob: blob, WorkDir: workDir, Hermetic: !opts.NoHermetic,
-			EnvironmentError: suites.EnvironmentError, Engine: engine, Mounts: mounts}
+			EnvironmentError: suites.EnvironmentError, CleanOutput: suites.CleanOutput, Engine: engine, Mounts: mounts}
 		bench.RunAttempt(ctx, env, task, a)
 	}
 	return w, nil

@@ -178,6 +178,16 @@ func EnvironmentError(task *bench.Task, output string) (string, bool) {
 	return polyglot.EnvironmentError(task.Tags[1], output)
 }
 
+// CleanOutput is the polyglot benchmark's test output as a later try's
+// prompt quotes it, for the tasks Load made of its exercises (bench's
+// hook); other tasks' as it is.
+func CleanOutput(task *bench.Task, output string) string {
+	if len(task.Tags) < 2 || task.Tags[0] != FormatPolyglot {
+		return output
+	}
+	return polyglot.CleanTestOutput(output)
+}
+
 // shQuote quotes s for sh.
 func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
