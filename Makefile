@@ -31,11 +31,12 @@ test-deps: $(RUNTIMES_STAMP)
 # cores. make test-long runs the long tests and every package lane is made
 # of under -race. CI runs both. vet, the packages' own tests and the
 # end-to-end package (which builds lane and drives the real CLIs) run at
-# once: the end-to-end tests wait on those CLIs more than they compute.
+# once: the end-to-end tests wait on those CLIs (and on Podman) more than
+# they compute, so three of them run at a time on two cores.
 LONG = Long$$
 UNIT = $$($(GO) list ./... | grep -v '^lane/e2e$$')
 test: test-deps
-	@$(GO) test -skip '$(LONG)' -timeout 20m ./e2e/ & e2e=$$!; \
+	@$(GO) test -skip '$(LONG)' -parallel 3 -timeout 20m ./e2e/ & e2e=$$!; \
 	$(GO) vet ./... & vet=$$!; \
 	$(GO) test -skip '$(LONG)' -timeout 20m $(UNIT); unit=$$?; \
 	wait $$vet; vet=$$?; wait $$e2e; e2e=$$?; \
