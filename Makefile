@@ -53,6 +53,7 @@ bench: test-deps
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./changes/
 	$(GO) test -run '^$$' -bench BenchOverhead ./bench/
 	$(GO) test -run '^$$' -bench AttemptFolder -benchtime 5x ./bench/
+	$(GO) test -run '^$$' -bench ContainerAttempt -benchtime 2x ./bench/
 	$(GO) test -run '^$$' -bench 'EventToWebsocket' -benchtime 2000x ./dashboard/
 	$(GO) test -run '^$$' -bench 'IdleDashboard' -benchtime 6x ./dashboard/
 	$(GO) test -run '^$$' -bench . -skip 'PoolScaling|CostsVsCcusage' -benchtime 5x ./e2e/
