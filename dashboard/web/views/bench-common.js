@@ -18,5 +18,6 @@ export function benchDurEl(b) {
 
 // progressTitle tells what a bench's attempts add up to.
 export function progressTitle(p) {
-  return `${p.passed || 0} passed, ${p.failed || 0} failed, ${p.running || 0} running, ${p.pending || 0} pending, ${p.skipped || 0} skipped`;
+  return `${p.passed || 0} passed, ${p.failed || 0} failed, ${p.running || 0} running, ${p.pending || 0} pending, ${p.skipped || 0} skipped` +
+    (p.errored ? `, ${p.errored} errors of the task` : '');
 }

@@ -23,7 +23,8 @@ export function modelTable(models, color) {
 }
 
 function modelRow(m, cls) {
-  const extra = [m.unfinished ? `${m.unfinished} to go` : '', m.skipped ? `${m.skipped} skipped` : ''].filter(Boolean);
+  const extra = [m.unfinished ? `${m.unfinished} to go` : '', m.skipped ? `${m.skipped} skipped` : '',
+    m.errored ? `${m.errored} errors of the task` : ''].filter(Boolean);
   return h('tr', { dataset: { model: m.model } },
     h('td', { class: 'nowrap' }, modelKey(cls), ' ', m.model),
     h('td', { class: 'rate nowrap' }, rateBar(m, cls), ' ', h('span', { class: 'pct' }, fmtPct(m.pass_rate))),
@@ -59,7 +60,8 @@ function rateBar(m, cls) {
   return svg;
 }
 
-const ATTEMPT_LABEL = { passed: 'passed', failed: 'failed', running: 'running', pending: 'pending', skipped: 'skipped' };
+const ATTEMPT_LABEL = { passed: 'passed', failed: 'failed', running: 'running', pending: 'pending', skipped: 'skipped',
+  errored: 'an error of the task or its environment' };
 
 // queued tells an attempt of a pool bench (lane bench --workers) that waits
 // in the queue for a worker: pending there means enqueued, not yet taken.

@@ -75,7 +75,8 @@ function renderBenchHead(head, res) {
     ['Attempts per task', pool ? `${b.repeat || 0} per model` : `${b.repeat || 0} per model, ${b.parallel || 0} at a time`],
     ['Attempts', h('span', { title: progressTitle(p) }, `${p.passed} passed of ${p.total}`,
       p.failed ? `, ${p.failed} failed` : '', p.running ? `, ${p.running} running` : '',
-      p.pending && !pool ? `, ${p.pending} pending` : '', p.skipped ? `, ${p.skipped} skipped` : '')],
+      p.pending && !pool ? `, ${p.pending} pending` : '', p.skipped ? `, ${p.skipped} skipped` : '',
+      p.errored ? `, ${p.errored} errors of the task` : '')],
     pool ? ['Runs on', [h('a', { href: '/workers' }, 'the pool of workers'), ': ',
       h('span', { class: `queue-count${p.pending ? ' has-queued' : ''}` },
         p.pending ? `${p.pending} attempt${p.pending === 1 ? '' : 's'} waiting in the queue` : 'none waiting in the queue')]] : null,
@@ -110,7 +111,7 @@ function renderBenchBody(body, res) {
 }
 
 function countAttempts(attempts) {
-  const p = { total: 0, passed: 0, failed: 0, running: 0, pending: 0, skipped: 0 };
+  const p = { total: 0, passed: 0, failed: 0, running: 0, pending: 0, skipped: 0, errored: 0 };
   for (const a of attempts) {
     p.total++;
     if (a.status in p) p[a.status]++;
