@@ -56,7 +56,15 @@ func containerMounts(ctx context.Context, f *Factory, cfg *config.File, ro *RunO
 		}
 		rt, _ := runner.Lookup(t.Runtime)
 		if !rt.RunsElsewhere() {
-			return nil, fmt.Errorf("%s does not run in a task's container yet (Claude Code does)", rt.Title)
+			return nil, fmt.Errorf("%s does not run in a task's container yet (Claude Code and lane's own loop do)", rt.Title)
+		}
+		self, err := laneBinary()
+		if err != nil {
+			return nil, err
+		}
+		mounts := []container.Mount{{Host: self, Container: self, ReadOnly: true}}
+		if rt.InProcess() {
+			return mounts, nil // lane's own loop: its tool host is lane's binary
 		}
 		bin, err := rt.Find(ctx, runtimeBin(f, ro, rt), f.Environ(), f.versionCache())
 		if err != nil {
@@ -66,14 +74,7 @@ func containerMounts(ctx context.Context, f *Factory, cfg *config.File, ro *RunO
 		if err != nil {
 			return nil, err
 		}
-		self, err := laneBinary()
-		if err != nil {
-			return nil, err
-		}
-		return []container.Mount{
-			{Host: real, Container: bin.Path, ReadOnly: true},
-			{Host: self, Container: self, ReadOnly: true},
-		}, nil
+		return append(mounts, container.Mount{Host: real, Container: bin.Path, ReadOnly: true}), nil
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"lane/netfwd"
+	"lane/sandbox"
+	"lane/tools"
 )
 
 // NewCmdForward builds the hidden `lane forward ADDR SOCKET`, which lane
@@ -20,6 +22,30 @@ func NewCmdForward() *cobra.Command {
 		Args:   exactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			return netfwd.Listen(c.Context(), args[0], args[1], func() { fmt.Fprintln(c.OutOrStdout(), "ready") })
+		},
+	}
+}
+
+// NewCmdToolhost builds the hidden `lane toolhost DIR`, which lane runs
+// inside a bench attempt's container for its own loop: it runs the loop's
+// built-in tools in DIR there, a JSON line in and out on stdin and stdout
+// per call (tools.Serve). The container is the confinement.
+func NewCmdToolhost() *cobra.Command {
+	return &cobra.Command{
+		Use:    "toolhost DIR",
+		Short:  "Run lane's own loop's tools in DIR for a loop elsewhere (inside a bench attempt's container)",
+		Hidden: true,
+		Args:   exactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			sb, err := sandbox.New(sandbox.Off, args[0])
+			if err != nil {
+				return err
+			}
+			ws, err := tools.NewWorkspace(args[0], sb)
+			if err != nil {
+				return err
+			}
+			return tools.Serve(c.Context(), ws, c.InOrStdin(), c.OutOrStdout())
 		},
 	}
 }

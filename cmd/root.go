@@ -156,6 +156,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		NewCmdCancel(f),
 		NewCmdExport(f, nil),
 		NewCmdForward(),
+		NewCmdToolhost(),
 	)
 	return root
 }

@@ -10,6 +10,7 @@ import (
 
 	"lane/internal/anthropictest"
 	"lane/internal/containertest"
+	"lane/internal/openaitest"
 	"lane/trace"
 )
 
@@ -170,5 +171,38 @@ func TestHarborWithoutAnEngineStartsNothing(t *testing.T) {
 	defer st.Close()
 	if benches, _ := st.ListBenches(context.Background(), 10); len(benches) != 0 {
 		t.Errorf("%d benches recorded", len(benches))
+	}
+}
+
+// Lane's own loop works in a Harbor task's container too: the loop stays
+// in lane and talks to the model from here; its tools run inside, through
+// a tool host of lane's own binary, mounted (lane toolhost).
+func TestLaneLoopInsideAHarborContainer(t *testing.T) {
+	t.Parallel()
+	vars, base := containerVars(t)
+	e := newLocalEnv(t)
+	e.vars = append(e.vars, vars...)
+	e.vars = append(e.vars, "LANE_DB="+e.db, "OLLAMA_HOST="+strings.TrimSuffix(e.model.URL(), "/v1"))
+	e.model.SetResponder(func(r openaitest.Request) (openaitest.Turn, bool) {
+		if r.Messages[len(r.Messages)-1].Role == "tool" {
+			return openaitest.Text("done"), true
+		}
+		return openaitest.ToolCalls(openaitest.Call("", "bash", map[string]any{"command": "echo hello > /app/hello.txt; cat /etc/hostname"})), true
+	})
+	task, _ := filepath.Abs("testdata/harbor/write-hello")
+	wantExit(t, e.lane(context.Background(), "bench", task, "--models", localModel, "--build-arg", "BASE="+base), 0)
+	st := e.openStore()
+	defer st.Close()
+	benches, _ := st.ListBenches(context.Background(), 1)
+	attempts, err := st.Attempts(context.Background(), benches[0].ID)
+	if err != nil || len(attempts) != 1 {
+		t.Fatalf("attempts %v %v", attempts, err)
+	}
+	if a := attempts[0]; a.Status != trace.AttemptPassed || a.Reward == nil || *a.Reward != 1 || a.ToolCalls != 1 {
+		t.Fatalf("attempt %s %s reward %v, %d tool calls: %q", a.Status, a.FailureKind, a.Reward, a.ToolCalls, a.CheckOutput)
+	}
+	run, err := st.GetRun(context.Background(), attempts[0].RunID)
+	if err != nil || run.Capability.PermissionMode != "container" || run.Dir != "/app" {
+		t.Errorf("run %+v: %v", run, err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -31,23 +33,15 @@ func localRuntime() *Runtime {
 // localAttempt builds attempt number n of a task on lane's own loop: the
 // folder's confinement, the tools and the model API client.
 func localAttempt(o Options, n int) (*attempt, error) {
-	sb, err := sandbox.New(o.Sandbox, o.Dir)
-	if err != nil {
-		return nil, &ConfigError{Err: fmt.Errorf("--sandbox %s: %w", o.Sandbox, err)}
-	}
-	if sb.Note != "" && o.Notice != nil && n == 1 {
-		o.Notice(sb.Note)
-	}
-	ws, err := tools.NewWorkspace(o.Dir, sb)
+	tl, err := localTools(o, n)
 	if err != nil {
 		return nil, err
 	}
-	ws.BashTimeout = o.BashTimeout
 	ac := agent.Config{
 		Provider:      newProvider(o),
 		Model:         o.Model,
-		Dir:           ws.Dir,
-		Tools:         tools.Builtin(ws),
+		Dir:           tl.dir,
+		Tools:         tl.tools,
 		SystemAppend:  o.AppendSystemPrompt,
 		MaxTurns:      o.MaxTurns,
 		MaxCostUSD:    o.MaxCost,
@@ -69,12 +63,19 @@ func localAttempt(o Options, n int) (*attempt, error) {
 		SessionID:   o.ResumeSession,
 		Capability: trace.Capability{
 			Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: localToolNames(ac.Tools),
-			PermissionMode: "sandbox:" + string(sb.Mode), MCPIsolated: true,
+			PermissionMode: tl.permission, MCPIsolated: true,
 		},
 	}
 	return &attempt{
 		run: run,
 		execute: func(ctx context.Context, emit func(trace.Event) error) (Exit, error) {
+			if tl.start != nil {
+				stop, err := tl.start(ctx)
+				if err != nil {
+					return Exit{}, err
+				}
+				defer stop()
+			}
 			prompt := o.Prompt
 			if o.continuing {
 				prompt = "" // the task is in the history already
@@ -302,4 +303,70 @@ func Transcript(ev trace.Event) ([]provider.Message, error) {
 		return nil, fmt.Errorf("decode transcript of run %s: %w", ev.RunID, err)
 	}
 	return msgs, nil
+}
+
+// localToolset is where lane's own loop runs its tools: the folder as the
+// model sees it, the tools, the run's recorded confinement, and, for a
+// folder elsewhere, how to start the tool host there (nil here).
+type localToolset struct {
+	dir        string
+	tools      []tools.Tool
+	permission string
+	start      func(ctx context.Context) (stop func(), err error)
+}
+
+// localTools confines the tools to o.Dir on this machine with the sandbox
+// asked for or, with o.Within, runs them where the folder is: a tool host
+// (lane toolhost DIR) started there, the container being the confinement.
+func localTools(o Options, n int) (localToolset, error) {
+	if o.Within != nil {
+		return toolsElsewhere(o), nil
+	}
+	sb, err := sandbox.New(o.Sandbox, o.Dir)
+	if err != nil {
+		return localToolset{}, &ConfigError{Err: fmt.Errorf("--sandbox %s: %w", o.Sandbox, err)}
+	}
+	if sb.Note != "" && o.Notice != nil && n == 1 {
+		o.Notice(sb.Note)
+	}
+	ws, err := tools.NewWorkspace(o.Dir, sb)
+	if err != nil {
+		return localToolset{}, err
+	}
+	ws.BashTimeout = o.BashTimeout
+	return localToolset{dir: ws.Dir, tools: tools.Builtin(ws), permission: "sandbox:" + string(sb.Mode)}, nil
+}
+
+// toolsElsewhere runs the tools through a tool host that o.Within starts
+// where the folder is, from lane's own binary (o.Shim), which the caller
+// has there at the same path.
+func toolsElsewhere(o Options) localToolset {
+	var host *tools.Host
+	ts := localToolset{dir: o.Dir, permission: "container", tools: tools.Remote(func() *tools.Host { return host })}
+	ts.start = func(ctx context.Context) (func(), error) {
+		self, err := filepath.EvalSymlinks(o.Shim)
+		if err != nil || o.Shim == "" {
+			return nil, fmt.Errorf("lane's own binary for the tool host: %v", err)
+		}
+		inv := o.Within(Invocation{Path: self, Args: []string{"toolhost", o.Dir}, Dir: o.Dir})
+		cctx, cancel := context.WithCancel(ctx)
+		cmd := exec.CommandContext(cctx, inv.Path, inv.Args...)
+		cmd.Env, cmd.Dir = inv.Env, inv.Dir
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		out, err := cmd.StdoutPipe()
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("start the tool host: %w", err)
+		}
+		host = tools.NewHost(in, out)
+		return func() { in.Close(); cancel(); _ = cmd.Wait() }, nil
+	}
+	return ts
 }

@@ -92,9 +92,12 @@ type process struct {
 }
 
 // RunsElsewhere says whether lane can start the runtime somewhere else
-// than on this machine (Options.Within: a container), knowing which of its
-// variables it needs there.
-func (rt *Runtime) RunsElsewhere() bool { return rt.process != nil && len(rt.process.containerEnv) > 0 }
+// than on this machine (Options.Within: a container): an agent CLI whose
+// variables it knows, or lane's own loop, whose tools a tool host runs
+// there.
+func (rt *Runtime) RunsElsewhere() bool {
+	return rt.Local || rt.process != nil && len(rt.process.containerEnv) > 0
+}
 
 // DefaultRuntime runs a model named without a runtime or provider prefix.
 const DefaultRuntime = "claude"
