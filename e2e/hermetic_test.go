@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"lane/internal/anthropictest"
+	"lane/internal/clitest"
+	"lane/internal/responsestest"
+	"lane/trace"
 )
 
 // A bench attempt sees none of the user's own Claude Code setup: their
@@ -159,5 +162,54 @@ tasks:
 	}
 	if !strings.Contains(r.stdout, `"pass_rate_by_try"`) {
 		t.Errorf("the JSON report has no pass rate by try:\n%s", r.stdout)
+	}
+}
+
+// The same for Codex: the user's ~/.codex/AGENTS.md reaches the model in
+// a lane run, not in a bench attempt, whose CODEX_HOME is its own.
+func TestCodexBenchAttemptsAreHermetic(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	const marker = "USER-AGENTS-5512: answer in Latin"
+	os.MkdirAll(filepath.Join(home, ".codex"), 0o700)
+	os.WriteFile(filepath.Join(home, ".codex", "AGENTS.md"), []byte(marker+"\n"), 0o600)
+	codex := responsestest.NewServer(t)
+	codex.SetResponder(func(r responsestest.Request) (responsestest.Turn, bool) {
+		return responsestest.Text("done"), true
+	})
+	cfgDir := filepath.Join(home, ".config", "lane")
+	os.MkdirAll(cfgDir, 0o755)
+	os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte("endpoints:\n  resp: {api: openai, base_url: \""+
+		codex.URL()+"\", key_env: OPENAI_API_KEY}\n"), 0o600)
+	db := filepath.Join(t.TempDir(), "lane.db")
+	e := &env{t: t, db: db, vars: append(clitest.Env(home), "LANE_DB="+db, "OPENAI_API_KEY=sk-test",
+		"LANE_CODEX_BIN="+clitest.Bin(t, "codex"))}
+	sawMarker := func(from int) (bool, int) {
+		reqs := codex.Requests()
+		saw := false
+		for _, r := range reqs[from:] {
+			saw = saw || strings.Contains(string(r.Body), "USER-AGENTS-5512")
+		}
+		return saw, len(reqs)
+	}
+	wantExit(t, e.lane(context.Background(), "run", "--model", "codex:resp:test-model", "--dir", t.TempDir(), "say done"), 0)
+	if saw, _ := sawMarker(0); !saw {
+		t.Fatal("lane run: the user's AGENTS.md did not reach the model, so this test proves nothing")
+	}
+	_, n := sawMarker(0)
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "fx"), 0o755)
+	suite := filepath.Join(dir, "suite.yaml")
+	os.WriteFile(suite, []byte("models: [\"codex:resp:test-model\"]\ntasks:\n  - {id: a, prompt: say done, fixture: fx, check: 'true'}\n"), 0o644)
+	wantExit(t, e.lane(context.Background(), "bench", suite), 0)
+	if saw, n2 := sawMarker(n); saw || n2 == n {
+		t.Errorf("bench attempt: %d requests, the user's AGENTS.md in them: %v", n2-n, saw)
+	}
+	st := e.openStore()
+	defer st.Close()
+	_, attempts := onlyBenchAttempts(t, st, 1)
+	run, err := st.GetRun(context.Background(), attempts[0].RunID)
+	if err != nil || attempts[0].Status != trace.AttemptPassed || !slices.Contains(run.Capability.Hermetic, "AGENTS.md") {
+		t.Errorf("attempt %s %s, its run keeps out %v (%v)", attempts[0].Status, attempts[0].FailureKind, run.Capability.Hermetic, err)
 	}
 }

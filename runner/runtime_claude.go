@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -183,19 +182,9 @@ func claudeHermetic(home string, env []string) (add, excluded []string, err erro
 	if user == "" && lookupEnv(env, "HOME") != "" {
 		user = filepath.Join(lookupEnv(env, "HOME"), ".claude")
 	}
-	dir := filepath.Join(home, "claude")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dir, excluded, err := hermeticConfig(home, "claude", user, []string{".credentials.json"}, claudeUserSetup())
+	if err != nil {
 		return nil, nil, err
-	}
-	if user != "" {
-		if err := copyIfThere(filepath.Join(user, ".credentials.json"), filepath.Join(dir, ".credentials.json")); err != nil {
-			return nil, nil, fmt.Errorf("copy the Claude Code login: %w", err)
-		}
-		for _, name := range claudeUserSetup() {
-			if _, err := os.Lstat(filepath.Join(user, name)); err == nil {
-				excluded = append(excluded, name)
-			}
-		}
 	}
 	if h := lookupEnv(env, "HOME"); h != "" && lookupEnv(env, "CLAUDE_CONFIG_DIR") == "" {
 		if _, err := os.Lstat(filepath.Join(h, ".claude.json")); err == nil {
@@ -203,31 +192,6 @@ func claudeHermetic(home string, env []string) (add, excluded []string, err erro
 		}
 	}
 	return []string{"CLAUDE_CONFIG_DIR=" + dir}, excluded, nil
-}
-
-// copyIfThere copies the file src to dst (owner-only), when src exists and
-// dst does not yet: a later run of the same session keeps what Claude Code
-// wrote there (a refreshed token).
-func copyIfThere(src, dst string) error {
-	data, err := os.ReadFile(src)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // ClaudeEnv is env without the variables that make Claude Code believe it

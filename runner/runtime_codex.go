@@ -2,6 +2,7 @@ package runner
 
 import (
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -19,6 +20,8 @@ func codexRuntime() *Runtime {
 		process: &process{
 			binary: binarySpec{versionOK: func(out string) bool { return strings.HasPrefix(out, "codex-cli ") }, want: `"codex-cli VERSION"`},
 			setup:  codexSetup,
+			// A hermetic run's CODEX_HOME holds the login alone.
+			hermetic: codexHermetic,
 			newSource: func(r io.Reader) EventSource {
 				d := codex.NewDecoder(r)
 				d.MaxOutputSize = MaxEventOutput
@@ -102,6 +105,23 @@ func codexDialogFor(o Options, run *trace.Run) dialog {
 		return nil
 	}
 	return newCodexDialog(o, run)
+}
+
+// codexHermetic gives a hermetic run a CODEX_HOME of its own in home,
+// holding only the user's login (auth.json): the user's AGENTS.md,
+// config.toml (providers, MCP servers, profiles), prompts, skills and rules
+// stay out. Its sessions stay there for the attempt's later tries.
+func codexHermetic(home string, env []string) (add, excluded []string, err error) {
+	user := lookupEnv(env, "CODEX_HOME")
+	if user == "" && lookupEnv(env, "HOME") != "" {
+		user = filepath.Join(lookupEnv(env, "HOME"), ".codex")
+	}
+	dir, excluded, err := hermeticConfig(home, "codex", user, []string{"auth.json"},
+		[]string{"AGENTS.md", "AGENTS.override.md", "config.toml", "prompts", "skills", "rules"})
+	if err != nil {
+		return nil, nil, err
+	}
+	return []string{"CODEX_HOME=" + dir}, excluded, nil
 }
 
 // codexKeyEnv is the variable lane gives Codex the endpoint's key in.
