@@ -158,6 +158,11 @@ events_logger = "file"
 
 [containers]
 default_ulimits = ["nofile=%d:%d", "nproc=%d:%d"]
+# A container (or a build's RUN) given the engine's default network shares
+# the machine's: a bridge would add and remove an interface each time, and
+# headless Chromium in the dashboard's tests, running beside, aborts its
+# requests on every such change (net::ERR_NETWORK_CHANGED).
+netns = "host"
 `, nofile, nofile, nproc, nproc)
 }
 
