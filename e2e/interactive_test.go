@@ -66,7 +66,9 @@ type listedApproval struct {
 func (e *env) pending(n int) []listedApproval {
 	e.t.Helper()
 	var list []listedApproval
-	waitFor(e.t, 45*time.Second, func() bool {
+	// A bound, not a pause: a Node CLI's start, its turn and its ask took
+	// over 45 s on two cores running two suites at once.
+	waitFor(e.t, 2*time.Minute, func() bool {
 		r := e.lane(context.Background(), "approvals", "-o", "json")
 		list = nil
 		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &list) == nil && len(list) >= n
