@@ -32,15 +32,13 @@ test-deps: $(RUNTIMES_STAMP)
 # of under -race. CI runs both. vet, the packages' own tests and the
 # end-to-end package (which builds lane and drives the real CLIs) run at
 # once: the end-to-end tests wait on those CLIs (and on Podman) more than
-# they compute, so three of them run at a time on two cores, and four unit
-# packages (runner's tests, too, wait on real CLIs: two at a time left a
-# third of the CPU idle).
+# they compute, so three of them run at a time on two cores.
 LONG = Long$$
 UNIT = $$($(GO) list ./... | grep -v '^lane/e2e$$')
 test: test-deps
 	@$(GO) test -skip '$(LONG)' -parallel 3 -timeout 20m ./e2e/ & e2e=$$!; \
 	$(GO) vet ./... & vet=$$!; \
-	$(GO) test -skip '$(LONG)' -p 4 -timeout 20m $(UNIT); unit=$$?; \
+	$(GO) test -skip '$(LONG)' -timeout 20m $(UNIT); unit=$$?; \
 	wait $$vet; vet=$$?; wait $$e2e; e2e=$$?; \
 	test $$unit -eq 0 && test $$vet -eq 0 && test $$e2e -eq 0
 
