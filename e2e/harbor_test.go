@@ -27,8 +27,9 @@ func containerVars(t *testing.T) (vars []string, base string) {
 // reward 1; one scoring 0.5 fails with its reward; an image that does not
 // build, a verifier that writes no reward and one that runs out of time are
 // errors of the task, counted apart; a task.toml that cannot be read is
-// reported and the others still run.
-func TestHarborDatasetUnderTheOracle(t *testing.T) {
+// reported and the others still run. Long: seven images and containers,
+// which harbor's and bench's own tests cover one by one in make test.
+func TestHarborDatasetUnderTheOracleLong(t *testing.T) {
 	t.Parallel()
 	vars, base := containerVars(t)
 	e := newLocalEnv(t)
@@ -176,8 +177,10 @@ func TestHarborWithoutAnEngineStartsNothing(t *testing.T) {
 
 // Lane's own loop works in a Harbor task's container too: the loop stays
 // in lane and talks to the model from here; its tools run inside, through
-// a tool host of lane's own binary, mounted (lane toolhost).
-func TestLaneLoopInsideAHarborContainer(t *testing.T) {
+// a tool host of lane's own binary, mounted (lane toolhost). Long: a
+// container beside make test's other end-to-end tests (tools.Serve and
+// Remote are tested in tools).
+func TestLaneLoopInsideAHarborContainerLong(t *testing.T) {
 	t.Parallel()
 	vars, base := containerVars(t)
 	e := newLocalEnv(t)
