@@ -734,19 +734,22 @@ func (r *runner) removeLeftovers(a trace.Attempt) {
 	}
 }
 
+// SafeName is s as a part of a file name: letters, digits, '.', '-' and
+// '_' kept, anything else '_'.
+func SafeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
 // folderName is the pattern of an attempt's folder name (for MkdirTemp).
 func folderName(a *trace.Attempt) string {
-	safe := func(s string) string {
-		return strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
-				return r
-			}
-			return '_'
-		}, s)
-	}
 	id := a.BenchID
 	if len(id) > 8 {
 		id = id[:8]
 	}
-	return fmt.Sprintf("lane-bench-%s-%s-%s-%d-*", safe(id), safe(a.TaskID), safe(a.Model), a.N)
+	return fmt.Sprintf("lane-bench-%s-%s-%s-%d-*", SafeName(id), SafeName(a.TaskID), SafeName(a.Model), a.N)
 }

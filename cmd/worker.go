@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -129,7 +128,7 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 	// The worker's attempt folders are its own: a bench resumed on this
 	// machine removes the leftovers of its attempts from the temporary
 	// folder, and must not take those of the attempts a worker runs.
-	workDir := filepath.Join(os.TempDir(), "lane-worker-"+safeName(name))
+	workDir := filepath.Join(os.TempDir(), "lane-worker-"+bench.SafeName(name))
 	if err := os.MkdirAll(workDir, 0o700); err != nil {
 		return nil, fmt.Errorf("worker folder: %w", err)
 	}
@@ -165,16 +164,6 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 		bench.RunAttempt(ctx, env, task, a)
 	}
 	return w, nil
-}
-
-// safeName is a worker's name as a part of a file name.
-func safeName(name string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
-			return r
-		}
-		return '_'
-	}, name)
 }
 
 // foundRuntimes are the runtimes lane finds working here, as lane doctor

@@ -11,6 +11,7 @@ import (
 	"lane/internal/anthropictest"
 	"lane/internal/containertest"
 	"lane/internal/openaitest"
+	"lane/store"
 	"lane/trace"
 )
 
@@ -54,11 +55,7 @@ func TestHarborDatasetUnderTheOracleLong(t *testing.T) {
 	}
 	st := e.openStore()
 	defer st.Close()
-	benches, _ := st.ListBenches(context.Background(), 1)
-	attempts, err := st.Attempts(context.Background(), benches[0].ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	attempts := latestBenchAttempts(t, st, -1)
 	got := map[string]string{}
 	for _, a := range attempts {
 		got[a.TaskID] = string(a.Status) + " " + a.FailureKind
@@ -117,11 +114,7 @@ func TestClaudeCodeInsideAHarborContainer(t *testing.T) {
 	wantExit(t, r, 0)
 	st := e.openStore()
 	defer st.Close()
-	benches, _ := st.ListBenches(context.Background(), 1)
-	attempts, err := st.Attempts(context.Background(), benches[0].ID)
-	if err != nil || len(attempts) != 1 {
-		t.Fatalf("attempts %v %v", attempts, err)
-	}
+	attempts := latestBenchAttempts(t, st, 1)
 	a := attempts[0]
 	if a.Status != trace.AttemptPassed || a.Reward == nil || *a.Reward != 1 {
 		run, _ := st.GetRun(context.Background(), a.RunID)
@@ -147,8 +140,7 @@ func TestClaudeCodeInsideAHarborContainer(t *testing.T) {
 	// environment, which says why.
 	broken, _ := filepath.Abs("testdata/harbor/no-c-library")
 	wantExit(t, e.lane(context.Background(), "bench", broken, "--models", "sonnet", "--build-arg", "BASE="+base), 0)
-	benches, _ = st.ListBenches(context.Background(), 1)
-	attempts, _ = st.Attempts(context.Background(), benches[0].ID)
+	attempts = latestBenchAttempts(t, st, -1)
 	if len(attempts) != 1 || attempts[0].Status != trace.AttemptErrored || attempts[0].FailureKind != "environment_error" ||
 		!strings.Contains(attempts[0].CheckOutput, "cannot run in this task's image") {
 		run, _ := st.GetRun(context.Background(), attempts[0].RunID)
@@ -196,11 +188,7 @@ func TestLaneLoopInsideAHarborContainerLong(t *testing.T) {
 	wantExit(t, e.lane(context.Background(), "bench", task, "--models", localModel, "--build-arg", "BASE="+base), 0)
 	st := e.openStore()
 	defer st.Close()
-	benches, _ := st.ListBenches(context.Background(), 1)
-	attempts, err := st.Attempts(context.Background(), benches[0].ID)
-	if err != nil || len(attempts) != 1 {
-		t.Fatalf("attempts %v %v", attempts, err)
-	}
+	attempts := latestBenchAttempts(t, st, 1)
 	if a := attempts[0]; a.Status != trace.AttemptPassed || a.Reward == nil || *a.Reward != 1 || a.ToolCalls != 1 {
 		t.Fatalf("attempt %s %s reward %v, %d tool calls: %q", a.Status, a.FailureKind, a.Reward, a.ToolCalls, a.CheckOutput)
 	}
@@ -208,4 +196,19 @@ func TestLaneLoopInsideAHarborContainerLong(t *testing.T) {
 	if err != nil || run.Capability.PermissionMode != "container" || run.Dir != "/app" {
 		t.Errorf("run %+v: %v", run, err)
 	}
+}
+
+// latestBenchAttempts returns the attempts of st's newest bench, failing t
+// unless there are n (any number when n < 0).
+func latestBenchAttempts(t *testing.T, st *store.Store, n int) []trace.Attempt {
+	t.Helper()
+	benches, err := st.ListBenches(context.Background(), 1)
+	if err != nil || len(benches) != 1 {
+		t.Fatalf("benches: %v %v", benches, err)
+	}
+	attempts, err := st.Attempts(context.Background(), benches[0].ID)
+	if err != nil || n >= 0 && len(attempts) != n {
+		t.Fatalf("%d attempts, want %d: %v", len(attempts), n, err)
+	}
+	return attempts
 }
