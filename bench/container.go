@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,7 +104,7 @@ func runContainerAttempt(ctx context.Context, env AttemptEnv, task *Task, a *tra
 	} else {
 		run, err := env.Run(ctx, RunSpec{
 			Dir: ht.Environment.Workdir, Prompt: ht.Instruction, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID,
-			N: a.N, Timeout: cmpDuration(task.Timeout, ht.Agent.Timeout), MaxTurns: task.MaxTurns,
+			N: a.N, Timeout: cmp.Or(task.Timeout, ht.Agent.Timeout), MaxTurns: task.MaxTurns,
 			MaxCostUSD: task.MaxCostUSD, Home: home, Container: c, Share: share,
 		})
 		if err != nil {
@@ -188,11 +189,4 @@ func taskFailure(err error) string {
 		}
 	}
 	return FailEnvironment
-}
-
-func cmpDuration[T ~int64](a, b T) T {
-	if a > 0 {
-		return a
-	}
-	return b
 }

@@ -75,8 +75,6 @@ type Stats struct {
 	// MeanReward is the mean of the rewards the verifier gave the finished
 	// attempts; nil when none gave one.
 	MeanReward *float64 `json:"mean_reward,omitempty"`
-
-	maxTries int // the most tries of a finished attempt
 }
 
 // Table is a bench's attempts and their figures by task and model.
@@ -278,6 +276,7 @@ func summarize(attempts []trace.Attempt) Stats {
 	var s Stats
 	var durations, rewards []float64
 	var passedOnTry []int // passedOnTry[k-1]: passed on try k
+	maxTries := 0         // the most tries of a finished attempt
 	for _, a := range attempts {
 		s.Attempts++
 		switch a.Status {
@@ -315,7 +314,7 @@ func summarize(attempts []trace.Attempt) Stats {
 			}
 			passedOnTry[try-1]++
 		}
-		s.maxTries = max(s.maxTries, a.Tries)
+		maxTries = max(maxTries, a.Tries)
 		s.CostUSD += a.CostUSD
 		s.Usage = s.Usage.Add(a.Usage)
 		s.Turns += a.Turns
@@ -329,8 +328,8 @@ func summarize(attempts []trace.Attempt) Stats {
 	if len(rewards) > 0 {
 		s.MeanReward = ptr(mean(rewards))
 	}
-	if s.maxTries > 1 && s.Finished > 0 {
-		s.PassRateByTry = make([]float64, s.maxTries)
+	if maxTries > 1 && s.Finished > 0 {
+		s.PassRateByTry = make([]float64, maxTries)
 		passed := 0
 		for k := range s.PassRateByTry {
 			if k < len(passedOnTry) {
