@@ -105,16 +105,20 @@ func loadPolyglot(ctx context.Context, path string, opts Options) (*Loaded, erro
 		return nil, err
 	}
 	out := &Loaded{Format: FormatPolyglot}
-	status := polyglot.Toolchains(ctx)
+	missing := map[string]error{} // by language; only the languages loaded are checked
 	var kept []*polyglot.Exercise
 	for _, e := range pb.Exercises {
-		if st := status[e.Language]; !st.OK {
-			if !slices.ContainsFunc(out.Skipped, func(s string) bool { return strings.HasPrefix(s, e.Language+":") }) {
-				out.Skipped = append(out.Skipped, e.Language+": "+st.Reason)
+		err, checked := missing[e.Language]
+		if !checked {
+			err = polyglot.CheckToolchain(ctx, e.Language)
+			missing[e.Language] = err
+			if err != nil {
+				out.Skipped = append(out.Skipped, e.Language+": "+err.Error())
 			}
-			continue
 		}
-		kept = append(kept, e)
+		if err == nil {
+			kept = append(kept, e)
+		}
 	}
 	if len(kept) == 0 {
 		return nil, fmt.Errorf("no polyglot exercise can run here: %s", strings.Join(out.Skipped, "; "))
