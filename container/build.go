@@ -182,8 +182,12 @@ func (e *Engine) RemoveImage(ctx context.Context, tag string) error {
 	return nil
 }
 
-// Images lists the name:tag of every image whose repository is repo
-// (Podman names local images localhost/REPO).
+// Images lists the name:tag of every tag in the repository repo
+// (Podman names local images localhost/REPO). The engine lists every
+// name of an image that has a tag in repo, so the names of other
+// repositories are left out here: a build whose Dockerfile is only FROM
+// gives the FROM image a second name, and a caller pruning repo's tags
+// must not remove the base with them.
 func (e *Engine) Images(ctx context.Context, repo string) ([]string, error) {
 	out, err := e.output(ctx, nil, "images", "--format", "{{.Repository}}:{{.Tag}}", repo)
 	if err != nil {
@@ -191,7 +195,9 @@ func (e *Engine) Images(ctx context.Context, repo string) ([]string, error) {
 	}
 	var tags []string
 	for _, l := range strings.Split(string(out), "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasSuffix(l, ":<none>") {
+		l = strings.TrimSpace(l)
+		i := strings.LastIndex(l, ":") // a tag has no colon; a registry's port may
+		if i > 0 && l[i+1:] != "<none>" && l[:i] == repo {
 			tags = append(tags, l)
 		}
 	}

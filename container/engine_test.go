@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -385,5 +387,36 @@ func TestStartError(t *testing.T) {
 	}
 	if _, err := e.Start(ctx, container.RunSpec{Image: "x", Workdir: "relative"}); !errors.As(err, &se) {
 		t.Errorf("Start with a relative workdir: %v", err)
+	}
+}
+
+// An image with names in two repositories (as a build of a Dockerfile that
+// is only FROM gives its base) is listed under each by its own name only:
+// pruning the tags of one repository must not remove the other's.
+func TestImagesListsOneRepository(t *testing.T) {
+	t.Parallel()
+	ctx, e, image := setup(t)
+	repo := "lane-container-test-alias"
+	if e.Kind() == container.Podman {
+		repo = "localhost/" + repo
+	}
+	alias := repo + ":" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := e.Tag(ctx, image, alias); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.RemoveImage(ctx, alias); err != nil {
+			t.Error(err)
+		}
+	})
+	tags, err := e.Images(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(tags, alias) || slices.ContainsFunc(tags, func(tag string) bool { return !strings.HasPrefix(tag, repo+":") }) {
+		t.Errorf("Images(%s) = %q, want %s and no name of another repository (the base is %s)", repo, tags, alias, image)
+	}
+	if !e.ImageExists(ctx, image) {
+		t.Errorf("the base %s is gone", image)
 	}
 }
