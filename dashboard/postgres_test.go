@@ -98,7 +98,7 @@ func TestWebsocketLivePostgres(t *testing.T) {
 	}
 
 	e.shutdown()
-	if gs := goroutinesIn("lane/dashboard.(*"); len(gs) > 0 {
+	if gs := lingering("lane/dashboard.(*"); len(gs) > 0 {
 		t.Errorf("after Run returned, %d dashboard goroutines are left:\n%s", len(gs), strings.Join(gs, "\n\n"))
 	}
 	for _, st := range []interface{ Close() error }{e.st, e.other} {
@@ -106,8 +106,23 @@ func TestWebsocketLivePostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if gs := goroutinesIn("lane/store.(*pgStore).listen"); len(gs) > 0 {
+	if gs := lingering("lane/store.(*pgStore).listen"); len(gs) > 0 {
 		t.Errorf("after the stores closed, %d listeners are left:\n%s", len(gs), strings.Join(gs, "\n\n"))
+	}
+}
+
+// lingering returns the goroutines in prefix that are still there after
+// wait. A goroutine that has called its WaitGroup's Done is still on its
+// way out when Wait returns, and nothing signals its exit, so the stacks
+// are read again until none is left.
+func lingering(prefix string) []string {
+	deadline := time.Now().Add(wait)
+	for {
+		gs := goroutinesIn(prefix)
+		if len(gs) == 0 || time.Now().After(deadline) {
+			return gs
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
