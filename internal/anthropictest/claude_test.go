@@ -14,9 +14,12 @@ import (
 	"lane/internal/scripttest"
 )
 
-// The tests below run the real Claude Code (see ClaudeBin) against the scripted server.
+// The tests below run the real Claude Code (see ClaudeBin) against the scripted server:
+// they check the server against the CLI, which matters when the pin moves. They are
+// long tests (make test-long): the end-to-end tests drive the same CLI through the same
+// server in make test.
 
-func TestClaudeToolThenText(t *testing.T) {
+func TestClaudeToolThenTextLong(t *testing.T) {
 	srv := NewServer(t,
 		Tools(Bash("toolu_1", "echo hi > hello.txt")),
 		Text("Done: wrote hello.txt"),
@@ -58,7 +61,7 @@ func TestClaudeToolThenText(t *testing.T) {
 	}
 }
 
-func TestClaudeUnauthorized(t *testing.T) {
+func TestClaudeUnauthorizedLong(t *testing.T) {
 	srv := NewServer(t, Status(401, ""))
 	r := startClaude(t, srv, nil, claudeArgs("write hello")...) // ClaudeEnv sets CLAUDE_CODE_MAX_RETRIES=0
 
@@ -82,9 +85,9 @@ func TestClaudeUnauthorized(t *testing.T) {
 	}
 }
 
-// TestClaudeHang checks that a request that never gets an answer leaves claude silent after its init line,
+// TestClaudeHangLong checks that a request that never gets an answer leaves claude silent after its init line,
 // then measures what SIGINT does to it. The process group is killed at the end whatever happened.
-func TestClaudeHang(t *testing.T) {
+func TestClaudeHangLong(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		turn Turn
@@ -144,9 +147,9 @@ func TestClaudeHang(t *testing.T) {
 	}
 }
 
-// TestClaudeSubagent checks the routing against the real thing: a subagent's requests take the subagent
+// TestClaudeSubagentLong checks the routing against the real thing: a subagent's requests take the subagent
 // script and leave the main script's turns alone.
-func TestClaudeSubagent(t *testing.T) {
+func TestClaudeSubagentLong(t *testing.T) {
 	srv := NewServer(t,
 		Tools(Call("toolu_agent", "Agent", map[string]any{
 			"description": "scripted subagent", "prompt": "run echo from-subagent",

@@ -19,7 +19,9 @@ import (
 )
 
 // These tests drive the real Codex CLI (testdata/runtimes) against the
-// scripted server, to pin down what lane can rely on.
+// scripted server, to pin down what lane can rely on. They are long tests
+// (make test-long): the end-to-end tests drive the same CLI through the same
+// server in make test.
 
 const codexTask = "write hello.txt"
 
@@ -171,10 +173,10 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-// TestCodexShellToolThenText: the model runs exec_command, which writes a
+// TestCodexShellToolThenTextLong: the model runs exec_command, which writes a
 // file in the folder, then answers; the provider given by config.toml and
 // by -c overrides alone.
-func TestCodexShellToolThenText(t *testing.T) {
+func TestCodexShellToolThenTextLong(t *testing.T) {
 	for _, how := range []string{"config.toml", "overrides"} {
 		t.Run(how, func(t *testing.T) {
 			srv := NewServer(t,
@@ -234,9 +236,9 @@ func TestCodexShellToolThenText(t *testing.T) {
 	}
 }
 
-// TestCodexUnauthorizedFailsFast: with stream_max_retries=0 a 401 is not
+// TestCodexUnauthorizedFailsFastLong: with stream_max_retries=0 a 401 is not
 // retried (by default Codex sends it 6 times over ~7 s).
-func TestCodexUnauthorizedFailsFast(t *testing.T) {
+func TestCodexUnauthorizedFailsFastLong(t *testing.T) {
 	srv := NewServer(t, Status(401, ""), Status(401, ""))
 	env, dir := newCodexEnv(t), t.TempDir()
 	res := env.run(testContext(t), t, dir, execArgs(dir, append(overrides(srv.URL(), 5*time.Second), codexTask)...)...)
@@ -256,8 +258,8 @@ func TestCodexUnauthorizedFailsFast(t *testing.T) {
 	}
 }
 
-// TestCodexResume: `codex exec resume ID TASK` sends the earlier turns again.
-func TestCodexResume(t *testing.T) {
+// TestCodexResumeLong: `codex exec resume ID TASK` sends the earlier turns again.
+func TestCodexResumeLong(t *testing.T) {
 	srv := NewServer(t, Text("first answer"), Text("second answer"))
 	env, dir := newCodexEnv(t), t.TempDir()
 	ctx := testContext(t)
@@ -286,9 +288,9 @@ func TestCodexResume(t *testing.T) {
 	}
 }
 
-// TestCodexStallAfterHeaders: a stream that goes quiet after its headers
+// TestCodexStallAfterHeadersLong: a stream that goes quiet after its headers
 // fails after stream_idle_timeout_ms.
-func TestCodexStallAfterHeaders(t *testing.T) {
+func TestCodexStallAfterHeadersLong(t *testing.T) {
 	srv := NewServer(t, HangAfterHeaders())
 	env, dir := newCodexEnv(t), t.TempDir()
 	res := env.run(testContext(t), t, dir, execArgs(dir, append(overrides(srv.URL(), 300*time.Millisecond), codexTask)...)...)
@@ -301,11 +303,11 @@ func TestCodexStallAfterHeaders(t *testing.T) {
 	}
 }
 
-// TestCodexHangBeforeHeaders: stream_idle_timeout_ms does not cover the
+// TestCodexHangBeforeHeadersLong: stream_idle_timeout_ms does not cover the
 // wait for the response headers, so a server that never answers holds
 // Codex until it is killed (lane's own watchdog must); when the server
 // drops the connection Codex fails the turn.
-func TestCodexHangBeforeHeaders(t *testing.T) {
+func TestCodexHangBeforeHeadersLong(t *testing.T) {
 	srv := NewServer(t, Hang())
 	env, dir := newCodexEnv(t), t.TempDir()
 	const idle = 200 * time.Millisecond
