@@ -30,6 +30,9 @@ type ModelStats struct {
 	Errored    int `json:"errored,omitempty"` // errors of the task or its environment, outside the rate
 	// MeanReward is the mean of the verifier's rewards (Harbor tasks).
 	MeanReward *float64 `json:"mean_reward,omitempty"`
+	// PassRateByTry[k-1] is the pass rate after try k (passed on one of
+	// the first k tries), set when an attempt had several tries.
+	PassRateByTry []float64 `json:"pass_rate_by_try,omitempty"`
 	// PassRate and the Wilson score interval (95%) are null without a
 	// finished attempt.
 	PassRate   *float64 `json:"pass_rate"`
@@ -111,7 +114,7 @@ func benchStats(b *trace.Bench, attempts []trace.Attempt) ([]ModelStats, []TaskS
 func modelStats(model string, s stats.Stats) ModelStats {
 	return ModelStats{
 		Model: model, Attempts: s.Finished, Passed: s.Passed, Failed: s.Failed, Unfinished: s.Pending, Skipped: s.Skipped,
-		Errored: s.Errored, MeanReward: s.MeanReward,
+		Errored: s.Errored, MeanReward: s.MeanReward, PassRateByTry: s.PassRateByTry,
 		PassRate: s.PassRate, WilsonLow: s.CILow, WilsonHigh: s.CIHigh,
 		CostUSD: s.CostUSD, CostPerPass: s.CostPerPassUSD, MedianDurationMS: s.MedianDurationMS,
 		Tokens: s.Tokens, Usage: s.Usage,

@@ -1206,3 +1206,106 @@ func TestBrowserApprovals(t *testing.T) {
 		t.Errorf("%d run buttons on an ended run", n)
 	}
 }
+
+// A bench of Harbor tasks shows each model's mean reward, one of several
+// tries (the polyglot benchmark's) the pass rate after each try; the
+// errors of a task are counted apart and shown as what they are.
+func TestBrowserBenchRewardsAndTries(t *testing.T) {
+	t0 := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	reward := func(v float64) *float64 { return &v }
+	e := startBrowserEnv(t, func(e *browserEnv) {
+		harbor := &trace.Bench{ID: "b-0010-harbor", Name: "terminal-bench", Models: []string{"oracle", "sonnet"},
+			Repeat: 1, Parallel: 1, Status: trace.StatusSucceeded, StartedAt: t0, EndedAt: t0.Add(time.Minute)}
+		var as []trace.Attempt
+		for _, c := range []struct {
+			task, model string
+			status      trace.AttemptStatus
+			reward      *float64
+			kind        string
+		}{
+			{"h1", "oracle", trace.AttemptPassed, reward(1), ""},
+			{"h2", "oracle", trace.AttemptPassed, reward(1), ""},
+			{"h3", "oracle", trace.AttemptErrored, nil, "no_reward"},
+			{"h1", "sonnet", trace.AttemptPassed, reward(1), ""},
+			{"h2", "sonnet", trace.AttemptFailed, reward(0.5), "reward_below_pass"},
+			{"h3", "sonnet", trace.AttemptErrored, nil, "no_reward"},
+		} {
+			a := att(c.task, c.model, 1, c.status)
+			a.Reward, a.FailureKind = c.reward, c.kind
+			as = append(as, a)
+		}
+		recordBench(e.t, e.writer, harbor, as)
+
+		poly := &trace.Bench{ID: "b-0011-polyglot", Name: "polyglot", Models: []string{"sonnet"},
+			Repeat: 1, Parallel: 1, Status: trace.StatusSucceeded, StartedAt: t0, EndedAt: t0.Add(time.Minute)}
+		as = nil
+		for i, c := range []struct {
+			status trace.AttemptStatus
+			tries  int
+		}{{trace.AttemptPassed, 1}, {trace.AttemptPassed, 2}, {trace.AttemptFailed, 2}, {trace.AttemptFailed, 2}} {
+			a := att(fmt.Sprintf("p%d", i+1), "sonnet", 1, c.status)
+			a.Tries = c.tries
+			as = append(as, a)
+		}
+		recordBench(e.t, e.writer, poly, as)
+	})
+
+	type column struct {
+		Heads []string            `json:"heads"`
+		Rows  map[string][]string `json:"rows"`
+	}
+	table := func() column {
+		return eval[column](e, `(() => {
+			const heads = [...document.querySelectorAll('table.bench-models thead th')].map((th) => th.textContent);
+			const rows = {};
+			for (const tr of document.querySelectorAll('table.bench-models tbody tr'))
+				rows[tr.dataset.model] = [...tr.children].map((td) => td.textContent);
+			return { heads, rows };
+		})()`)
+	}
+	cellOf := func(c column, model, head string) string {
+		i := slices.Index(c.Heads, head)
+		if i < 0 || i >= len(c.Rows[model]) {
+			return fmt.Sprintf("(no column %q in %v)", head, c.Heads)
+		}
+		return c.Rows[model][i]
+	}
+
+	e.do("open the Harbor bench", 30*time.Second,
+		chromedp.Navigate(e.url+"/bench/b-0010-harbor"),
+		chromedp.WaitVisible(chromedp.CSS(`table.bench-models tbody tr[data-model="sonnet"]`)))
+	got := table()
+	for _, want := range []struct{ model, head, text string }{
+		{"oracle", "Mean reward", "1"},
+		{"sonnet", "Mean reward", "0.75"},
+		{"oracle", "Passed", "2 / 2 (1 errors of the task)"},
+		{"sonnet", "Passed", "1 / 2 (1 errors of the task)"},
+	} {
+		if c := cellOf(got, want.model, want.head); c != want.text {
+			t.Errorf("%s, %s: %q, want %q", want.model, want.head, c, want.text)
+		}
+	}
+	if slices.ContainsFunc(got.Heads, func(h string) bool { return strings.HasPrefix(h, "After try") }) {
+		t.Errorf("columns %v: tries shown for a bench of one try each", got.Heads)
+	}
+	errored := `table.bench-grid tr[data-task="h3"] td[data-model="sonnet"] a.a-errored`
+	if title := eval[string](e, `document.querySelector('`+errored+`')?.title ?? 'none'`); !strings.Contains(title, "an error of the task or its environment") || !strings.Contains(title, "no_reward") {
+		t.Errorf("errored attempt's title %q, want it named an error of the task, no_reward", title)
+	}
+
+	failed := `table.bench-grid tr[data-task="h2"] td[data-model="sonnet"] a.a-failed`
+	if title := eval[string](e, `document.querySelector('`+failed+`')?.title ?? 'none'`); !strings.Contains(title, "reward 0.5") {
+		t.Errorf("failed attempt's title %q, want its reward 0.5", title)
+	}
+
+	e.do("open the polyglot bench", 30*time.Second,
+		chromedp.Navigate(e.url+"/bench/b-0011-polyglot"),
+		chromedp.WaitVisible(chromedp.CSS(`table.bench-models tbody tr[data-model="sonnet"]`)))
+	got = table()
+	if a, b := cellOf(got, "sonnet", "After try 1"), cellOf(got, "sonnet", "After try 2"); a != "25%" || b != "50%" {
+		t.Errorf("after try 1 %q, after try 2 %q, want 25%% and 50%%", a, b)
+	}
+	if slices.Contains(got.Heads, "Mean reward") {
+		t.Errorf("columns %v: a mean reward for a bench without rewards", got.Heads)
+	}
+}

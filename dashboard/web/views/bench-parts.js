@@ -14,23 +14,39 @@ export const MODEL_COLORS = 8; // classes m0…m7 in style.css
 const MODEL_COLUMNS = [['Model'], ['Pass rate'], ['95% interval', 'num'], ['Passed', 'num'], ['Cost', 'num'],
   ['Cost / pass', 'num'], ['Median duration', 'num'], ['Tokens in/out/cache', 'num']];
 
-// modelTable compares the models; color maps a model to its class.
+// modelTable compares the models; color maps a model to its class. A bench
+// of Harbor tasks adds the verifiers' mean reward; one of several tries
+// (the polyglot benchmark's) the pass rate after each try, as Aider
+// publishes it.
 export function modelTable(models, color) {
   if (!models.length) return h('p', { class: 'muted' }, 'No models.');
+  const rewards = models.some((m) => m.mean_reward != null);
+  const tries = Math.max(0, ...models.map((m) => m.pass_rate_by_try?.length ?? 0));
+  const extra = [...(rewards ? [['Mean reward', 'num reward']] : []),
+    ...Array.from({ length: tries }, (_, k) => [`After try ${k + 1}`, 'num try'])];
+  const columns = [...MODEL_COLUMNS.slice(0, 4), ...extra, ...MODEL_COLUMNS.slice(4)];
   return h('div', { class: 'table-wrap' }, h('table', { class: 'bench-models' },
-    h('thead', null, h('tr', null, MODEL_COLUMNS.map(([c, cls]) => h('th', { class: cls }, c)))),
-    h('tbody', null, models.map((m) => modelRow(m, color.get(m.model))))));
+    h('thead', null, h('tr', null, columns.map(([c, cls]) => h('th', { class: cls }, c)))),
+    h('tbody', null, models.map((m) => modelRow(m, color.get(m.model), rewards, tries)))));
 }
 
-function modelRow(m, cls) {
+// fmtReward is a reward as the verifier wrote it, to three digits at most.
+const fmtReward = (v) => String(Number(v.toFixed(3)));
+
+function modelRow(m, cls, rewards, tries) {
   const extra = [m.unfinished ? `${m.unfinished} to go` : '', m.skipped ? `${m.skipped} skipped` : '',
     m.errored ? `${m.errored} errors of the task` : ''].filter(Boolean);
+  const byTry = Array.from({ length: tries }, (_, k) => m.pass_rate_by_try?.[k]);
   return h('tr', { dataset: { model: m.model } },
     h('td', { class: 'nowrap' }, modelKey(cls), ' ', m.model),
     h('td', { class: 'rate nowrap' }, rateBar(m, cls), ' ', h('span', { class: 'pct' }, fmtPct(m.pass_rate))),
     h('td', { class: 'num' }, m.pass_rate == null ? '–' : `${fmtPct(m.wilson_low, 1)}–${fmtPct(m.wilson_high, 1)}`),
     h('td', { class: 'num', title: `${m.passed} passed, ${m.failed} failed${extra.length ? ', ' + extra.join(', ') : ''}` },
       `${m.passed} / ${m.attempts}`, extra.length ? h('span', { class: 'muted' }, ` (${extra.join(', ')})`) : null),
+    rewards ? h('td', { class: 'num reward', title: 'the mean of the verifiers\' rewards' },
+      m.mean_reward == null ? '–' : fmtReward(m.mean_reward)) : null,
+    byTry.map((v, k) => h('td', { class: 'num try', title: `passed on one of the first ${k + 1} tries` },
+      v == null ? '–' : fmtPct(v))),
     h('td', { class: 'num' }, fmtCost(m.cost_usd)),
     h('td', { class: 'num' }, m.cost_per_pass == null ? '–' : fmtCost(m.cost_per_pass)),
     h('td', { class: 'num' }, m.median_duration_ms == null ? '–' : fmtDur(m.median_duration_ms)),
@@ -71,6 +87,8 @@ function attemptTitle(a, pool, changes) {
   const parts = [`#${a.n} ${queued(a, pool) ? 'queued, waiting for a worker' : ATTEMPT_LABEL[a.status] ?? a.status}`];
   if (a.worker && !queued(a, pool)) parts.push(`on ${a.worker}`);
   if (a.failure_kind) parts.push(a.failure_kind + (a.failure_kind.startsWith('check') ? ` (exit ${a.check_exit_code})` : ''));
+  if (a.reward != null) parts.push(`reward ${fmtReward(a.reward)}`);
+  if (a.tries > 1) parts.push(`${a.tries} tries`);
   if (a.cost_usd) parts.push(fmtCost(a.cost_usd));
   if (a.duration_ms) parts.push(fmtDur(a.duration_ms));
   if (a.run_id && changes && a.run_id in changes) parts.push(`files changed ${filesChanged(changes[a.run_id]).text}`);
