@@ -34,11 +34,7 @@ test-deps: $(RUNTIMES_STAMP)
 # once: the end-to-end tests wait on those CLIs (and on Podman) more than
 # they compute, so three of them run at a time on two cores.
 LONG = Long$$
-# go test runs the test binaries in the order it is given the packages, two
-# at a time on two cores: the slowest go first, so that the last one does
-# not start when the others are done (runner alone takes five minutes).
-SLOW_FIRST = lane/runner lane/dashboard lane/store lane/harbor lane/cmd lane/polyglot lane/internal/pgtest lane/bench
-UNIT = $(SLOW_FIRST) $$($(GO) list ./... | grep -v -x -e lane/e2e $(addprefix -e ,$(SLOW_FIRST)))
+UNIT = $$($(GO) list ./... | grep -v '^lane/e2e$$')
 test: test-deps
 	@$(GO) test -skip '$(LONG)' -parallel 3 -timeout 20m ./e2e/ & e2e=$$!; \
 	$(GO) vet ./... & vet=$$!; \
