@@ -7,9 +7,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"lane/internal/anthropictest"
 	"lane/internal/clitest"
+	"lane/internal/geminitest"
+	"lane/internal/openaitest"
 	"lane/internal/responsestest"
 	"lane/trace"
 )
@@ -211,5 +214,119 @@ func TestCodexBenchAttemptsAreHermetic(t *testing.T) {
 	run, err := st.GetRun(context.Background(), attempts[0].RunID)
 	if err != nil || attempts[0].Status != trace.AttemptPassed || !slices.Contains(run.Capability.Hermetic, "AGENTS.md") {
 		t.Errorf("attempt %s %s, its run keeps out %v (%v)", attempts[0].Status, attempts[0].FailureKind, run.Capability.Hermetic, err)
+	}
+}
+
+// A bench attempt of Gemini CLI, Qwen Code or opencode sees none of the
+// user's instructions (~/.gemini/GEMINI.md, ~/.qwen/QWEN.md,
+// ~/.config/opencode/AGENTS.md), each of which reaches the model under
+// --no-hermetic. Gemini CLI and Qwen Code sign in as the user set them up
+// (the model service and key in the environment, the choice of sign-in in
+// their settings.json), which the hermetic attempt keeps; opencode runs on
+// an endpoint of lane's. Long: six runs of Node-based CLIs.
+func TestBenchAttemptsOfTheNodeCLIsAreHermeticLong(t *testing.T) {
+	t.Parallel()
+	gem := geminitest.NewServer(t)
+	gem.SetResponder(func(r geminitest.Request) (geminitest.Turn, bool) {
+		if len(r.FunctionResponses()) > 0 {
+			return geminitest.Text("done"), true
+		}
+		return geminitest.FunctionCalls(geminitest.Shell("echo 42 > answer.txt")), true
+	})
+	oai := openaitest.NewServer(t)
+	oai.SetResponder(func(r openaitest.Request) (openaitest.Turn, bool) {
+		for _, m := range r.Messages {
+			if m.Role == "tool" {
+				return openaitest.Text("done"), true
+			}
+		}
+		tool := "bash" // opencode
+		if r.HasTool("run_shell_command") {
+			tool = "run_shell_command" // Qwen Code
+		}
+		return openaitest.ToolCalls(openaitest.Call("", tool, map[string]string{"command": "echo 42 > answer.txt"})), true
+	})
+
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	markers := map[string]string{"gemini": "GEMINI-MEMORY-5120", "qwen": "QWEN-MEMORY-5121", "opencode": "OPENCODE-MEMORY-5122"}
+	for name, content := range map[string]string{
+		".gemini/GEMINI.md":          markers["gemini"] + ": always answer in French\n",
+		".gemini/settings.json":      `{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}`,
+		".qwen/QWEN.md":              markers["qwen"] + ": always answer in French\n",
+		".qwen/settings.json":        `{"$version":4,"security":{"auth":{"selectedType":"openai"}},"privacy":{"usageStatisticsEnabled":false}}`,
+		".config/opencode/AGENTS.md": markers["opencode"] + ": always answer in French\n",
+		".config/lane/config.yaml":   "prices:\n  test-model: {input: 3, output: 15}\n",
+	} {
+		p := filepath.Join(home, name)
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := &env{t: t, db: filepath.Join(root, "lane.db")}
+	e.vars = append(clitest.Env(home), "LANE_DB="+e.db,
+		"GOOGLE_GEMINI_BASE_URL="+gem.URL(), "GEMINI_API_KEY=test-key",
+		"OPENAI_BASE_URL="+oai.URL(), "OPENAI_API_KEY=sk-test",
+		"OLLAMA_HOST="+strings.TrimSuffix(oai.URL(), "/v1"),
+		"npm_config_registry="+strings.TrimSuffix(oai.URL(), "/v1")+"/npm/")
+	for _, rt := range []string{"gemini", "qwen", "opencode"} {
+		e.vars = append(e.vars, "LANE_"+strings.ToUpper(rt)+"_BIN="+clitest.Bin(t, rt))
+	}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "fx"), 0o755)
+	suite := filepath.Join(dir, "suite.yaml")
+	os.WriteFile(suite, []byte("models: [gemini:"+geminitest.Model+", qwen:test-model, opencode:ollama:test-model]\n"+
+		"tasks:\n  - {id: answer, prompt: write 42 into answer.txt, fixture: fx, check: grep -qx 42 answer.txt}\n"), 0o644)
+
+	// seen says which runtimes' markers reached a model since the counts
+	// of requests in from.
+	type counts struct{ gem, oai int }
+	seen := func(from counts) (map[string]bool, counts) {
+		saw := map[string]bool{}
+		var bodies [][]byte
+		gr, or := gem.MainRequests(), oai.MainRequests()
+		for _, r := range gr[from.gem:] {
+			bodies = append(bodies, r.Body)
+		}
+		for _, r := range or[from.oai:] {
+			bodies = append(bodies, r.Body)
+		}
+		for rt, m := range markers {
+			for _, b := range bodies {
+				saw[rt] = saw[rt] || strings.Contains(string(b), m)
+			}
+		}
+		return saw, counts{len(gr), len(or)}
+	}
+
+	wantExit(t, e.lane(withTimeout(t, 5*time.Minute), "bench", "--parallel", "3", suite), 0)
+	saw, n := seen(counts{})
+	if saw["gemini"] || saw["qwen"] || saw["opencode"] {
+		t.Errorf("hermetic attempts: the user's instructions reached the model for %v", saw)
+	}
+	st := e.openStore()
+	_, attempts := onlyBenchAttempts(t, st, 3)
+	kept := map[string]string{"gemini": "GEMINI.md", "qwen": "QWEN.md", "opencode": "AGENTS.md"}
+	for _, a := range attempts {
+		run, err := st.GetRun(context.Background(), a.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Status != trace.AttemptPassed {
+			t.Errorf("%s: hermetic attempt %s %s (run %s: %s)", a.Model, a.Status, a.FailureKind, run.ErrorKind, run.ErrorMessage)
+		}
+		if !slices.Contains(run.Capability.Hermetic, kept[run.Runtime]) {
+			t.Errorf("%s: the run records %v kept out, want %s among them", run.Runtime, run.Capability.Hermetic, kept[run.Runtime])
+		}
+	}
+	st.Close()
+
+	wantExit(t, e.lane(withTimeout(t, 5*time.Minute), "bench", "--parallel", "3", "--no-hermetic", suite), 0)
+	saw, _ = seen(n)
+	for _, rt := range []string{"gemini", "qwen", "opencode"} {
+		if !saw[rt] {
+			t.Errorf("bench --no-hermetic: %s's user instructions did not reach the model, so this test proves nothing for it", rt)
+		}
 	}
 }

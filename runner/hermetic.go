@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 )
@@ -55,4 +57,43 @@ func copyIfThere(src, dst string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// writeSignInSettings writes dst, a settings.json holding defaults and,
+// from the user's settings.json src (when src is not "" and the file is there), the sign-in alone
+// (security.auth: which login or key the user chose), so that a hermetic
+// run of Gemini CLI or Qwen Code signs in as the user's own runs do
+// without their MCP servers, tools, hooks or model choices.
+func writeSignInSettings(src, dst string, defaults map[string]any) error {
+	settings := maps.Clone(defaults)
+	if src == "" {
+		return writeJSON(dst, settings)
+	}
+	if b, err := os.ReadFile(src); err == nil {
+		var user struct {
+			Security struct {
+				Auth json.RawMessage `json:"auth"`
+			} `json:"security"`
+		}
+		// A settings file lane cannot read gives no sign-in; the runtime
+		// then says what it lacks, as it would for the user.
+		if json.Unmarshal(b, &user) == nil && len(user.Security.Auth) > 0 {
+			settings["security"] = map[string]any{"auth": user.Security.Auth}
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read the sign-in of %s: %w", src, err)
+	}
+	return writeJSON(dst, settings)
+}
+
+// userDir is the runtime's configuration folder in env: the variable
+// override's value when set, else sub under HOME, else "".
+func userDir(env []string, override, sub string) string {
+	if v := lookupEnv(env, override); v != "" {
+		return v
+	}
+	if h := lookupEnv(env, "HOME"); h != "" {
+		return filepath.Join(h, sub)
+	}
+	return ""
 }

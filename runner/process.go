@@ -66,7 +66,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 	env = append(env, su.env...)
 	capability := p.capability(o)
 	if o.HermeticHome != "" && p.hermetic != nil {
-		add, excluded, err := p.hermetic(o.HermeticHome, env)
+		add, excluded, err := p.hermetic(o, env)
 		if err != nil {
 			os.RemoveAll(conf)
 			return nil, fmt.Errorf("hermetic run: %w", err)

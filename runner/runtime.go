@@ -60,10 +60,11 @@ type process struct {
 	// it runs elsewhere (Options.Within): its key, endpoint and switches.
 	containerEnv []string
 	// hermetic, when set, keeps the user's own setup out of a run: given
-	// the folder Options.HermeticHome and the run's environment, it makes
+	// the run (Options.HermeticHome is the folder; Options.Env has the
+	// user's own variables) and the run's environment, it makes
 	// the runtime's configuration there (its login copied over) and returns
 	// the environment that points the runtime at it, and what it kept out.
-	hermetic  func(home string, env []string) (add, excluded []string, err error)
+	hermetic  func(o Options, env []string) (add, excluded []string, err error)
 	newSource func(r io.Reader) EventSource
 	// newJudge makes the tally of one attempt: it sees every event and
 	// decides, at the end, how the run went and what it cost.

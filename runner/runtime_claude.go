@@ -177,12 +177,12 @@ func claudeUserSetup() []string {
 // and per-project settings) stays out with it. A key in the environment
 // (ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN) passes as it does for any
 // run.
-func claudeHermetic(home string, env []string) (add, excluded []string, err error) {
+func claudeHermetic(o Options, env []string) (add, excluded []string, err error) {
 	user := lookupEnv(env, "CLAUDE_CONFIG_DIR")
 	if user == "" && lookupEnv(env, "HOME") != "" {
 		user = filepath.Join(lookupEnv(env, "HOME"), ".claude")
 	}
-	dir, excluded, err := hermeticConfig(home, "claude", user, []string{".credentials.json"}, claudeUserSetup())
+	dir, excluded, err := hermeticConfig(o.HermeticHome, "claude", user, []string{".credentials.json"}, claudeUserSetup())
 	if err != nil {
 		return nil, nil, err
 	}

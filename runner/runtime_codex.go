@@ -111,12 +111,12 @@ func codexDialogFor(o Options, run *trace.Run) dialog {
 // holding only the user's login (auth.json): the user's AGENTS.md,
 // config.toml (providers, MCP servers, profiles), prompts, skills and rules
 // stay out. Its sessions stay there for the attempt's later tries.
-func codexHermetic(home string, env []string) (add, excluded []string, err error) {
+func codexHermetic(o Options, env []string) (add, excluded []string, err error) {
 	user := lookupEnv(env, "CODEX_HOME")
 	if user == "" && lookupEnv(env, "HOME") != "" {
 		user = filepath.Join(lookupEnv(env, "HOME"), ".codex")
 	}
-	dir, excluded, err := hermeticConfig(home, "codex", user, []string{"auth.json"},
+	dir, excluded, err := hermeticConfig(o.HermeticHome, "codex", user, []string{"auth.json"},
 		[]string{"AGENTS.md", "AGENTS.override.md", "config.toml", "prompts", "skills", "rules"})
 	if err != nil {
 		return nil, nil, err

@@ -1,9 +1,11 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -40,6 +42,7 @@ func geminiRuntime() *Runtime {
 			shellLog:   geminiLogs,
 			authHint:   "the model API refused the key: check GEMINI_API_KEY (or log in with `gemini`)",
 			capability: cliCapability,
+			hermetic:   geminiHermetic,
 			newDialog:  acpDialogFor(acpSpec{prompt: Options.promptWithAddition, beforeLoad: geminiLoadWait}),
 		},
 	}
@@ -133,4 +136,37 @@ func geminiLoadWait(ctx context.Context, o Options, session string) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// geminiUserSetup are what Gemini CLI reads from the user's ~/.gemini that
+// a hermetic run leaves out: instructions, settings (MCP servers, tools,
+// hooks), extensions, custom commands, subagents, skills and policies.
+var geminiUserSetup = []string{"GEMINI.md", "settings.json", "extensions", "commands", "agents", "skills", "policies"}
+
+// geminiHermetic gives a hermetic run a Gemini CLI home of its own
+// (GEMINI_CLI_HOME) in Options.HermeticHome, whose .gemini holds the
+// user's Google login (oauth_creds.json, google_accounts.json) and a
+// settings.json with lane's defaults and the user's choice of sign-in
+// alone; a run lane points at an endpoint keeps lane's (an API key). Its
+// sessions stay there for the attempt's later tries.
+func geminiHermetic(o Options, env []string) (add, excluded []string, err error) {
+	base := cmp.Or(lookupEnv(o.Env, "GEMINI_CLI_HOME"), lookupEnv(o.Env, "HOME"))
+	user := ""
+	if base != "" {
+		user = filepath.Join(base, ".gemini")
+	}
+	home := filepath.Join(o.HermeticHome, "gemini")
+	dir, excluded, err := hermeticConfig(home, ".gemini", user, []string{"oauth_creds.json", "google_accounts.json"}, geminiUserSetup)
+	if err != nil {
+		return nil, nil, err
+	}
+	src, defaults := "", geminiSettings // lane's sign-in: the endpoint's key
+	if o.BaseURL == "" && user != "" {
+		src, defaults = filepath.Join(user, "settings.json"), maps.Clone(geminiSettings)
+		delete(defaults, "security") // the user's sign-in, or what the environment says
+	}
+	if err := writeSignInSettings(src, filepath.Join(dir, "settings.json"), defaults); err != nil {
+		return nil, nil, err
+	}
+	return []string{"GEMINI_CLI_HOME=" + home}, excluded, nil
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -39,6 +40,7 @@ func opencodeRuntime() *Runtime {
 			stepTurns:  true,
 			authHint:   "the model API refused the key: check the provider's key (see `opencode auth login`)",
 			capability: cliCapability,
+			hermetic:   opencodeHermetic,
 			newDialog:  acpDialogFor(acpSpec{prompt: Options.promptWithAddition}),
 		},
 	}
@@ -144,4 +146,35 @@ func title(prompt string) string {
 		line = "lane run"
 	}
 	return line
+}
+
+// opencodeUserSetup are what opencode reads from the user's
+// ~/.config/opencode that a hermetic run leaves out: the global config
+// (providers, MCP servers, permissions), instructions, agents, commands,
+// plugins, modes, tools and skills.
+var opencodeUserSetup = []string{"opencode.json", "opencode.jsonc", "config.json", "AGENTS.md",
+	"agent", "agents", "command", "commands", "plugin", "plugins", "mode", "modes", "tool", "tools", "skill", "skills"}
+
+// opencodeHermetic gives a hermetic run a config home of its own
+// (XDG_CONFIG_HOME, as opencode has no variable for its global config
+// folder alone) in Options.HermeticHome, and turns off what opencode takes
+// from Claude Code's setup (~/.claude/CLAUDE.md, its skills) and from other
+// tools' skill folders. The login (auth.json) and the sessions stay where
+// they are, in opencode's data folder. The run's own config (OPENCODE_CONFIG)
+// is a file of lane's and unaffected.
+func opencodeHermetic(o Options, env []string) (add, excluded []string, err error) {
+	user := ""
+	if base := userDir(o.Env, "XDG_CONFIG_HOME", ".config"); base != "" {
+		user = filepath.Join(base, "opencode")
+	}
+	home := filepath.Join(o.HermeticHome, "opencode-config")
+	if _, excluded, err = hermeticConfig(home, "opencode", user, nil, opencodeUserSetup); err != nil {
+		return nil, nil, err
+	}
+	if h := lookupEnv(o.Env, "HOME"); h != "" {
+		if _, err := os.Lstat(filepath.Join(h, ".claude", "CLAUDE.md")); err == nil {
+			excluded = append(excluded, "~/.claude/CLAUDE.md")
+		}
+	}
+	return []string{"XDG_CONFIG_HOME=" + home, "OPENCODE_DISABLE_CLAUDE_CODE=1", "OPENCODE_DISABLE_EXTERNAL_SKILLS=1"}, excluded, nil
 }

@@ -43,6 +43,7 @@ func qwenRuntime() *Runtime {
 			shellLog:   qwenLogs,
 			authHint:   "the model API refused the key: check OPENAI_API_KEY (or `qwen auth`)",
 			capability: cliCapability,
+			hermetic:   qwenHermetic,
 			newDialog: acpDialogFor(acpSpec{
 				prompt:    func(o Options) string { return o.Prompt }, // it takes --append-system-prompt itself
 				beforeEnd: qwenRecorded,
@@ -169,4 +170,31 @@ func answered(files []string) bool {
 // qwenPart is what answered reads of a part of a Qwen Code log's message.
 type qwenPart struct {
 	FunctionCall json.RawMessage `json:"functionCall"`
+}
+
+// qwenUserSetup are what Qwen Code reads from the user's ~/.qwen that a
+// hermetic run leaves out: instructions, settings (MCP servers, tools,
+// hooks), extensions, custom commands, subagents and skills.
+var qwenUserSetup = []string{"QWEN.md", "settings.json", "extensions", "commands", "agents", "skills"}
+
+// qwenHermetic gives a hermetic run a Qwen Code folder of its own
+// (QWEN_HOME) in Options.HermeticHome, holding the user's Qwen login
+// (oauth_creds.json) and a settings.json with the user's choice of sign-in
+// alone; a run lane points at an endpoint signs in with its key (--auth-type
+// openai) whatever the settings say. Its sessions stay there for the
+// attempt's later tries.
+func qwenHermetic(o Options, env []string) (add, excluded []string, err error) {
+	user := userDir(o.Env, "QWEN_HOME", ".qwen")
+	dir, excluded, err := hermeticConfig(o.HermeticHome, "qwen", user, []string{"oauth_creds.json"}, qwenUserSetup)
+	if err != nil {
+		return nil, nil, err
+	}
+	src := ""
+	if user != "" && o.BaseURL == "" {
+		src = filepath.Join(user, "settings.json")
+	}
+	if err := writeSignInSettings(src, filepath.Join(dir, "settings.json"), map[string]any{"$version": qwenSettings["$version"]}); err != nil {
+		return nil, nil, err
+	}
+	return []string{"QWEN_HOME=" + dir}, excluded, nil
 }
