@@ -178,10 +178,7 @@ func claudeUserSetup() []string {
 // (ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN) passes as it does for any
 // run.
 func claudeHermetic(o Options, env []string) (add, excluded []string, err error) {
-	user := lookupEnv(env, "CLAUDE_CONFIG_DIR")
-	if user == "" && lookupEnv(env, "HOME") != "" {
-		user = filepath.Join(lookupEnv(env, "HOME"), ".claude")
-	}
+	user := userDir(env, "CLAUDE_CONFIG_DIR", ".claude")
 	dir, excluded, err := hermeticConfig(o.HermeticHome, "claude", user, []string{".credentials.json"}, claudeUserSetup())
 	if err != nil {
 		return nil, nil, err

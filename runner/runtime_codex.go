@@ -2,7 +2,6 @@ package runner
 
 import (
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -112,10 +111,7 @@ func codexDialogFor(o Options, run *trace.Run) dialog {
 // config.toml (providers, MCP servers, profiles), prompts, skills and rules
 // stay out. Its sessions stay there for the attempt's later tries.
 func codexHermetic(o Options, env []string) (add, excluded []string, err error) {
-	user := lookupEnv(env, "CODEX_HOME")
-	if user == "" && lookupEnv(env, "HOME") != "" {
-		user = filepath.Join(lookupEnv(env, "HOME"), ".codex")
-	}
+	user := userDir(env, "CODEX_HOME", ".codex")
 	dir, excluded, err := hermeticConfig(o.HermeticHome, "codex", user, []string{"auth.json"},
 		[]string{"AGENTS.md", "AGENTS.override.md", "config.toml", "prompts", "skills", "rules"})
 	if err != nil {
