@@ -60,8 +60,8 @@ func copyIfThere(src, dst string) error {
 }
 
 // writeSignInSettings writes dst, a settings.json holding defaults and,
-// from the user's settings.json src (when src is not "" and the file is there), the sign-in alone
-// (security.auth: which login or key the user chose), so that a hermetic
+// from the user's settings.json src (unless src is "" or not there), the
+// sign-in alone (security.auth: which login or key the user chose), so that a hermetic
 // run of Gemini CLI or Qwen Code signs in as the user's own runs do
 // without their MCP servers, tools, hooks or model choices.
 func writeSignInSettings(src, dst string, defaults map[string]any) error {
@@ -75,7 +75,7 @@ func writeSignInSettings(src, dst string, defaults map[string]any) error {
 				Auth json.RawMessage `json:"auth"`
 			} `json:"security"`
 		}
-		// A settings file lane cannot read gives no sign-in; the runtime
+		// A settings file that is not JSON gives no sign-in; the runtime
 		// then says what it lacks, as it would for the user.
 		if json.Unmarshal(b, &user) == nil && len(user.Security.Auth) > 0 {
 			settings["security"] = map[string]any{"auth": user.Security.Auth}

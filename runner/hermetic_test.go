@@ -22,7 +22,7 @@ func writeFiles(t *testing.T, root string, files map[string]string) {
 	}
 }
 
-// hermeticVar is the variable name among add, the hermetic run's variables.
+// hermeticVar is the value of name among add, the hermetic run's variables.
 func hermeticVar(t *testing.T, add []string, name string) string {
 	t.Helper()
 	v := lookupEnv(add, name)
