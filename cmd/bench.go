@@ -153,6 +153,9 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 		return err
 	}
 	if b.Workers && b.Status == trace.StatusRunning {
+		if err != nil {
+			return err // not detached: the bench could not enqueue (it resumes with --resume)
+		}
 		fmt.Fprintf(f.IO.ErrOut, "lane: detached from bench %s: the workers carry on; follow it with lane bench report %s, or the dashboard\n", b.ID, b.ID)
 		return nil
 	}

@@ -142,12 +142,13 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 		})
 		return data, err
 	}
-	// Container tasks (Harbor's) run with this machine's engine, when it
-	// has one; without, their attempts are errors of the environment.
+	// Container tasks (Harbor's) run with this machine's engine; a worker
+	// without one does not take them (they wait for a worker that has one).
 	engine, err := container.Find(ctx, "", f.Getenv)
 	if err != nil {
-		slog.Info("worker: no container engine: Harbor tasks' attempts will be errors of their environment", "err", err)
+		slog.Info("worker: no container engine: this worker does not take Harbor tasks' attempts", "err", err)
 	}
+	w.Containers = engine != nil
 	mounts := containerMounts(ctx, f, cfg, &bo.Run)
 	w.Run = func(ctx context.Context, l store.Lease, task *bench.Task, a *trace.Attempt) {
 		a.BenchID, a.TaskID, a.Model, a.N = l.Key.BenchID, l.Key.TaskID, l.Key.Model, l.Key.N

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"lane/internal/anthropictest"
 	"lane/internal/containertest"
@@ -211,4 +212,48 @@ func latestBenchAttempts(t *testing.T, st *store.Store, n int) []trace.Attempt {
 		t.Fatalf("%d attempts, want %d: %v", len(attempts), n, err)
 	}
 	return attempts
+}
+
+// A worker without a container engine does not take a Harbor task's
+// attempt: it waits in the queue for a worker that has one, which runs it.
+func TestWorkerWithoutAnEngineLeavesContainerTasks(t *testing.T) {
+	t.Parallel()
+	vars, base := containerVars(t)
+	e := poolEnv(t)
+	e.vars = append(e.vars, vars...)
+	task := filepath.Join(t.TempDir(), "oracle-pass")
+	if err := os.CopyFS(task, os.DirFS("../harbor/testdata/dataset/oracle-pass")); err != nil {
+		t.Fatal(err)
+	}
+	// No podman (nor docker) on its PATH. Every worker offers the oracle.
+	plain := e.startPoolWorker(t, "", withVars(e.vars, "PATH="+t.TempDir()), "--name", "plain", "--runtimes", "local", "--lease", "3s")
+	bench := e.startLane(t, "bench", "--workers", "--models", "oracle", "--build-arg", "BASE="+base, "-o", "json", task)
+
+	// Once the attempt is queued, the idle plain worker has it offered
+	// first; it must leave it.
+	st := e.openStore()
+	defer st.Close()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		benches, err := st.ListBenches(context.Background(), 2)
+		if err == nil && len(benches) == 1 {
+			if as, err := st.Attempts(context.Background(), benches[0].ID); err == nil && len(as) == 1 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the bench queued no attempt")
+		}
+	}
+	boxed := e.startPoolWorker(t, "", nil, "--name", "boxed", "--runtimes", "local", "--lease", "3s")
+	wantExit(t, bench.wait(t, 3*time.Minute), 0)
+	plain.stop(t)
+	boxed.stop(t)
+
+	_, attempts := onlyBenchAttempts(t, st, 1)
+	if a := attempts[0]; a.Status != trace.AttemptPassed || a.Worker != "boxed" {
+		t.Errorf("attempt %s %s on %q, want passed on boxed, the worker with an engine", a.Status, a.FailureKind, a.Worker)
+	}
+	if done := workersDone(t, st); done["plain"] != 0 {
+		t.Errorf("attempts by worker %v: the worker without an engine took one", done)
+	}
 }

@@ -7,6 +7,7 @@ package pool
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,9 @@ type attemptArgs struct {
 	N       int    `json:"n"`
 	Try     int64  `json:"try"`
 	Runtime string `json:"runtime"`
+	// Container: the task runs in a container (Harbor's), which only a
+	// worker with a container engine takes.
+	Container bool `json:"container,omitempty"`
 }
 
 func (attemptArgs) Kind() string { return "lane_attempt" }
@@ -41,7 +45,7 @@ func (attemptArgs) Kind() string { return "lane_attempt" }
 // attempt enqueued twice (a bench resumed, a give-back raced) is one job.
 func (a attemptArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{
-		Queue:       Queue(a.Runtime),
+		Queue:       queueOf(a.Runtime, a.Container),
 		MaxAttempts: 1000, // a failure of lane or the database, not of the agent: try on
 		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
 			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
@@ -57,6 +61,34 @@ func (a attemptArgs) key() store.AttemptKey {
 // Queue is the River queue of a runtime's attempts: a worker listens on
 // those of the runtimes it offers.
 func Queue(runtime string) string { return "lane_" + strings.ReplaceAll(runtime, ".", "_") }
+
+// ContainerQueue is the River queue of a runtime's attempts of container
+// tasks: only the workers that have a container engine listen on it, so
+// that a worker without one never takes such an attempt.
+func ContainerQueue(runtime string) string { return Queue(runtime) + "_container" }
+
+func queueOf(runtime string, container bool) string {
+	if container {
+		return ContainerQueue(runtime)
+	}
+	return Queue(runtime)
+}
+
+// containerTasks are the ids of the tasks of b's suite that run in a
+// container.
+func containerTasks(b *trace.Bench) (map[string]bool, error) {
+	var s bench.Suite
+	if err := json.Unmarshal(b.Suite, &s); err != nil {
+		return nil, fmt.Errorf("bench %s: read its suite: %w", b.ID, err)
+	}
+	ids := map[string]bool{}
+	for _, t := range s.Tasks {
+		if t.Container != nil {
+			ids[t.ID] = true
+		}
+	}
+	return ids, nil
+}
 
 // Migrate brings River's tables in st's database up to date, under a lock,
 // so that two processes starting together do it once.
@@ -127,13 +159,17 @@ func (d *Dispatcher) Enqueue(ctx context.Context, b *trace.Bench, todo []trace.A
 	if err != nil {
 		return err
 	}
+	boxed, err := containerTasks(b)
+	if err != nil {
+		return err
+	}
 	params := make([]river.InsertManyParams, 0, len(todo))
 	for _, a := range todo {
 		rt, err := d.runtimeOf(a.Model)
 		if err != nil {
 			return fmt.Errorf("model %s: %w", a.Model, err)
 		}
-		args := attemptArgs{BenchID: b.ID, TaskID: a.TaskID, Model: a.Model, N: a.N, Runtime: rt}
+		args := attemptArgs{BenchID: b.ID, TaskID: a.TaskID, Model: a.Model, N: a.N, Runtime: rt, Container: boxed[a.TaskID]}
 		args.Try = tokens[args.key()]
 		params = append(params, river.InsertManyParams{Args: args})
 	}

@@ -33,9 +33,12 @@ type Worker struct {
 	Store    *store.Store
 	Name     string
 	Runtimes []string
-	Parallel int
-	Lease    time.Duration
-	Run      RunAttempt
+	// Containers: the worker has a container engine, and takes the
+	// attempts of container tasks (Harbor's) as well.
+	Containers bool
+	Parallel   int
+	Lease      time.Duration
+	Run        RunAttempt
 	// RuntimeOf names the runtime of a bench's model, to enqueue again the
 	// attempts of a lost worker.
 	RuntimeOf func(model string) (string, error)
@@ -68,6 +71,9 @@ func (w *Worker) Serve(ctx context.Context) error {
 	queues := map[string]river.QueueConfig{}
 	for _, rt := range w.Runtimes {
 		queues[Queue(rt)] = river.QueueConfig{MaxWorkers: max(w.Parallel, 1)}
+		if w.Containers {
+			queues[ContainerQueue(rt)] = river.QueueConfig{MaxWorkers: max(w.Parallel, 1)}
+		}
 	}
 	client, err := river.NewClient(riverpgxv5.New(w.Store.Pool()), &river.Config{
 		Queues: queues, Workers: workers, Logger: w.Log,
@@ -231,7 +237,12 @@ func (w *Worker) requeue(ctx context.Context, client *river.Client[pgx.Tx], tx p
 	if err != nil {
 		return fmt.Errorf("attempt %s: %w", k, err)
 	}
-	args := attemptArgs{BenchID: k.BenchID, TaskID: k.TaskID, Model: k.Model, N: k.N, Try: token, Runtime: rt}
+	task, _, err := w.task(ctx, k)
+	if err != nil {
+		return fmt.Errorf("attempt %s: %w", k, err)
+	}
+	args := attemptArgs{BenchID: k.BenchID, TaskID: k.TaskID, Model: k.Model, N: k.N, Try: token, Runtime: rt,
+		Container: task.Container != nil}
 	_, err = client.InsertTx(ctx, tx, args, nil)
 	return err
 }
