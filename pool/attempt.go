@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -217,9 +216,9 @@ func (w *Worker) task(ctx context.Context, key store.AttemptKey) (*bench.Task, *
 	if err != nil {
 		return nil, nil, err
 	}
-	var s bench.Suite
-	if err := json.Unmarshal(b.Suite, &s); err != nil {
-		return nil, nil, fmt.Errorf("bench %s: read its suite: %w", b.ID, err)
+	s, err := suiteOf(b)
+	if err != nil {
+		return nil, nil, err
 	}
 	for i := range s.Tasks {
 		if s.Tasks[i].ID == key.TaskID {

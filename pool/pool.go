@@ -74,12 +74,21 @@ func queueOf(runtime string, container bool) string {
 	return Queue(runtime)
 }
 
-// containerTasks are the ids of the tasks of b's suite that run in a
-// container.
-func containerTasks(b *trace.Bench) (map[string]bool, error) {
+// suiteOf is the suite b stored.
+func suiteOf(b *trace.Bench) (*bench.Suite, error) {
 	var s bench.Suite
 	if err := json.Unmarshal(b.Suite, &s); err != nil {
 		return nil, fmt.Errorf("bench %s: read its suite: %w", b.ID, err)
+	}
+	return &s, nil
+}
+
+// containerTasks are the ids of the tasks of b's suite that run in a
+// container.
+func containerTasks(b *trace.Bench) (map[string]bool, error) {
+	s, err := suiteOf(b)
+	if err != nil {
+		return nil, err
 	}
 	ids := map[string]bool{}
 	for _, t := range s.Tasks {
