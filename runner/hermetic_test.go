@@ -32,6 +32,19 @@ func hermeticVar(t *testing.T, add []string, name string) string {
 	return v
 }
 
+// wantHermeticDir fails t unless dir holds the login file and none of gone.
+func wantHermeticDir(t *testing.T, dir, login string, gone ...string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, login)); err != nil {
+		t.Errorf("the login was not copied: %v", err)
+	}
+	for _, name := range gone {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s is in the hermetic home: %v", name, err)
+		}
+	}
+}
+
 // Gemini CLI's hermetic home keeps the user's Google login and choice of
 // sign-in, and nothing else of ~/.gemini; pointed at an endpoint, the
 // sign-in is lane's.
@@ -61,14 +74,7 @@ func TestGeminiHermeticKeepsTheSignInAlone(t *testing.T) {
 		return settings, excluded, home
 	}
 	settings, excluded, home := settingsOf(Options{Env: []string{"HOME=" + user}, HermeticHome: t.TempDir()})
-	if _, err := os.Stat(filepath.Join(home, ".gemini", "oauth_creds.json")); err != nil {
-		t.Errorf("the login was not copied: %v", err)
-	}
-	for _, gone := range []string{"GEMINI.md", "extensions"} {
-		if _, err := os.Stat(filepath.Join(home, ".gemini", gone)); !os.IsNotExist(err) {
-			t.Errorf("%s is in the hermetic home: %v", gone, err)
-		}
-	}
+	wantHermeticDir(t, filepath.Join(home, ".gemini"), "oauth_creds.json", "GEMINI.md", "extensions")
 	if got := settings["security"]; got == nil || settings["mcpServers"] != nil {
 		t.Errorf("settings %v, want the user's sign-in alone", settings)
 	} else if auth := got.(map[string]any)["auth"].(map[string]any); auth["selectedType"] != "oauth-personal" {
@@ -103,12 +109,7 @@ func TestQwenHermeticKeepsTheSignInAlone(t *testing.T) {
 	if err := json.Unmarshal(b, &settings); err != nil || settings["model"] != nil || settings["security"] == nil {
 		t.Errorf("settings %s (%v), want the sign-in alone", b, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "QWEN.md")); !os.IsNotExist(err) {
-		t.Errorf("QWEN.md is in the hermetic home: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "oauth_creds.json")); err != nil {
-		t.Errorf("the login was not copied: %v", err)
-	}
+	wantHermeticDir(t, dir, "oauth_creds.json", "QWEN.md")
 	if !slices.Equal(excluded, []string{"QWEN.md", "settings.json"}) {
 		t.Errorf("kept out %v", excluded)
 	}
