@@ -25,8 +25,7 @@ import (
 // scripted server of its API; only the model is scripted.
 
 // acpWait bounds every wait of these tests: a run of one of them takes
-// 3 to 10 s here (up to a minute more for a Gemini CLI resume: see
-// geminiLoadWait).
+// 3 to 10 s here.
 const acpWait = 2 * time.Minute
 
 // step is one scripted model turn, for any of the three CLIs.
@@ -651,5 +650,35 @@ func TestACPPlanModeRefusesWithoutAsking(t *testing.T) {
 	}
 	if n := len(bodies()); n != 2 {
 		t.Errorf("%d main requests; a rule's refusal is not told again in a prompt of its own", n)
+	}
+}
+
+func TestGeminiLogOfThisMinuteMovesToAFreeEarlierOne(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	now := time.Date(2026, 12, 3, 7, 10, 30, 0, time.UTC)
+	touch := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	old := touch("session-2026-12-03T07-02-abcd1234.jsonl")
+	current := touch("session-2026-12-03T07-10-abcd1234.jsonl")
+	touch("session-2026-12-03T07-09-abcd1234.jsonl") // an earlier load's
+	for _, p := range []string{old, current} {
+		if err := moveGeminiLogAside(p, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := os.ReadFile(old); err != nil || string(b) != filepath.Base(old) {
+		t.Errorf("a log of an earlier minute was moved: %q, %v", b, err)
+	}
+	if _, err := os.Stat(current); err == nil {
+		t.Error("the log of this minute is still where session/load would write")
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "session-2026-12-03T07-08-abcd1234.jsonl")); err != nil || string(b) != filepath.Base(current) {
+		t.Errorf("the log of this minute is not at the latest free earlier minute: %q, %v", b, err)
 	}
 }

@@ -3,9 +3,11 @@ package runner
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,7 +45,7 @@ func geminiRuntime() *Runtime {
 			authHint:   "the model API refused the key: check GEMINI_API_KEY (or log in with `gemini`)",
 			capability: cliCapability,
 			hermetic:   geminiHermetic,
-			newDialog:  acpDialogFor(acpSpec{prompt: Options.promptWithAddition, beforeLoad: geminiLoadWait}),
+			newDialog:  acpDialogFor(acpSpec{prompt: Options.promptWithAddition, beforeLoad: geminiLoadMoveAside}),
 		},
 	}
 }
@@ -109,33 +111,59 @@ var geminiSettings = map[string]any{
 // points at an endpoint.
 func geminiStateHome(o Options) string { return filepath.Join(o.StateDir, "gemini") }
 
-// geminiLoadWait waits, when the session's log was begun in the current
-// minute (UTC), for the next minute. Gemini CLI 0.61 names a session's log
-// by the minute its recording began and the session's id, and its
-// session/load begins a recording before it reads the log: within the
-// minute the session began, that appends a fresh beginning to the very
+// geminiLogMinute is the layout of the minute in a Gemini CLI session
+// log's name: session-2006-01-02T15-04-ID8.jsonl.
+const geminiLogMinute = "2006-01-02T15-04"
+
+// geminiLoadMoveAside renames the session's log when its name carries the
+// current minute (UTC) to one of an earlier minute. Gemini CLI 0.61 names
+// a session's log by the minute its recording began and the session's id,
+// and its session/load begins a recording before it reads the log: within
+// the minute the session began, that appends a fresh beginning to the very
 // log it then reads, and it finds no session ("No previous sessions found
-// for this project."). Its --resume of the JSON stream does not.
-func geminiLoadWait(ctx context.Context, o Options, session string) error {
+// for this project."). It finds a session by the id inside any
+// session-*.jsonl, so a log of an earlier minute loads at once, where
+// waiting for the next minute would cost up to a minute. (Its --resume of
+// the JSON stream has no such trouble.)
+func geminiLoadMoveAside(ctx context.Context, o Options, session string) error {
 	env := o.Env
 	if o.BaseURL != "" && o.StateDir != "" {
 		env = append(slices.Clone(env), "GEMINI_CLI_HOME="+geminiStateHome(o))
 	}
-	logs := geminiLogs(env)
-	for {
-		now := time.Now().UTC()
-		prefix := "session-" + now.Format("2006-01-02T15-04") + "-"
-		if !slices.ContainsFunc(logs(session), func(p string) bool { return strings.HasPrefix(filepath.Base(p), prefix) }) {
-			return nil
-		}
-		next := now.Truncate(time.Minute).Add(time.Minute + 100*time.Millisecond)
-		slog.Debug("waiting for the next minute to load the Gemini CLI session", "session", session, "until", next)
-		select {
-		case <-time.After(time.Until(next)):
-		case <-ctx.Done():
-			return ctx.Err()
+	now := time.Now().UTC()
+	for _, p := range geminiLogs(env)(session) {
+		if err := moveGeminiLogAside(p, now); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// moveGeminiLogAside renames log, if it is named for now's minute or a
+// later one, to the latest earlier minute no other log of it holds.
+func moveGeminiLogAside(log string, now time.Time) error {
+	dir, name := filepath.Split(log)
+	rest, ok := strings.CutPrefix(name, "session-")
+	if !ok || len(rest) < len(geminiLogMinute) {
+		return nil
+	}
+	began, err := time.Parse(geminiLogMinute, rest[:len(geminiLogMinute)])
+	if err != nil || began.Before(now.Truncate(time.Minute)) {
+		return nil
+	}
+	tail := rest[len(geminiLogMinute):]
+	for back := 1; back <= 60; back++ {
+		aside := filepath.Join(dir, "session-"+now.Add(-time.Duration(back)*time.Minute).Format(geminiLogMinute)+tail)
+		if _, err := os.Lstat(aside); err == nil {
+			continue
+		}
+		slog.Debug("moving the Gemini CLI session log to an earlier minute, so that it loads", "from", log, "to", aside)
+		if err := os.Rename(log, aside); err != nil {
+			return fmt.Errorf("setting the Gemini CLI session log aside for session/load: %w", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("setting the Gemini CLI session log %s aside: every earlier minute of the last hour is taken", log)
 }
 
 // geminiUserSetup are what Gemini CLI reads from the user's ~/.gemini that
