@@ -230,23 +230,23 @@ func countKind(evs []trace.Event, k trace.Kind) int {
 	return n
 }
 
-// TestRuntimes drives every agent CLI through what a run of it must do;
-// TestRuntimeFaultsLong (make test-long) through the watchdogs and a lane
-// killed under it. Claude Code's own fault cases run in make test (e2e_test.go).
+// TestRuntimes drives every agent CLI through what a run of it must do
+// (each start of a Node-based CLI costs seconds of CPU, so a case makes
+// as few as it can); TestRuntimeFaultsLong (make test-long) through a
+// refused key, ctrl-c, the watchdogs and a lane killed under it. Claude Code's own fault cases run in make test (e2e_test.go).
 func TestRuntimes(t *testing.T) {
 	t.Parallel()
 	runRigScenarios(t, map[string]func(*testing.T, rig){
-		"tools then text": testToolsThenText,
-		"401":             testAuthRefused,
-		"resume":          testResume,
-		"ctrl-c":          testInterrupted,
-		"asks":            testAsks,
+		"tools, text, resume": testToolsThenText,
+		"asks":                testAsks,
 	})
 }
 
 func TestRuntimeFaultsLong(t *testing.T) {
 	t.Parallel()
 	runRigScenarios(t, map[string]func(*testing.T, rig){
+		"401":         testAuthRefused,
+		"ctrl-c":      testInterrupted,
 		"hang":        testHang,
 		"long tool":   testLongTool,
 		"lane killed": testLaneKilled,
@@ -274,9 +274,9 @@ func runRigScenarios(t *testing.T, scenarios map[string]func(*testing.T, rig)) {
 }
 
 // testToolsThenText: a command that fails, one that writes a file, then
-// the answer, in one run (each run of a Node-based CLI costs seconds of CPU).
+// the answer, in one run; then `lane resume` of it.
 func testToolsThenText(t *testing.T, r rig) {
-	e := newCLIEnv(t, r, shell("echo oops >&2; exit 3"), shell("echo hi > hello.txt"), say("Done: wrote hello.txt"))
+	e := newCLIEnv(t, r, shell("echo oops >&2; exit 3"), shell("echo hi > hello.txt"), say("Done: wrote hello.txt"), say("I wrote hello.txt."))
 	res := e.runCLI(withTimeout(t, 2*time.Minute), "write hello.txt")
 	wantExit(t, res, 0)
 	if b, err := os.ReadFile(filepath.Join(e.proj, "hello.txt")); err != nil || string(b) != "hi\n" {
@@ -316,6 +316,7 @@ func testToolsThenText(t *testing.T, r rig) {
 		t.Errorf("the second command failed: %q", results[1].Output)
 	}
 	t.Logf("%s: %s", r.runtime, res.took)
+	testResume(t, e, run)
 }
 
 func testAuthRefused(t *testing.T, r rig) {
@@ -414,15 +415,13 @@ func testLaneKilled(t *testing.T, r rig) {
 	}
 }
 
-func testResume(t *testing.T, r rig) {
-	e := newCLIEnv(t, r, shell("echo hi > hello.txt"), say("Done: wrote hello.txt"), say("I wrote hello.txt."))
-	first := e.runCLI(withTimeout(t, 2*time.Minute), "write hello.txt")
-	wantExit(t, first, 0)
-	run1 := lastRun(t, first)
+// testResume: `lane resume` of run1 goes on in its session, with the
+// earlier turns, and counts only its own tokens.
+func testResume(t *testing.T, e *cliEnv, run1 *trace.Run) {
 	res := e.lane(withTimeout(t, 2*time.Minute), "resume", "--base-url", e.srv.baseURL(), "-o", "json", run1.ID, "what did you write?")
 	wantExit(t, res, 0)
 	run2 := lastRun(t, res)
-	if run2.SessionID != run1.SessionID || run2.ParentRunID != run1.ID || run2.Runtime != r.runtime {
+	if run2.SessionID != run1.SessionID || run2.ParentRunID != run1.ID || run2.Runtime != e.rig.runtime {
 		t.Errorf("resumed run: session %q (want %q), parent %q, runtime %q", run2.SessionID, run1.SessionID, run2.ParentRunID, run2.Runtime)
 	}
 	bodies := e.srv.mainBodies()
@@ -431,7 +430,7 @@ func testResume(t *testing.T, r rig) {
 		t.Errorf("the resumed request does not carry the earlier turns:\n%.2000s", last)
 	}
 	// Each run keeps its own tokens: the resumed run made one request, the
-	// first two, and every scripted reply reports the same usage.
+	// first three, and every scripted reply reports the same usage.
 	if run2.Usage.InputTokens == 0 || run2.Usage.InputTokens >= run1.Usage.InputTokens {
 		t.Errorf("usage first %+v, resumed %+v: the resumed run counts tokens that are not its own", run1.Usage, run2.Usage)
 	}
