@@ -46,8 +46,8 @@ func hasContainerTasks(s *bench.Suite) bool {
 
 // containerMounts is what an agent of a model needs in a container task's
 // container, at the paths lane knows them by on the host: the runtime's
-// binary (its real file; Claude Code's and Codex's are single native
-// files) and lane's own binary, which forwards the model endpoint.
+// binary (its real file, or the native program an npm launcher starts:
+// Claude Code's and Codex's are single native files) and lane's own binary, which forwards the model endpoint.
 func containerMounts(ctx context.Context, f *Factory, cfg *config.File, ro *RunOptions) bench.Mounts {
 	return func(model, share string) ([]container.Mount, error) {
 		t, err := cfg.Resolve(model, ro.Runtime, ro.BaseURL, f.Getenv)
@@ -56,7 +56,7 @@ func containerMounts(ctx context.Context, f *Factory, cfg *config.File, ro *RunO
 		}
 		rt, _ := runner.Lookup(t.Runtime)
 		if !rt.RunsElsewhere() {
-			return nil, fmt.Errorf("%s does not run in a task's container yet (Claude Code and lane's own loop do)", rt.Title)
+			return nil, fmt.Errorf("%s does not run in a task's container yet (Claude Code, Codex and lane's own loop do)", rt.Title)
 		}
 		self, err := laneBinary()
 		if err != nil {
@@ -70,7 +70,7 @@ func containerMounts(ctx context.Context, f *Factory, cfg *config.File, ro *RunO
 		if err != nil {
 			return nil, err
 		}
-		real, err := filepath.EvalSymlinks(bin.Path)
+		real, err := rt.ContainerBinary(bin.Path)
 		if err != nil {
 			return nil, err
 		}

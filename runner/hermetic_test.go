@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -138,5 +140,36 @@ func TestOpencodeHermeticConfigHome(t *testing.T) {
 	}
 	if !slices.Equal(excluded, []string{"opencode.json", "AGENTS.md", "~/.claude/CLAUDE.md"}) {
 		t.Errorf("kept out %v", excluded)
+	}
+}
+
+func TestCodexContainerBinaryIsTheNativeOneBehindTheLauncher(t *testing.T) {
+	t.Parallel()
+	scope := filepath.Join(t.TempDir(), "node_modules", "@openai")
+	launcher := filepath.Join(scope, "codex", "bin", "codex.js")
+	rt, _ := Lookup("codex")
+	write := func(p string) {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(launcher)
+	if got, err := rt.ContainerBinary(launcher); err == nil || !strings.Contains(err.Error(), "Node.js launcher") {
+		t.Errorf("a launcher without its native binary: %q, %v", got, err)
+	}
+	triple, pkg := "x86_64-unknown-linux-musl", "codex-linux-x64"
+	if runtime.GOARCH == "arm64" {
+		triple, pkg = "aarch64-unknown-linux-musl", "codex-linux-arm64"
+	}
+	native := filepath.Join(scope, pkg, "vendor", triple, "bin", "codex")
+	write(native)
+	if got, err := rt.ContainerBinary(launcher); err != nil || got != native {
+		t.Errorf("ContainerBinary = %q, %v; want %s", got, err, native)
+	}
+	if got, err := rt.ContainerBinary(native); err != nil || got != native {
+		t.Errorf("the native binary itself: %q, %v", got, err)
 	}
 }

@@ -2,6 +2,9 @@ package runner
 
 import (
 	"io"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -20,7 +23,9 @@ func codexRuntime() *Runtime {
 			binary: binarySpec{versionOK: func(out string) bool { return strings.HasPrefix(out, "codex-cli ") }, want: `"codex-cli VERSION"`},
 			setup:  codexSetup,
 			// A hermetic run's CODEX_HOME holds the login alone.
-			hermetic: codexHermetic,
+			hermetic:     codexHermetic,
+			containerEnv: []string{"OPENAI_", "CODEX_", codexKeyEnv + "=", "RUST_LOG="},
+			nativeBinary: codexNative,
 			newSource: func(r io.Reader) EventSource {
 				d := codex.NewDecoder(r)
 				d.MaxOutputSize = MaxEventOutput
@@ -118,6 +123,37 @@ func codexHermetic(o Options, env []string) (add, excluded []string, err error) 
 		return nil, nil, err
 	}
 	return []string{"CODEX_HOME=" + dir}, excluded, nil
+}
+
+// codexNative is the native Codex binary that the npm package's launcher
+// (real is its resolved bin/codex.js) starts: the platform package's, a
+// sibling in the @openai scope or nested in the package (0.171's layout),
+// or the package's own vendor folder (earlier releases); "" for anything
+// else.
+func codexNative(real string) string {
+	if filepath.Base(real) != "codex.js" {
+		return ""
+	}
+	platform, ok := map[string]struct{ triple, pkg string }{
+		"amd64": {"x86_64-unknown-linux-musl", "codex-linux-x64"},
+		"arm64": {"aarch64-unknown-linux-musl", "codex-linux-arm64"},
+	}[runtime.GOARCH]
+	if !ok {
+		return ""
+	}
+	triple, pkg := platform.triple, platform.pkg
+	root := filepath.Dir(filepath.Dir(real)) // .../@openai/codex
+	for _, p := range []string{
+		filepath.Join(filepath.Dir(root), pkg, "vendor", triple, "bin", "codex"),
+		filepath.Join(root, "node_modules", "@openai", pkg, "vendor", triple, "bin", "codex"),
+		filepath.Join(root, "vendor", triple, "bin", "codex"),
+		filepath.Join(root, "vendor", triple, "codex", "codex"),
+	} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
 }
 
 // codexKeyEnv is the variable lane gives Codex the endpoint's key in.
