@@ -56,7 +56,7 @@ func containerMounts(ctx context.Context, f *Factory, cfg *config.File, ro *RunO
 		}
 		rt, _ := runner.Lookup(t.Runtime)
 		if !rt.RunsElsewhere() {
-			return nil, fmt.Errorf("%s does not run in a task's container yet (Claude Code, Codex and lane's own loop do)", rt.Title)
+			return nil, fmt.Errorf("%s does not run in a task's container yet (Claude Code, Codex, opencode and lane's own loop do)", rt.Title)
 		}
 		self, err := laneBinary()
 		if err != nil {
@@ -89,14 +89,14 @@ func laneBinary() (string, error) {
 
 // inContainer sets ro up for an agent run inside the attempt's container:
 // the runtime is started through the engine (exec -i, supervised as any
-// run), its home is the attempt's share folder, lane does not snapshot a
+// run), its home and per-run configuration are in the attempt's share folder, lane does not snapshot a
 // folder it cannot see, and every model endpoint on this machine's
 // loopback is forwarded into the container through a socket in the share
 // folder (so that a container without a network reaches it, and nothing
 // else). The returned stop ends the forwarding.
 func inContainer(ctx context.Context, f *Factory, ro *RunOptions, spec bench.RunSpec) (stop func(), err error) {
 	c, share := spec.Container, spec.Share
-	ro.NoChanges = true
+	ro.NoChanges, ro.tempDir = true, share // a runtime's config file (opencode's) must be there too
 	ro.within = func(inv runner.Invocation) runner.Invocation {
 		cmd := c.Command(ctx, container.ExecSpec{
 			Argv: append([]string{inv.Path}, inv.Args...), Env: append(inv.Env, "HOME="+share), Workdir: inv.Dir,

@@ -65,8 +65,10 @@ type RunOptions struct {
 	// configuration (runner.Options.HermeticHome).
 	hermeticHome string
 	// within: an attempt's runtime runs in its container
-	// (runner.Options.Within).
-	within func(runner.Invocation) runner.Invocation
+	// (runner.Options.Within); tempDir is where its per-run configuration
+	// goes (runner.Options.TempDir), a folder the container shares.
+	within  func(runner.Invocation) runner.Invocation
+	tempDir string
 
 	// Live OpenTelemetry export (cmd/otel.go): the flags, and the export
 	// the command started.
@@ -376,6 +378,7 @@ func runOptions(f *Factory, cfg *config.File, t config.Target, opts *RunOptions,
 		StateDir:            f.StateDir(),
 		HermeticHome:        opts.hermeticHome,
 		Within:              opts.within,
+		TempDir:             opts.tempDir,
 		Changes:             snapshotter(f, cfg, opts),
 		ToolMode:            opts.ToolMode,
 		Sandbox:             sandbox.Mode(opts.Sandbox),

@@ -41,7 +41,10 @@ func opencodeRuntime() *Runtime {
 			authHint:   "the model API refused the key: check the provider's key (see `opencode auth login`)",
 			capability: cliCapability,
 			hermetic:   opencodeHermetic,
-			newDialog:  acpDialogFor(acpSpec{prompt: Options.promptWithAddition}),
+			// opencode's own binary is native (the npm package's launcher
+			// is replaced by it at install).
+			containerEnv: []string{"OPENCODE_", opencodeKeyEnv + "=", "XDG_CONFIG_HOME=", "PWD="},
+			newDialog:    acpDialogFor(acpSpec{prompt: Options.promptWithAddition}),
 		},
 	}
 }
