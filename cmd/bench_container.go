@@ -47,7 +47,8 @@ func hasContainerTasks(s *bench.Suite) bool {
 // containerMounts is what an agent of a model needs in a container task's
 // container, at the paths lane knows them by on the host: the runtime's
 // binary (its real file, or the native program an npm launcher starts:
-// Claude Code's and Codex's are single native files) and lane's own binary, which forwards the model endpoint.
+// Claude Code's and Codex's are single native files) and lane's own
+// binary, which forwards the model endpoint.
 func containerMounts(ctx context.Context, f *Factory, cfg *config.File, ro *RunOptions) bench.Mounts {
 	return func(model, share string) ([]container.Mount, error) {
 		t, err := cfg.Resolve(model, ro.Runtime, ro.BaseURL, f.Getenv)
@@ -89,11 +90,11 @@ func laneBinary() (string, error) {
 
 // inContainer sets ro up for an agent run inside the attempt's container:
 // the runtime is started through the engine (exec -i, supervised as any
-// run), its home and per-run configuration are in the attempt's share folder, lane does not snapshot a
-// folder it cannot see, and every model endpoint on this machine's
-// loopback is forwarded into the container through a socket in the share
-// folder (so that a container without a network reaches it, and nothing
-// else). The returned stop ends the forwarding.
+// run), its home and per-run configuration are in the attempt's share
+// folder, lane does not snapshot a folder it cannot see, and every model
+// endpoint on this machine's loopback is forwarded into the container
+// through a socket in the share folder (so that a container without a
+// network reaches it, and nothing else). The returned stop ends the forwarding.
 func inContainer(ctx context.Context, f *Factory, ro *RunOptions, spec bench.RunSpec) (stop func(), err error) {
 	c, share := spec.Container, spec.Share
 	ro.NoChanges, ro.tempDir = true, share // a runtime's config file (opencode's) must be there too
