@@ -284,7 +284,7 @@ func TestAnthropicModelNotFound(t *testing.T) {
 	}
 }
 
-func TestAnthropicContextTooLong(t *testing.T) {
+func TestAnthropicContextTooLongIsItsOwnError(t *testing.T) {
 	srv := anthropictest.NewServer(t, anthropictest.Status(http.StatusBadRequest,
 		`{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`))
 	c := stream(t, newAnthropic(srv.URL(), "anthropic"), userRequest("claude-test", "hi"))

@@ -280,7 +280,7 @@ func TestOpenAIWrongPath(t *testing.T) {
 	}
 }
 
-func TestOpenAIContextTooLong(t *testing.T) {
+func TestOpenAIContextTooLongIsItsOwnError(t *testing.T) {
 	for name, turn := range map[string]openaitest.Turn{
 		"openai":    openaitest.ContextLengthExceeded(),
 		"llama.cpp": openaitest.Status(400, `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}`),
