@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"lane/container"
@@ -19,6 +20,9 @@ import (
 // the container, and the task's verifier scores the attempt with a reward.
 type ContainerTask struct {
 	Dir string `json:"dir"` // the Harbor task folder, absolute
+	// Blob is the digest of the task folder as stored for lane workers
+	// (a worker unpacks it rather than read Dir, which it may not have).
+	Blob string `json:"blob,omitempty"`
 	// BuildArgs are passed to the image's build (lane bench --build-arg).
 	BuildArgs map[string]string `json:"build_args,omitempty"`
 	// PassReward is the reward at or above which an attempt passed.
@@ -51,7 +55,13 @@ func runContainerAttempt(ctx context.Context, env AttemptEnv, task *Task, a *tra
 		errored(FailNoEngine, "no container engine (Podman or Docker) on this machine")
 		return
 	}
-	ht, err := harbor.LoadTask(task.Container.Dir)
+	dir, cleanup, err := containerTaskDir(ctx, env, task.Container)
+	if err != nil {
+		failAttempt(a, FailSetup, err.Error(), -1)
+		return
+	}
+	defer cleanup()
+	ht, err := harbor.LoadTask(dir)
 	if err == nil {
 		err = ht.ExpandEnv(os.Getenv)
 	}
@@ -133,6 +143,26 @@ func runContainerAttempt(ctx context.Context, env AttemptEnv, task *Task, a *tra
 	if reward.Value < task.Container.PassReward {
 		a.Status, a.FailureKind = trace.AttemptFailed, FailCheck
 	}
+}
+
+// containerTaskDir is the Harbor task's folder: where the bench found it,
+// or, on a worker, the stored copy unpacked into a folder of the
+// attempt's own (the image's tag is the hash of environment/'s content,
+// so a copy builds nothing new).
+func containerTaskDir(ctx context.Context, env AttemptEnv, ct *ContainerTask) (string, func(), error) {
+	if ct.Blob == "" || env.Blob == nil {
+		return ct.Dir, func() {}, nil
+	}
+	dir, err := os.MkdirTemp(env.WorkDir, "harbor-task-")
+	if err != nil {
+		return "", func() {}, fmt.Errorf("make the Harbor task's folder: %w", err)
+	}
+	cleanup := func() { _ = removeTree(dir) }
+	if err := unpackFixture(ctx, env, ct.Blob, dir); err != nil {
+		cleanup()
+		return "", func() {}, fmt.Errorf("Harbor task %s: %w", filepath.Base(ct.Dir), err)
+	}
+	return dir, cleanup, nil
 }
 
 // attemptShare is the attempt's folder that its container has at the same

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +94,45 @@ func TestContainerAttemptUnderTheOracle(t *testing.T) {
 	a := attemptsOf(t, st, bn.ID)["quick/oracle/1"]
 	if a.Status != trace.AttemptPassed || a.Reward == nil || *a.Reward != 1 {
 		t.Errorf("attempt %s %s reward %v: %q", a.Status, a.FailureKind, a.Reward, a.CheckOutput)
+	}
+}
+
+// On a worker the Harbor task's folder comes from the database: the
+// attempt unpacks the stored copy, though the bench's path is not there.
+func TestContainerAttemptFromTheStoredTaskFolder(t *testing.T) {
+	t.Parallel()
+	eng := containertest.Engine(t)
+	base := containertest.BaseImage(t, eng)
+	dir := harborTask(t)
+	data, err := PackFixture(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	blobs := map[string][]byte{"sha256:quick": data}
+	env := AttemptEnv{WorkDir: t.TempDir(), Engine: eng, Blob: func(_ context.Context, digest string) ([]byte, error) {
+		if b, ok := blobs[digest]; ok {
+			return b, nil
+		}
+		return nil, fmt.Errorf("no blob %s", digest)
+	}}
+	task := &Task{ID: "quick", Prompt: "p", SetupTimeout: time.Minute,
+		Container: &ContainerTask{Dir: dir, Blob: "sha256:quick", BuildArgs: map[string]string{"BASE": base}, PassReward: 1}}
+	a := &trace.Attempt{TaskID: "quick", Model: OracleModel, N: 1}
+	runContainerAttempt(context.Background(), env, task, a)
+	if a.Status != trace.AttemptPassed || a.Reward == nil || *a.Reward != 1 {
+		t.Errorf("attempt %s %s reward %v: %q", a.Status, a.FailureKind, a.Reward, a.CheckOutput)
+	}
+	if left, _ := os.ReadDir(env.WorkDir); len(left) != 0 {
+		t.Errorf("left in the work folder: %v", left)
+	}
+	// A stored copy that cannot be had: an error of the attempt's setup.
+	task.Container.Blob = "sha256:missing"
+	a = &trace.Attempt{TaskID: "quick", Model: OracleModel, N: 2}
+	runContainerAttempt(context.Background(), env, task, a)
+	if a.Status == trace.AttemptPassed || !strings.Contains(a.CheckOutput+a.FailureKind, "setup") {
+		t.Errorf("attempt from a missing blob: %s %s %q", a.Status, a.FailureKind, a.CheckOutput)
 	}
 }

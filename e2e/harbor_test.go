@@ -295,6 +295,11 @@ func TestWorkerWithoutAnEngineLeavesContainerTasks(t *testing.T) {
 			t.Fatal("the bench queued no attempt")
 		}
 	}
+	// The worker that takes it has the task from the database, not from
+	// the bench's path.
+	if err := os.RemoveAll(task); err != nil {
+		t.Fatal(err)
+	}
 	boxed := e.startPoolWorker(t, "", nil, "--name", "boxed", "--runtimes", "local", "--lease", "3s")
 	wantExit(t, bench.wait(t, 3*time.Minute), 0)
 	plain.stop(t)

@@ -140,10 +140,20 @@ func NewDispatcher(ctx context.Context, st *store.Store, runtimeOf func(string) 
 	return &Dispatcher{st: st, client: client, runtimeOf: runtimeOf}, nil
 }
 
-// Pack stores each task's fixture folder as a blob, once per content.
+// Pack stores each task's fixture folder, and each Harbor task's folder,
+// as a blob, once per content.
 func (d *Dispatcher) Pack(ctx context.Context, s *bench.Suite) error {
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
+		if c := t.Container; c != nil {
+			data, err := bench.PackFixture(c.Dir)
+			if err != nil {
+				return fmt.Errorf("task %s: %w", t.ID, err)
+			}
+			if c.Blob, err = d.st.PutBlob(ctx, data); err != nil {
+				return fmt.Errorf("task %s: %w", t.ID, err)
+			}
+		}
 		if t.Fixture == "" {
 			continue
 		}
