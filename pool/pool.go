@@ -145,12 +145,9 @@ func NewDispatcher(ctx context.Context, st *store.Store, runtimeOf func(string) 
 func (d *Dispatcher) Pack(ctx context.Context, s *bench.Suite) error {
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
+		var err error
 		if c := t.Container; c != nil {
-			data, err := bench.PackFixture(c.Dir)
-			if err != nil {
-				return fmt.Errorf("task %s: %w", t.ID, err)
-			}
-			if c.Blob, err = d.st.PutBlob(ctx, data); err != nil {
+			if c.Blob, err = d.packFolder(ctx, c.Dir); err != nil {
 				return fmt.Errorf("task %s: %w", t.ID, err)
 			}
 		}
@@ -161,15 +158,20 @@ func (d *Dispatcher) Pack(ctx context.Context, s *bench.Suite) error {
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(s.Dir, dir)
 		}
-		data, err := bench.PackFixture(dir)
-		if err != nil {
-			return fmt.Errorf("task %s: %w", t.ID, err)
-		}
-		if t.FixtureBlob, err = d.st.PutBlob(ctx, data); err != nil {
+		if t.FixtureBlob, err = d.packFolder(ctx, dir); err != nil {
 			return fmt.Errorf("task %s: %w", t.ID, err)
 		}
 	}
 	return nil
+}
+
+// packFolder stores the folder dir as a blob and returns its digest.
+func (d *Dispatcher) packFolder(ctx context.Context, dir string) (string, error) {
+	data, err := bench.PackFixture(dir)
+	if err != nil {
+		return "", err
+	}
+	return d.st.PutBlob(ctx, data)
 }
 
 // Enqueue inserts one job per attempt, under the attempt's current token.
