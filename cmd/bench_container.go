@@ -57,7 +57,7 @@ func containerMounts(ctx context.Context, f *Factory, cfg *config.File, ro *RunO
 		}
 		rt, _ := runner.Lookup(t.Runtime)
 		if !rt.RunsElsewhere() {
-			return nil, fmt.Errorf("%s does not run in a task's container yet (Claude Code, Codex, opencode and lane's own loop do)", rt.Title)
+			return nil, fmt.Errorf("%s does not run in a task's container yet (%s do)", rt.Title, runsElsewhere())
 		}
 		self, err := laneBinary()
 		if err != nil {
@@ -77,6 +77,21 @@ func containerMounts(ctx context.Context, f *Factory, cfg *config.File, ro *RunO
 		}
 		return append(mounts, container.Mount{Host: real, Container: bin.Path, ReadOnly: true}), nil
 	}
+}
+
+// runsElsewhere names the runtimes that run in a task's container, as
+// "A, B and C".
+func runsElsewhere() string {
+	var titles []string
+	for _, rt := range runner.Runtimes() {
+		if rt.RunsElsewhere() {
+			titles = append(titles, rt.Title)
+		}
+	}
+	if len(titles) < 2 {
+		return strings.Join(titles, "")
+	}
+	return strings.Join(titles[:len(titles)-1], ", ") + " and " + titles[len(titles)-1]
 }
 
 // laneBinary is this lane's executable, its real path.

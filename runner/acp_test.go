@@ -657,16 +657,10 @@ func TestGeminiLogOfThisMinuteMovesToAFreeEarlierOne(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	now := time.Date(2026, 12, 3, 7, 10, 30, 0, time.UTC)
-	touch := func(name string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(name), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	old := touch("session-2026-12-03T07-02-abcd1234.jsonl")
-	current := touch("session-2026-12-03T07-10-abcd1234.jsonl")
-	touch("session-2026-12-03T07-09-abcd1234.jsonl") // an earlier load's
+	const oldName, currentName = "session-2026-12-03T07-02-abcd1234.jsonl", "session-2026-12-03T07-10-abcd1234.jsonl"
+	const earlier = "session-2026-12-03T07-09-abcd1234.jsonl" // an earlier load's
+	writeFiles(t, dir, map[string]string{oldName: oldName, currentName: currentName, earlier: earlier})
+	old, current := filepath.Join(dir, oldName), filepath.Join(dir, currentName)
 	for _, p := range []string{old, current} {
 		if err := moveGeminiLogAside(p, now); err != nil {
 			t.Fatal(err)

@@ -148,15 +148,7 @@ func TestCodexContainerBinaryIsTheNativeOneBehindTheLauncher(t *testing.T) {
 	scope := filepath.Join(t.TempDir(), "node_modules", "@openai")
 	launcher := filepath.Join(scope, "codex", "bin", "codex.js")
 	rt, _ := Lookup("codex")
-	write := func(p string) {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("x"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(launcher)
+	writeFiles(t, scope, map[string]string{"codex/bin/codex.js": "x"})
 	if got, err := rt.ContainerBinary(launcher); err == nil || !strings.Contains(err.Error(), "Node.js launcher") {
 		t.Errorf("a launcher without its native binary: %q, %v", got, err)
 	}
@@ -164,8 +156,9 @@ func TestCodexContainerBinaryIsTheNativeOneBehindTheLauncher(t *testing.T) {
 	if runtime.GOARCH == "arm64" {
 		triple, pkg = "aarch64-unknown-linux-musl", "codex-linux-arm64"
 	}
-	native := filepath.Join(scope, pkg, "vendor", triple, "bin", "codex")
-	write(native)
+	rel := filepath.Join(pkg, "vendor", triple, "bin", "codex")
+	writeFiles(t, scope, map[string]string{rel: "x"})
+	native := filepath.Join(scope, rel)
 	if got, err := rt.ContainerBinary(launcher); err != nil || got != native {
 		t.Errorf("ContainerBinary = %q, %v; want %s", got, err, native)
 	}
