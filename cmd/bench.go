@@ -356,7 +356,7 @@ func recordedRunner(f *Factory, st *store.Store, cfg *config.File, opts *BenchOp
 			ro.HardTimeout = spec.Timeout
 		}
 		if spec.Container != nil {
-			stop, err := inContainer(ctx, f, &ro, spec)
+			stop, err := inContainer(ctx, f, cfg, &ro, spec)
 			if err != nil {
 				return nil, err
 			}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -45,38 +47,51 @@ func hasContainerTasks(s *bench.Suite) bool {
 }
 
 // containerMounts is what an agent of a model needs in a container task's
-// container, at the paths lane knows them by on the host: the runtime's
-// binary (its real file, or the native program an npm launcher starts:
-// Claude Code's and Codex's are single native files) and lane's own
-// binary, which forwards the model endpoint.
+// container: lane's own binary at its path here (it forwards the model
+// endpoint, and is the tool host of lane's own loop) and the runtime's
+// files (see runner.ContainerProgram).
 func containerMounts(ctx context.Context, f *Factory, cfg *config.File, ro *RunOptions) bench.Mounts {
 	return func(model, share string) ([]container.Mount, error) {
-		t, err := cfg.Resolve(model, ro.Runtime, ro.BaseURL, f.Getenv)
-		if err != nil {
-			return nil, err
-		}
-		rt, _ := runner.Lookup(t.Runtime)
-		if !rt.RunsElsewhere() {
-			return nil, fmt.Errorf("%s does not run in a task's container yet (%s do)", rt.Title, runsElsewhere())
-		}
 		self, err := laneBinary()
 		if err != nil {
 			return nil, err
 		}
 		mounts := []container.Mount{{Host: self, Container: self, ReadOnly: true}}
-		if rt.InProcess() {
-			return mounts, nil // lane's own loop: its tool host is lane's binary
+		_, prog, err := containerProgram(ctx, f, cfg, ro, model)
+		if err != nil || prog == nil {
+			return mounts, err
 		}
-		bin, err := rt.Find(ctx, runtimeBin(f, ro, rt), f.Environ(), f.versionCache())
-		if err != nil {
-			return nil, err
+		for _, file := range prog.Files {
+			mounts = append(mounts, container.Mount{Host: file.Host, Container: file.At, ReadOnly: true})
 		}
-		real, err := rt.ContainerBinary(bin.Path)
-		if err != nil {
-			return nil, err
-		}
-		return append(mounts, container.Mount{Host: real, Container: bin.Path, ReadOnly: true}), nil
+		return mounts, nil
 	}
+}
+
+// containerProgram is how model's runtime starts in a task's container:
+// the path lane finds its binary at here, which the runner starts, and
+// what starts it there instead; nil for lane's own loop, which runs here.
+func containerProgram(ctx context.Context, f *Factory, cfg *config.File, ro *RunOptions, model string) (string, *runner.ContainerProgram, error) {
+	t, err := cfg.Resolve(model, ro.Runtime, ro.BaseURL, f.Getenv)
+	if err != nil {
+		return "", nil, err
+	}
+	rt, _ := runner.Lookup(t.Runtime)
+	if !rt.RunsElsewhere() {
+		return "", nil, fmt.Errorf("%s does not run in a task's container yet (%s do)", rt.Title, runsElsewhere())
+	}
+	if rt.InProcess() {
+		return "", nil, nil
+	}
+	bin, err := rt.Find(ctx, runtimeBin(f, ro, rt), f.Environ(), f.versionCache())
+	if err != nil {
+		return "", nil, err
+	}
+	prog, err := rt.ContainerProgram(bin.Path, exec.LookPath)
+	if err != nil {
+		return "", nil, err
+	}
+	return bin.Path, &prog, nil
 }
 
 // runsElsewhere names the runtimes that run in a task's container, as
@@ -110,13 +125,21 @@ func laneBinary() (string, error) {
 // endpoint on this machine's loopback is forwarded into the container
 // through a socket in the share folder (so that a container without a
 // network reaches it, and nothing else). The returned stop ends the forwarding.
-func inContainer(ctx context.Context, f *Factory, ro *RunOptions, spec bench.RunSpec) (stop func(), err error) {
+func inContainer(ctx context.Context, f *Factory, cfg *config.File, ro *RunOptions, spec bench.RunSpec) (stop func(), err error) {
 	c, share := spec.Container, spec.Share
-	ro.NoChanges, ro.tempDir = true, share // a runtime's config file (opencode's) must be there too
+	found, prog, err := containerProgram(ctx, f, cfg, ro, spec.Model)
+	if err != nil {
+		return nil, err
+	}
+	// A runtime's config file (opencode's) and lasting home (Gemini CLI's)
+	// must be where the container sees them too.
+	ro.NoChanges, ro.tempDir, ro.stateDir = true, share, share
 	ro.within = func(inv runner.Invocation) runner.Invocation {
-		cmd := c.Command(ctx, container.ExecSpec{
-			Argv: append([]string{inv.Path}, inv.Args...), Env: append(inv.Env, "HOME="+share), Workdir: inv.Dir,
-		})
+		argv := append([]string{inv.Path}, inv.Args...)
+		if prog != nil && inv.Path == found {
+			argv = append(slices.Clone(prog.Argv), inv.Args...)
+		}
+		cmd := c.Command(ctx, container.ExecSpec{Argv: argv, Env: append(inv.Env, "HOME="+share), Workdir: inv.Dir})
 		return runner.Invocation{Path: cmd.Path, Args: cmd.Args[1:], Env: cmd.Env, Dir: share, Stdin: inv.Stdin}
 	}
 	fctx, cancel := context.WithCancel(ctx)

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,9 +67,10 @@ type RunOptions struct {
 	hermeticHome string
 	// within: an attempt's runtime runs in its container
 	// (runner.Options.Within); tempDir is where its per-run configuration
-	// goes (runner.Options.TempDir), a folder the container shares.
-	within  func(runner.Invocation) runner.Invocation
-	tempDir string
+	// goes (runner.Options.TempDir) and stateDir its lasting home
+	// (runner.Options.StateDir), folders the container shares.
+	within            func(runner.Invocation) runner.Invocation
+	tempDir, stateDir string
 
 	// Live OpenTelemetry export (cmd/otel.go): the flags, and the export
 	// the command started.
@@ -375,7 +377,7 @@ func runOptions(f *Factory, cfg *config.File, t config.Target, opts *RunOptions,
 		PriorSessionCostUSD: opts.PriorSessionCostUSD,
 		PriorSessionUsage:   opts.PriorSessionUsage,
 		Price:               priceFunc(cfg, t),
-		StateDir:            f.StateDir(),
+		StateDir:            cmp.Or(opts.stateDir, f.StateDir()),
 		HermeticHome:        opts.hermeticHome,
 		Within:              opts.within,
 		TempDir:             opts.tempDir,

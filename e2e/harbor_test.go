@@ -10,11 +10,8 @@ import (
 	"time"
 
 	"lane/internal/anthropictest"
-	"lane/internal/clitest"
 	"lane/internal/containertest"
-	"lane/internal/geminitest"
 	"lane/internal/openaitest"
-	"lane/internal/responsestest"
 	"lane/store"
 	"lane/trace"
 )
@@ -152,51 +149,52 @@ func TestClaudeCodeInsideAHarborContainer(t *testing.T) {
 	}
 }
 
-// Codex and opencode work inside a Harbor task's container too: Codex's
-// npm package's launcher needs Node.js, so lane mounts the native binary
-// it would start at the launcher's path (opencode's package installs its
-// native binary in place of its launcher); the scripted endpoint on this
-// machine's loopback is forwarded in. A Node.js CLI does not run there
-// yet: a lane error that says so.
+// Every agent CLI works inside a Harbor task's container, with nothing
+// installed into the image: Codex's npm launcher is replaced by the native
+// binary it would start; opencode's package installs its native binary in
+// place of its launcher; Gemini CLI and Qwen Code run on this machine's
+// Node.js, mounted with their node_modules at lane's own paths. The
+// scripted endpoint on this machine's loopback is forwarded into a
+// container without a network. An image without the C++ runtime Node.js
+// links is an error of the environment, which says why.
 func TestAgentCLIsInsideAHarborContainer(t *testing.T) {
 	t.Parallel()
 	vars, base := containerVars(t)
 	const cmd = "echo hello > /app/hello.txt && hostname > /app/where.txt"
-	codex := responsestest.NewServer(t, responsestest.ToolCalls(responsestest.Exec("", cmd)), responsestest.Text("done"))
-	opencode := openaitest.NewServer(t,
-		openaitest.ToolCalls(openaitest.Call("call_1", "bash", map[string]string{"command": cmd, "description": "write it"})),
-		openaitest.Text("done"))
-	e := newLocalEnv(t)
-	home := filepath.Join(t.TempDir(), "home")
-	os.Mkdir(home, 0o755)
-	e.vars = append(e.vars, vars...)
-	e.vars = append(e.vars, clitest.Env(home)...)
-	e.vars = append(e.vars, "LANE_CODEX_BIN="+clitest.Bin(t, "codex"), "LANE_OPENCODE_BIN="+clitest.Bin(t, "opencode"),
-		"LANE_GEMINI_BIN="+clitest.Bin(t, "gemini"), "OPENAI_API_KEY="+openaitest.APIKey, "LANE_DB="+e.db)
 	task, _ := filepath.Abs("testdata/harbor/write-hello")
-	st := e.openStore()
-	defer st.Close()
-	for _, c := range []struct{ model, url string }{{"codex:test-model", codex.URL()}, {"opencode:" + openaitest.Model, opencode.URL()}} {
-		wantExit(t, e.lane(context.Background(), "bench", task, "--models", c.model, "--base-url", c.url, "--build-arg", "BASE="+base), 0)
-		a := latestBenchAttempts(t, st, 1)[0]
-		run, err := st.GetRun(context.Background(), a.RunID)
-		if err != nil {
-			t.Errorf("%s: attempt %s %s: %q; no run: %v", c.model, a.Status, a.FailureKind, a.CheckOutput, err)
-			continue
-		}
-		if a.Status != trace.AttemptPassed || a.Reward == nil || *a.Reward != 1 {
-			t.Errorf("%s: attempt %s %s reward %v: %q; run %s %s: %s", c.model, a.Status, a.FailureKind, a.Reward, a.CheckOutput, run.Status, run.ErrorKind, run.ErrorMessage)
-		}
-		if run.Dir != "/app" || run.Status != trace.StatusSucceeded || run.ToolCalls != 1 {
-			t.Errorf("%s: run in %s, %s, %d tool calls", c.model, run.Dir, run.Status, run.ToolCalls)
-		}
+	for _, r := range rigs {
+		t.Run(r.runtime, func(t *testing.T) {
+			t.Parallel()
+			e := newCLIEnv(t, r, shell(cmd), say("done"))
+			e.vars = append(e.vars, vars...)
+			wantExit(t, e.lane(context.Background(), "bench", task, "--models", r.runtime+":"+r.model,
+				"--base-url", e.srv.baseURL(), "--build-arg", "BASE="+base), 0)
+			st := e.openStore()
+			defer st.Close()
+			a := latestBenchAttempts(t, st, 1)[0]
+			run, err := st.GetRun(context.Background(), a.RunID)
+			if err != nil {
+				t.Fatalf("attempt %s %s: %q; no run: %v", a.Status, a.FailureKind, a.CheckOutput, err)
+			}
+			if a.Status != trace.AttemptPassed || a.Reward == nil || *a.Reward != 1 {
+				t.Errorf("attempt %s %s reward %v: %q; run %s %s: %s", a.Status, a.FailureKind, a.Reward, a.CheckOutput, run.Status, run.ErrorKind, run.ErrorMessage)
+			}
+			if run.Dir != "/app" || run.Status != trace.StatusSucceeded || run.ToolCalls != 1 {
+				t.Errorf("run in %s, %s, %d tool calls", run.Dir, run.Status, run.ToolCalls)
+			}
+			if r.runtime != "qwen" {
+				return
+			}
+			broken, _ := filepath.Abs("testdata/harbor/no-c-library")
+			wantExit(t, e.lane(context.Background(), "bench", broken, "--models", r.runtime+":"+r.model,
+				"--base-url", e.srv.baseURL(), "--build-arg", "BASE="+base), 0)
+			if a := latestBenchAttempts(t, st, 1)[0]; a.FailureKind != "environment_error" || !strings.Contains(a.CheckOutput, "libstdc++") {
+				t.Errorf("an attempt in an image without libstdc++: %s %s %q", a.Status, a.FailureKind, a.CheckOutput)
+			}
+		})
 	}
 	if _, err := os.Stat("/app/hello.txt"); err == nil {
 		t.Error("/app/hello.txt is on the host: an agent did not work in the container")
-	}
-	wantExit(t, e.lane(context.Background(), "bench", task, "--models", "gemini:"+geminitest.Model, "--build-arg", "BASE="+base), 0)
-	if a := latestBenchAttempts(t, st, 1)[0]; a.FailureKind != "lane_error" || !strings.Contains(a.CheckOutput, "does not run in a task's container yet") {
-		t.Errorf("a Gemini CLI attempt: %s %s %q", a.Status, a.FailureKind, a.CheckOutput)
 	}
 }
 

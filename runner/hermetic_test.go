@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -140,29 +138,5 @@ func TestOpencodeHermeticConfigHome(t *testing.T) {
 	}
 	if !slices.Equal(excluded, []string{"opencode.json", "AGENTS.md", "~/.claude/CLAUDE.md"}) {
 		t.Errorf("kept out %v", excluded)
-	}
-}
-
-func TestCodexContainerBinaryIsTheNativeOneBehindTheLauncher(t *testing.T) {
-	t.Parallel()
-	scope := filepath.Join(t.TempDir(), "node_modules", "@openai")
-	launcher := filepath.Join(scope, "codex", "bin", "codex.js")
-	rt, _ := Lookup("codex")
-	writeFiles(t, scope, map[string]string{"codex/bin/codex.js": "x"})
-	if got, err := rt.ContainerBinary(launcher); err == nil || !strings.Contains(err.Error(), "Node.js launcher") {
-		t.Errorf("a launcher without its native binary: %q, %v", got, err)
-	}
-	triple, pkg := "x86_64-unknown-linux-musl", "codex-linux-x64"
-	if runtime.GOARCH == "arm64" {
-		triple, pkg = "aarch64-unknown-linux-musl", "codex-linux-arm64"
-	}
-	rel := filepath.Join(pkg, "vendor", triple, "bin", "codex")
-	writeFiles(t, scope, map[string]string{rel: "x"})
-	native := filepath.Join(scope, rel)
-	if got, err := rt.ContainerBinary(launcher); err != nil || got != native {
-		t.Errorf("ContainerBinary = %q, %v; want %s", got, err, native)
-	}
-	if got, err := rt.ContainerBinary(native); err != nil || got != native {
-		t.Errorf("the native binary itself: %q, %v", got, err)
 	}
 }

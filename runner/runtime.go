@@ -2,9 +2,7 @@ package runner
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"lane/trace"
@@ -62,8 +60,9 @@ type process struct {
 	// it runs elsewhere (Options.Within): its key, endpoint and switches.
 	containerEnv []string
 	// nativeBinary, when set, is the native program a wrapper script at
-	// real (a resolved path) starts, "" when real is no such wrapper: an
-	// npm package's launcher needs Node.js, which a container lacks.
+	// real (a resolved path) starts, "" when real is no such wrapper: a
+	// launcher that needs Node.js only to start a native binary (see
+	// ContainerProgram).
 	nativeBinary func(real string) string
 	// hermetic, when set, keeps the user's own setup out of a run: given
 	// the run (Options.HermeticHome is the folder; Options.Env has the
@@ -104,26 +103,6 @@ type process struct {
 // there.
 func (rt *Runtime) RunsElsewhere() bool {
 	return rt.Local || rt.process != nil && len(rt.process.containerEnv) > 0
-}
-
-// ContainerBinary is the file to mount at path (the runtime's binary as
-// found here) for the runtime to start elsewhere: path's real file, or the
-// native program an npm launcher there would start.
-func (rt *Runtime) ContainerBinary(path string) (string, error) {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", err
-	}
-	if rt.process == nil || rt.process.nativeBinary == nil {
-		return real, nil
-	}
-	if native := rt.process.nativeBinary(real); native != "" {
-		return native, nil
-	}
-	if strings.HasSuffix(real, ".js") {
-		return "", fmt.Errorf("%s is a Node.js launcher and the native %s binary it starts is not beside it", real, rt.Title)
-	}
-	return real, nil
 }
 
 // DefaultRuntime runs a model named without a runtime or provider prefix.

@@ -45,7 +45,9 @@ func geminiRuntime() *Runtime {
 			authHint:   "the model API refused the key: check GEMINI_API_KEY (or log in with `gemini`)",
 			capability: cliCapability,
 			hermetic:   geminiHermetic,
-			newDialog:  acpDialogFor(acpSpec{prompt: Options.promptWithAddition, beforeLoad: geminiLoadMoveAside}),
+			// In a container: its key, endpoint, home and switches.
+			containerEnv: []string{"GEMINI_", "GOOGLE_"},
+			newDialog:    acpDialogFor(acpSpec{prompt: Options.promptWithAddition, beforeLoad: geminiLoadMoveAside}),
 		},
 	}
 }

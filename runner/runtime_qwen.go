@@ -44,6 +44,8 @@ func qwenRuntime() *Runtime {
 			authHint:   "the model API refused the key: check OPENAI_API_KEY (or `qwen auth`)",
 			capability: cliCapability,
 			hermetic:   qwenHermetic,
+			// In a container: its endpoint, key, home, settings and folder.
+			containerEnv: []string{"QWEN_", "OPENAI_", "PWD="},
 			newDialog: acpDialogFor(acpSpec{
 				prompt:    func(o Options) string { return o.Prompt }, // it takes --append-system-prompt itself
 				beforeEnd: qwenRecorded,

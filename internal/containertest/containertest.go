@@ -199,7 +199,7 @@ const imageTimeout = 3 * time.Minute
 //
 // The image holds busybox (its applets linked in /bin), /bin/bash with the
 // libraries ldd lists for it, the rest of the C library (libm, libpthread,
-// libdl, librt), /usr/bin/env, /tmp, and two users: root and
+// libdl, librt) and the C++ runtime (libstdc++, libgcc_s), /usr/bin/env, /tmp, and two users: root and
 // agent (uid and gid 1000, home /home/agent). PATH is set, the working
 // folder is /.
 func BaseImage(t testing.TB, e *container.Engine) string {
@@ -356,9 +356,11 @@ func baseTar() ([]byte, error) {
 			}
 		}
 	}
-	// The rest of the C library, as a distribution's base image has it:
-	// agents' native binaries (Claude Code's) link librt, libdl, libm.
-	for _, name := range []string{"libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1"} {
+	// The rest of the C library and the C++ runtime, as a distribution's
+	// base image has them: agents' native binaries (Claude Code's) link
+	// librt, libdl, libm; Node.js (for Gemini CLI and Qwen Code) libstdc++
+	// and libgcc_s.
+	for _, name := range []string{"libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1", "libstdc++.so.6", "libgcc_s.so.1"} {
 		lib := filepath.Join(filepath.Dir(libc), name)
 		if _, err := os.Stat(lib); err == nil && libc != "" {
 			if err := fsys.addFile(strings.TrimPrefix(lib, "/"), lib); err != nil {
