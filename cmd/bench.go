@@ -207,6 +207,9 @@ func benchConfig(ctx context.Context, f *Factory, st *store.Store, opts *BenchOp
 		for _, s := range loaded.Skipped {
 			fmt.Fprintf(f.IO.ErrOut, "lane: skipped %s\n", s)
 		}
+		for _, s := range loaded.Notes {
+			fmt.Fprintf(f.IO.ErrOut, "lane: note: %s\n", s)
+		}
 		bc.Suite = loaded.Suite
 		return bc, nil
 	}

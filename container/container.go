@@ -12,9 +12,11 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -44,6 +46,13 @@ type RunSpec struct {
 	// Env is the container's environment, as NAME=value.
 	Env    []string
 	Labels map[string]string
+	// Service, when set, makes the container run the image's own program
+	// (a database, a server) instead of idling; Entrypoint and Command,
+	// when set, replace the image's. User and Workdir apply to it.
+	Service    bool
+	Entrypoint []string
+	Command    []string
+	User       string
 }
 
 // StartError is a container that did not start: a missing image, a
@@ -69,6 +78,9 @@ type Container struct {
 	Name    string
 	Workdir string // the default working folder of Exec and Command ("" is the image's)
 	engine  *Engine
+
+	mu      sync.Mutex
+	besides []*Container // started by StartBeside, removed with it
 }
 
 // keepAlive is the container's own command: it must outlive every exec.
@@ -148,7 +160,7 @@ func (e *Engine) start(ctx context.Context, spec RunSpec, init bool) (*Container
 	}
 	envArgs, cliEnv := passEnv(spec.Env)
 	args = append(args, envArgs...)
-	args = append(args, "--entrypoint", "sh", spec.Image, "-c", keepAlive)
+	args = append(args, programArgs(spec)...)
 
 	cmd := e.cmd(ctx, args...)
 	cmd.Env = append(cmd.Env, cliEnv...)
@@ -163,7 +175,7 @@ func (e *Engine) start(ctx context.Context, spec RunSpec, init bool) (*Container
 		return nil, &StartError{Image: spec.Image, Name: spec.Name, Output: stderr.String(), Err: err}
 	}
 	c := &Container{ID: strings.TrimSpace(out.String()), Name: spec.Name, Workdir: spec.Workdir, engine: e}
-	if spec.Workdir != "" {
+	if spec.Workdir != "" && !spec.Service {
 		// Podman, unlike Docker, refuses a workdir the image lacks.
 		if err := c.mkdir(ctx, spec.Workdir); err != nil {
 			e.cleanup(ctx, spec.Name)
@@ -172,6 +184,56 @@ func (e *Engine) start(ctx context.Context, spec RunSpec, init bool) (*Container
 	}
 	e.log().Debug("container started", "name", c.Name, "image", spec.Image)
 	return c, nil
+}
+
+// programArgs ends a run's arguments: the image and what the container
+// runs, an idling sh unless spec is a service.
+func programArgs(spec RunSpec) []string {
+	var args []string
+	if spec.User != "" {
+		args = append(args, "--user", spec.User)
+	}
+	if !spec.Service {
+		return append(args, "--entrypoint", "sh", spec.Image, "-c", keepAlive)
+	}
+	if spec.Workdir != "" {
+		args = append(args, "--workdir", spec.Workdir)
+	}
+	cmd := spec.Command
+	if len(spec.Entrypoint) > 0 {
+		// --entrypoint takes one word: the rest go before the command.
+		args = append(args, "--entrypoint", spec.Entrypoint[0])
+		cmd = append(slices.Clone(spec.Entrypoint[1:]), cmd...)
+	}
+	return append(append(args, spec.Image), cmd...)
+}
+
+// StartBeside starts spec's container in c's network namespace (each
+// reaches the other at 127.0.0.1), whatever spec.Network says; c.Remove
+// removes it too. It is how a task's other services run beside it.
+func (c *Container) StartBeside(ctx context.Context, spec RunSpec) (*Container, error) {
+	spec.Network = "container:" + c.Name
+	if spec.Name == "" {
+		spec.Name = c.Name + "-" + randomHex(3)
+	}
+	b, err := c.engine.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.besides = append(c.besides, b)
+	c.mu.Unlock()
+	return b, nil
+}
+
+// AddHosts adds names for ip to the container's /etc/hosts (as root,
+// with its sh), so that a task's commands reach its services by name.
+func (c *Container) AddHosts(ctx context.Context, ip string, names ...string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	line := ip + " " + strings.Join(names, " ")
+	return c.rootExec(ctx, "sh", "-c", `printf '%s\n' "$1" >> /etc/hosts`, "sh", line)
 }
 
 // cleanup removes what a failed start left, even when ctx is done.
@@ -468,18 +530,34 @@ func (c *Container) ReadFile(ctx context.Context, name string) ([]byte, error) {
 // removeTimeout bounds Remove.
 const removeTimeout = time.Minute
 
-// Remove kills and removes the container with its anonymous volumes. It
+// Remove kills and removes the container with its anonymous volumes, and
+// the containers started beside it. It
 // works when ctx is already done (it then has removeTimeout of its own),
 // so that a caller can defer it; a container already gone is no error.
 func (c *Container) Remove(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
 	defer cancel()
+	// The containers in c's network go first, one by one: the engine
+	// refuses to remove a namespace others still use.
+	c.mu.Lock()
+	besides := c.besides
+	c.besides = nil
+	c.mu.Unlock()
+	for i := len(besides) - 1; i >= 0; i-- {
+		if err := besides[i].remove(rctx); err != nil {
+			return err
+		}
+	}
+	return c.remove(rctx)
+}
+
+func (c *Container) remove(ctx context.Context) error {
 	args := []string{"rm", "-f", "-v"}
 	if c.engine.Kind() == Podman {
 		args = append(args, "-t", "0")
 	}
 	args = append(args, c.Name)
-	if err := c.engine.run(rctx, nil, io.Discard, args...); err != nil {
+	if err := c.engine.run(ctx, nil, io.Discard, args...); err != nil {
 		var ce *CommandError
 		if errors.As(err, &ce) && strings.Contains(strings.ToLower(ce.Stderr), "no such container") {
 			return nil

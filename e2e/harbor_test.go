@@ -198,6 +198,29 @@ func TestAgentCLIsInsideAHarborContainer(t *testing.T) {
 	}
 }
 
+// A Harbor task with a docker-compose.yaml under the oracle: its web
+// server runs beside the task's container, which reaches it by name
+// without a network of its own; what lane does not apply of the file is
+// said.
+func TestHarborTaskWithServices(t *testing.T) {
+	t.Parallel()
+	vars, base := containerVars(t)
+	e := newLocalEnv(t)
+	e.vars = append(e.vars, vars...)
+	e.vars = append(e.vars, "LANE_DB="+e.db)
+	task, _ := filepath.Abs("../harbor/testdata/compose/web-service")
+	r := e.lane(context.Background(), "bench", task, "--models", "oracle", "--build-arg", "BASE="+base)
+	wantExit(t, r, 0)
+	if !strings.Contains(r.stderr, "docker-compose keys lane does not apply: services.answers.ports") {
+		t.Errorf("stderr does not name the ignored key:\n%s", r.stderr)
+	}
+	st := e.openStore()
+	defer st.Close()
+	if a := latestBenchAttempts(t, st, 1)[0]; a.Status != trace.AttemptPassed || a.Reward == nil || *a.Reward != 1 {
+		t.Errorf("attempt %s %s reward %v: %q", a.Status, a.FailureKind, a.Reward, a.CheckOutput)
+	}
+}
+
 // Without Podman or Docker a bench of Harbor tasks says what it needs and
 // starts nothing: exit 5, no bench recorded.
 func TestHarborWithoutAnEngineStartsNothing(t *testing.T) {

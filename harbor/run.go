@@ -32,24 +32,28 @@ const ImageRepo = "lane-harbor"
 // path in it and of t.BuildArgs, so that an unchanged environment is built
 // once.
 func ImageTag(t *Task) (string, error) {
-	envDir := filepath.Join(t.Dir, "environment")
-	digest, err := container.ContextDigest(envDir)
+	return buildTag(t.Name, filepath.Join(t.Dir, "environment"), t.Dockerfile, t.BuildArgs)
+}
+
+// buildTag is the tag of a build of ctxDir's Dockerfile with args.
+func buildTag(name, ctxDir, dockerfile string, args map[string]string) (string, error) {
+	digest, err := container.ContextDigest(ctxDir)
 	if err != nil {
 		return "", err
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "context %s\n", digest)
-	rel, _ := filepath.Rel(envDir, t.Dockerfile)
+	rel, _ := filepath.Rel(ctxDir, dockerfile)
 	fmt.Fprintf(h, "dockerfile %q\n", rel)
-	names := make([]string, 0, len(t.BuildArgs))
-	for k := range t.BuildArgs {
+	names := make([]string, 0, len(args))
+	for k := range args {
 		names = append(names, k)
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		fmt.Fprintf(h, "arg %q=%q\n", k, t.BuildArgs[k])
+		fmt.Fprintf(h, "arg %q=%q\n", k, args[k])
 	}
-	return ImageRepo + "/" + tagName(t.Name) + ":" + hex.EncodeToString(h.Sum(nil))[:20], nil
+	return ImageRepo + "/" + tagName(name) + ":" + hex.EncodeToString(h.Sum(nil))[:20], nil
 }
 
 var notTagChars = regexp.MustCompile(`[^a-z0-9._-]+`)
@@ -78,7 +82,13 @@ func Image(ctx context.Context, e *container.Engine, t *Task) (string, error) {
 	if img := t.Environment.DockerImage; img != "" {
 		return qualify(ctx, e, img), nil
 	}
-	tag, err := ImageTag(t)
+	return build(ctx, e, t, t.Name, filepath.Join(t.Dir, "environment"), t.Dockerfile, t.BuildArgs)
+}
+
+// build builds ctxDir's Dockerfile with args for task t under buildTag,
+// unless an image of that tag exists; see Image for its errors.
+func build(ctx context.Context, e *container.Engine, t *Task, name, ctxDir, dockerfile string, args map[string]string) (string, error) {
+	tag, err := buildTag(name, ctxDir, dockerfile, args)
 	if err != nil {
 		return "", &TaskError{Kind: ErrBuild, Task: t.Name, Err: err}
 	}
@@ -86,10 +96,10 @@ func Image(ctx context.Context, e *container.Engine, t *Task) (string, error) {
 		return tag, nil
 	}
 	err = e.Build(ctx, container.BuildSpec{
-		ContextDir: filepath.Join(t.Dir, "environment"),
-		Dockerfile: t.Dockerfile,
+		ContextDir: ctxDir,
+		Dockerfile: dockerfile,
 		Tag:        tag,
-		BuildArgs:  t.BuildArgs,
+		BuildArgs:  args,
 		Timeout:    t.Environment.BuildTimeout,
 	})
 	if err != nil {
@@ -138,7 +148,11 @@ func qualify(ctx context.Context, e *container.Engine, ref string) string {
 // allow_internet not false), [environment] env as its environment, the
 // workdir created, and extraMounts bound (a caller's log folders, say).
 // Neither tests/ nor solution/ is in it: the agent works without them.
-// A container that does not start is a *TaskError of kind ErrStart.
+// The task's other services (t.Services) then start beside it, in its
+// network, each healthy before the next; the container's Remove removes
+// them too. A container that does not start, or a service that is not
+// healthy in time, is a *TaskError of kind ErrStart; a service's image
+// that does not build, of kind ErrBuild.
 func Start(ctx context.Context, e *container.Engine, t *Task, image string, extraMounts ...container.Mount) (*container.Container, error) {
 	env, err := envList(t.Environment.Env, "[environment] env")
 	if err != nil {
@@ -160,17 +174,27 @@ func Start(ctx context.Context, e *container.Engine, t *Task, image string, extr
 		Labels:   map[string]string{"lane.harbor.task": t.Name},
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("harbor: task %s: start: %w", t.Name, err)
-		}
-		te := &TaskError{Kind: ErrStart, Task: t.Name, Err: err}
-		var se *container.StartError
-		if errors.As(err, &se) {
-			te.Output = se.Output
-		}
-		return nil, te
+		return nil, startError(ctx, t, err)
+	}
+	if err := startServices(ctx, e, t, c); err != nil {
+		_ = c.Remove(context.WithoutCancel(ctx))
+		return nil, err
 	}
 	return c, nil
+}
+
+// startError is a container of t's that did not start: a *TaskError of
+// kind ErrStart, unless ctx is done (the caller gave up).
+func startError(ctx context.Context, t *Task, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("harbor: task %s: start: %w", t.Name, err)
+	}
+	te := &TaskError{Kind: ErrStart, Task: t.Name, Err: err}
+	var se *container.StartError
+	if errors.As(err, &se) {
+		te.Output = se.Output
+	}
+	return te
 }
 
 func randomSuffix() string {
@@ -340,10 +364,17 @@ var hostVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 // reference, so a caller that runs tasks with such values calls ExpandEnv
 // first, choosing what getenv may give away.
 func (t *Task) ExpandEnv(getenv func(string) string) error {
-	for _, table := range []struct {
+	tables := []struct {
 		name string
 		env  map[string]string
-	}{{"[environment] env", t.Environment.Env}, {"[verifier] env", t.Verifier.Env}, {"[solution] env", t.Solution.Env}} {
+	}{{"[environment] env", t.Environment.Env}, {"[verifier] env", t.Verifier.Env}, {"[solution] env", t.Solution.Env}}
+	for _, svc := range t.Services {
+		tables = append(tables, struct {
+			name string
+			env  map[string]string
+		}{"service " + svc.Name + " environment", svc.Env})
+	}
+	for _, table := range tables {
 		for k, v := range table.env {
 			var missing []string
 			expanded := hostVar.ReplaceAllStringFunc(v, func(ref string) string {

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,11 +35,17 @@ type attempt struct {
 // base image (testdata's Dockerfiles are FROM ${BASE}).
 func prepare(t *testing.T, name string) *attempt {
 	t.Helper()
+	return prepareDir(t, filepath.Join(dataset, name))
+}
+
+// prepareDir is prepare of the task folder dir.
+func prepareDir(t *testing.T, dir string) *attempt {
+	t.Helper()
 	e := containertest.Engine(t)
 	base := containertest.BaseImage(t, e)
 	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
 	t.Cleanup(cancel)
-	task, err := harbor.LoadTask(filepath.Join(dataset, name))
+	task, err := harbor.LoadTask(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,4 +218,89 @@ func TestStartFails(t *testing.T) {
 	if !errors.Is(err, harbor.ErrStart) || !errors.As(err, &se) {
 		t.Fatalf("Start error %v, want ErrStart", err)
 	}
+}
+
+// A task whose docker-compose.yaml adds a web server beside it: the
+// server's image builds from its own context with the file's build
+// arguments, it starts in the task's network once healthy, the solution
+// and the tests reach it by name in a container without a network, and it
+// goes with the task's container.
+func TestServicesRunBesideTheTask(t *testing.T) {
+	t.Parallel()
+	a := prepareDir(t, "testdata/compose/web-service")
+	a.build(t)
+	c := a.start(t)
+	name := c.Name
+	var out bytes.Buffer
+	if err := harbor.RunOracle(a.ctx, c, a.task, &out); err != nil {
+		t.Fatalf("RunOracle: %v\n%s", err, out.String())
+	}
+	r, err := harbor.Verify(a.ctx, c, a.task, &out)
+	if err != nil || r.Value != 1 {
+		t.Fatalf("reward %+v, %v; output:\n%s", r, err, out.String())
+	}
+	var answer bytes.Buffer
+	if code, err := c.Exec(a.ctx, container.ExecSpec{Argv: []string{"cat", "/app/answer.txt"}, Stdout: &answer}); code != 0 || err != nil || answer.String() != "forty-two\n" {
+		t.Errorf("the solution fetched %q (exit %d, %v)", answer.String(), code, err)
+	}
+	if err := c.Remove(a.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if names := containersOf(t, a, a.task.Name); slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, name) }) {
+		t.Errorf("after Remove, the attempt's containers remain: %q", names)
+	}
+}
+
+// A service whose image does not build is an error of the environment
+// that names the service, and so is one that never becomes healthy;
+// neither leaves a container.
+func TestServicesThatFailAreErrorsOfTheEnvironment(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, file, content string
+		kind                error
+		message             string
+	}{
+		{"build-fails", "environment/answers/Dockerfile", "ARG BASE\nFROM ${BASE}\nRUN false\n", harbor.ErrBuild, "service answers"},
+		{"never-healthy", "environment/docker-compose.yaml", "services:\n  answers:\n    build: answers\n    command: sleep 600\n" +
+			"    healthcheck:\n      test: wget -q -O /dev/null http://127.0.0.1:8080/\n      interval: 1s\n      retries: 2\n", harbor.ErrStart, "service answers is not healthy after 2s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "task")
+			if err := os.CopyFS(dir, os.DirFS("testdata/compose/web-service")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, tc.file), []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			a := prepareDir(t, dir)
+			a.build(t)
+			// A name of this test's own, so that its containers are its
+			// own to count (the images of its services too: removed).
+			a.task.Name = "web-service-" + tc.name + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			t.Cleanup(func() {
+				containertest.PruneTags(t, a.e, "localhost/lane-harbor/"+a.task.Name+"-answers", "")
+			})
+			_, err := harbor.Start(a.ctx, a.e, a.task, a.image)
+			if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.message) {
+				t.Fatalf("Start: %v; want %v saying %q", err, tc.kind, tc.message)
+			}
+			if names := containersOf(t, a, a.task.Name); len(names) != 0 {
+				t.Errorf("containers %q remain", names)
+			}
+		})
+	}
+}
+
+// containersOf lists the containers of task, by the label Start gives them.
+func containersOf(t *testing.T, a *attempt, task string) []string {
+	t.Helper()
+	cmd := exec.CommandContext(a.ctx, a.e.Bin, "ps", "-a", "--filter", "label=lane.harbor.task="+task, "--format", "{{.Names}}")
+	cmd.Env = append(os.Environ(), a.e.Env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(out))
 }

@@ -8,7 +8,8 @@
 //
 //	task.toml        configuration: timeouts, resources, network, metadata
 //	instruction.md   the prompt, given to the agent verbatim
-//	environment/     a Dockerfile and its build context
+//	environment/     a Dockerfile and its build context (and maybe a
+//	                 docker-compose.yaml of services beside it)
 //	tests/test.sh    the verifier: writes /logs/verifier/reward.txt or .json
 //	solution/solve.sh  a reference solution (optional): the "oracle"
 //
@@ -17,8 +18,12 @@
 // `version` and the older `memory = "2G"` and `allow_internet` included);
 // keys it does not know are kept in Task.Extra, never an error.
 //
-// Not supported (LoadTask says so): docker-compose environments,
-// multi-step tasks ([[steps]]) and Windows tasks. Read but not applied:
+// environment/ may hold a docker-compose.yaml too, as Harbor's tasks with
+// several services do: its service main is the task's own container, the
+// others run beside it in main's network (see Service).
+//
+// Not supported (LoadTask says so): multi-step tasks ([[steps]]) and
+// Windows tasks. Read but not applied:
 // storage_mb, GPUs, per-phase network modes ([agent] or [verifier]
 // network_mode), separate verifier environments, MCP servers, artifacts.
 package harbor
@@ -77,6 +82,12 @@ type Task struct {
 	Dockerfile string
 	// HasSolution says whether solution/solve.sh exists.
 	HasSolution bool
+	// Services are the other services of environment/docker-compose.yaml
+	// (main's settings are folded into the fields above), in the order
+	// they start; ComposeIgnored are the keys of that file lane does not
+	// carry out, as services.NAME.KEY.
+	Services       []Service
+	ComposeIgnored []string
 
 	// BuildArgs are build arguments Image passes to the build. No
 	// task.toml sets them: a caller adds them (proxies, or tests whose
@@ -183,7 +194,7 @@ func (e *ParseError) Error() string {
 func (e *ParseError) Unwrap() error { return e.Err }
 
 // ErrUnsupported is what a task this package cannot run matches: a
-// docker-compose environment, a multi-step or a Windows task.
+// multi-step or a Windows task.
 var ErrUnsupported = errors.New("not supported")
 
 // TaskFile is the name of a task's configuration file.
@@ -296,14 +307,13 @@ func loadTask(dir string) (*Task, error) {
 	t.Instruction = string(instruction)
 
 	env := filepath.Join(dir, "environment")
-	for _, compose := range []string{"docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"} {
-		if isFile(filepath.Join(env, compose)) {
-			return nil, fmt.Errorf("environment/%s: docker-compose environments (several services) are %w yet, only a Dockerfile", compose, ErrUnsupported)
-		}
+	if err := t.loadCompose(env); err != nil {
+		return nil, err
 	}
-	if df := filepath.Join(env, "Dockerfile"); isFile(df) {
+	if df := filepath.Join(env, "Dockerfile"); t.Dockerfile == "" && isFile(df) {
 		t.Dockerfile = df
-	} else if t.Environment.DockerImage == "" {
+	}
+	if t.Dockerfile == "" && t.Environment.DockerImage == "" {
 		return nil, errors.New("environment/Dockerfile is missing, and task.toml names no environment.docker_image")
 	}
 	if !isFile(filepath.Join(dir, "tests", "test.sh")) {

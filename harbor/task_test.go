@@ -183,7 +183,11 @@ func TestLoadTaskErrors(t *testing.T) {
 		{name: "no instruction", files: map[string]string{"instruction.md": "-"}, message: "instruction.md"},
 		{name: "no test.sh", files: map[string]string{"tests/test.sh": "-"}, message: "tests/test.sh is missing"},
 		{name: "no environment", files: map[string]string{"environment/Dockerfile": "-"}, message: "environment/Dockerfile is missing"},
-		{name: "compose", files: map[string]string{"environment/docker-compose.yaml": "services: {}\n"}, message: "docker-compose environments", is: ErrUnsupported},
+		{name: "compose syntax", files: map[string]string{"environment/docker-compose.yaml": "services:\n  db:\n    image: [\n"}, line: 3},
+		{name: "service without image", files: map[string]string{"environment/docker-compose.yaml": "services:\n  db:\n    command: run\n"}, line: 3, message: "neither image nor build"},
+		{name: "unknown dependency", files: map[string]string{"environment/docker-compose.yaml": "services:\n  db:\n    image: pg\n    depends_on: [cache]\n"}, message: "db depends on cache, which is not defined"},
+		{name: "dependency cycle", files: map[string]string{"environment/docker-compose.yaml": "services:\n  a:\n    image: x\n    depends_on: [b]\n  b:\n    image: y\n    depends_on: [a]\n"}, message: "depend on each other"},
+		{name: "build outside", files: map[string]string{"environment/docker-compose.yaml": "services:\n  db:\n    build: ../tests\n"}, line: 3, message: "outside environment/"},
 		{name: "multi-step", files: map[string]string{"task.toml": "[[steps]]\nname = \"one\"\n"}, message: "multi-step", is: ErrUnsupported},
 		{name: "windows", files: map[string]string{"task.toml": "[environment]\nos = \"windows\"\n"}, message: "Linux", is: ErrUnsupported},
 		{name: "cpus a string", files: map[string]string{"task.toml": "schema_version = \"1.1\"\n[environment]\ncpus = \"two\"\n"}, line: 3, message: "cpus"},
@@ -336,5 +340,71 @@ func TestQualify(t *testing.T) {
 		if got := qualify(t.Context(), e, in); got != want {
 			t.Errorf("qualify(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A compose file's main service folds into the task; the others become
+// services in the order they start, each read in compose's spellings.
+func TestLoadTaskWithServices(t *testing.T) {
+	t.Parallel()
+	task, err := LoadTask("testdata/compose/web-service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Environment.Env["ANSWER_URL"] != "http://answers:8080/answer.txt" || task.Environment.AllowInternet() {
+		t.Errorf("main's environment %v, internet %v", task.Environment.Env, task.Environment.AllowInternet())
+	}
+	if len(task.Services) != 1 {
+		t.Fatalf("services %+v", task.Services)
+	}
+	svc := task.Services[0]
+	abs, _ := filepath.Abs("testdata/compose/web-service/environment/answers")
+	if svc.Name != "answers" || svc.Build == nil || svc.Build.Context != abs || svc.Build.Dockerfile != filepath.Join(abs, "Dockerfile") || svc.Build.Args["WORD"] != "forty-two" {
+		t.Errorf("service %+v, build %+v", svc, svc.Build)
+	}
+	if !slices.Equal(svc.Command, []string{"httpd", "-f", "-p", "8080", "-h", "/www"}) {
+		t.Errorf("command %q", svc.Command)
+	}
+	if h := svc.Health; h == nil || !slices.Equal(h.Test, []string{"wget", "-q", "-O", "/dev/null", "http://127.0.0.1:8080/answer.txt"}) || h.Deadline() != 60*time.Second {
+		t.Errorf("healthcheck %+v", h)
+	}
+	if !slices.Equal(task.ComposeIgnored, []string{"services.answers.ports"}) {
+		t.Errorf("ignored %q", task.ComposeIgnored)
+	}
+
+	dir := writeTask(t, map[string]string{"environment/docker-compose.yaml": `
+services:
+  web:
+    image: nginx
+    depends_on: [db]
+    entrypoint: ["/bin/sh", "-c"]
+    command: 'echo "a b" c\ d'
+    environment: [A=1, B]
+    healthcheck: {test: ["CMD-SHELL", "curl -f localhost"], start_period: 5s}
+  db:
+    image: postgres:15
+    environment: {POSTGRES_PASSWORD: "${PGPASS:-secret}"}
+    healthcheck: {test: ["NONE"]}
+`})
+	task, err = LoadTask(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(task.Services) != 2 || task.Services[0].Name != "db" || task.Services[1].Name != "web" {
+		t.Fatalf("services in order %+v", task.Services)
+	}
+	db, web := task.Services[0], task.Services[1]
+	if db.Health != nil || db.Image != "postgres:15" {
+		t.Errorf("db %+v", db)
+	}
+	if !slices.Equal(web.Entrypoint, []string{"/bin/sh", "-c"}) || !slices.Equal(web.Command, []string{"echo", "a b", "c d"}) ||
+		web.Env["A"] != "1" || web.Env["B"] != "" || len(web.Env) != 2 {
+		t.Errorf("web %+v", web)
+	}
+	if h := web.Health; h == nil || !slices.Equal(h.Test, []string{"sh", "-c", "curl -f localhost"}) || h.Deadline() != 5*time.Second+3*30*time.Second {
+		t.Errorf("web's healthcheck %+v", h)
+	}
+	if err := task.ExpandEnv(func(string) string { return "" }); err != nil || task.Services[0].Env["POSTGRES_PASSWORD"] != "secret" {
+		t.Errorf("ExpandEnv: %v; db's env %v", err, task.Services[0].Env)
 	}
 }

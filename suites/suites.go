@@ -48,6 +48,9 @@ type Loaded struct {
 	Suite   *bench.Suite
 	Format  string
 	Skipped []string
+	// Notes are what the user should know of tasks that run: what of them
+	// lane reads but does not carry out.
+	Notes []string
 }
 
 // Detect says which format path is: a file is a suite file; a folder in
@@ -226,6 +229,9 @@ func loadHarbor(path string, opts Options) (*Loaded, error) {
 	}
 	s := &bench.Suite{Name: filepath.Base(abs), Dir: abs}
 	for _, t := range tasks {
+		if len(t.ComposeIgnored) > 0 {
+			out.Notes = append(out.Notes, fmt.Sprintf("task %s: docker-compose keys lane does not apply: %s", t.Name, strings.Join(t.ComposeIgnored, ", ")))
+		}
 		s.Tasks = append(s.Tasks, bench.Task{
 			ID: taskID(filepath.Base(t.Dir)), Prompt: t.Instruction, Timeout: t.Agent.Timeout,
 			SetupTimeout: bench.DefaultSetupTimeout, Tags: []string{FormatHarbor},

@@ -1,0 +1,2 @@
+#!/bin/bash
+wget -q -O /app/answer.txt "$ANSWER_URL"
