@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lane/internal/proc"
 	"lane/runner"
 	"lane/store"
 )
@@ -112,12 +113,12 @@ func runDBCopy(ctx context.Context, f *Factory, opts *DBCopyOptions) error {
 			return usageErrorf(fmt.Errorf("--from: %w", err))
 		}
 	}
-	from, err := store.Open(ctx, opts.From)
+	from, err := store.Open(ctx, opts.From, store.WithOwnerCheck(proc.Alive))
 	if err != nil {
 		return fmt.Errorf("--from: %w", err)
 	}
 	defer from.Close()
-	to, err := store.Open(ctx, opts.To)
+	to, err := store.Open(ctx, opts.To, store.WithOwnerCheck(proc.Alive))
 	if err != nil {
 		return fmt.Errorf("--to: %w", err)
 	}

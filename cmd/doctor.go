@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lane/config"
+	"lane/internal/proc"
 	"lane/runner"
 	"lane/sandbox"
 	"lane/store"
@@ -109,7 +110,7 @@ func databaseState(ctx context.Context, db string) (state, detail string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	st, err := store.Open(ctx, db)
+	st, err := store.Open(ctx, db, store.WithOwnerCheck(proc.Alive))
 	if err != nil {
 		return "unreachable", err.Error()
 	}

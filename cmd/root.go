@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lane/internal/proc"
 	"lane/store"
 	"lane/view"
 )
@@ -103,7 +104,7 @@ func (f *Factory) OpenStore(ctx context.Context) (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, path)
+	st, err := store.Open(ctx, path, store.WithOwnerCheck(proc.Alive))
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", store.Redact(path), err)
 	}

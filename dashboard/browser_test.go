@@ -105,7 +105,7 @@ func startBrowserEnv(t *testing.T, seed func(*browserEnv)) *browserEnv {
 	// then the stores.
 	ctx := context.Background()
 	dbPath := filepath.Join(t.TempDir(), "lane.db")
-	st, err := store.Open(ctx, dbPath)
+	st, err := store.Open(ctx, dbPath, store.WithOwnerCheck(proc.Alive))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,7 +145,7 @@ func (e *env) shutdown() {
 
 func openStore(t testing.TB, path string) *store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), path)
+	st, err := store.Open(context.Background(), path, store.WithOwnerCheck(proc.Alive))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +402,7 @@ func fakeLane(args []string) int {
 	signal.Notify(sigs, os.Interrupt)
 
 	ctx := context.Background()
-	st, err := store.Open(ctx, db)
+	st, err := store.Open(ctx, db, store.WithOwnerCheck(proc.Alive))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 6

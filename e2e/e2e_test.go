@@ -21,6 +21,7 @@ import (
 
 	"lane/internal/anthropictest"
 	"lane/internal/pgtest"
+	"lane/internal/proc"
 	"lane/store"
 	"lane/trace"
 )
@@ -130,7 +131,7 @@ func lastRun(t testing.TB, r result) *trace.Run {
 
 func (e *env) openStore() *store.Store {
 	e.t.Helper()
-	st, err := store.Open(context.Background(), e.db)
+	st, err := store.Open(context.Background(), e.db, store.WithOwnerCheck(proc.Alive))
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"lane/cmd"
 	"lane/internal/anthropictest"
+	"lane/internal/proc"
 	"lane/store"
 	"lane/trace"
 )
@@ -302,7 +303,7 @@ func (e *env) eventsIn(db, id string) []trace.Event {
 
 func (e *env) openStoreAt(db string) *store.Store {
 	e.t.Helper()
-	st, err := store.Open(context.Background(), db)
+	st, err := store.Open(context.Background(), db, store.WithOwnerCheck(proc.Alive))
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 
-	"lane/internal/proc"
 	"lane/trace"
 )
 
@@ -167,7 +166,7 @@ func (s *Store) ListBenches(ctx context.Context, limit int) ([]*trace.Bench, err
 func (s *Store) checkBenchOwner(ctx context.Context, b *trace.Bench) (*trace.Bench, error) {
 	// A bench of the pool is owned by its attempts, not by the process that
 	// enqueued them (it may detach).
-	if b.Status != trace.StatusRunning || b.Workers || !s.ownsHere(b.OwnerHost) || proc.Alive(b.OwnerPID, b.OwnerStart) {
+	if b.Status != trace.StatusRunning || b.Workers || !s.ownsHere(b.OwnerHost) || !s.ownerGone(b.OwnerPID, b.OwnerStart) {
 		return b, nil
 	}
 	var out *trace.Bench

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"lane/internal/proc"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -167,7 +168,7 @@ func (d *benchData) events(r *trace.Run, fn func(row) error) error {
 
 func buildBenchDB(path string) error {
 	ctx := context.Background()
-	s, err := Open(ctx, path)
+	s, err := Open(ctx, path, WithOwnerCheck(proc.Alive))
 	if err != nil {
 		return err
 	}
@@ -237,7 +238,7 @@ func benchPGDB(b *testing.B) string {
 // rowids and revs are SQLite's), then the events, then VACUUM ANALYZE, as
 // autovacuum would leave the tables of a database that grew to this size.
 func buildBenchPG(ctx context.Context, where string) error {
-	s, err := Open(ctx, where)
+	s, err := Open(ctx, where, WithOwnerCheck(proc.Alive))
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"lane/internal/proc"
 	"lane/trace"
 )
 
@@ -394,7 +393,7 @@ func (s *Store) SweepInterrupted(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, r := range runs {
-		if proc.Alive(r.OwnerPID, r.OwnerStart) {
+		if !s.ownerGone(r.OwnerPID, r.OwnerStart) {
 			continue
 		}
 		marked, err := s.markInterrupted(ctx, r)
@@ -424,7 +423,7 @@ func (s *Store) ownsHere(host string) bool { return host == "" || host == s.host
 // checkOwner returns r, or r as marked interrupted when it is running and
 // its owner has exited.
 func (s *Store) checkOwner(ctx context.Context, r *trace.Run) (*trace.Run, error) {
-	if r.Status != trace.StatusRunning || !s.ownsHere(r.OwnerHost) || proc.Alive(r.OwnerPID, r.OwnerStart) {
+	if r.Status != trace.StatusRunning || !s.ownsHere(r.OwnerHost) || !s.ownerGone(r.OwnerPID, r.OwnerStart) {
 		return r, nil
 	}
 	return s.markInterrupted(ctx, r)

@@ -30,6 +30,9 @@ type Store struct {
 	// host is this machine's name: a running run is checked against its
 	// owner's process only on the machine that owns it (see SweepInterrupted).
 	host string
+	// ownerAlive is the caller's word on whether an owner still runs (see
+	// WithOwnerCheck); nil takes every owner for alive.
+	ownerAlive OwnerAlive
 
 	// pg holds what only a PostgreSQL store has; nil on SQLite.
 	pg *pgStore
@@ -67,16 +70,46 @@ func DefaultPath(getenv func(string) string) (string, error) {
 	return filepath.Join(home, ".local", "share", "lane", "lane.db"), nil
 }
 
+// OwnerAlive says whether the process that owns a running run or bench
+// on this machine, pid started at start (clock ticks since boot; 0:
+// unknown), still runs. The store asks it before it records such a run or
+// bench as interrupted; it looks at no process itself.
+type OwnerAlive func(pid int, start uint64) bool
+
+// An Option is a choice of the caller's for Open.
+type Option func(*Store)
+
+// WithOwnerCheck gives the store the caller's OwnerAlive. Without it no
+// owner is taken for gone: a run whose process died stays running until
+// a store that can tell reads it.
+func WithOwnerCheck(alive OwnerAlive) Option {
+	return func(s *Store) { s.ownerAlive = alive }
+}
+
 // Open opens the database that where names, a file path (SQLite) or a
 // postgres:// or postgresql:// URL, creating a SQLite file and its
 // directory if needed, and brings its schema up to date. Errors never show
 // a URL's password.
-func Open(ctx context.Context, where string) (*Store, error) {
+func Open(ctx context.Context, where string, opts ...Option) (*Store, error) {
 	host, _ := os.Hostname()
+	open := openSQLite
 	if IsURL(where) {
-		return openPostgres(ctx, where, host)
+		open = openPostgres
 	}
-	return openSQLite(ctx, where, host)
+	s, err := open(ctx, where, host)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
+}
+
+// ownerGone says whether the owner pid, started at start, has exited, as
+// the caller's OwnerAlive tells.
+func (s *Store) ownerGone(pid int, start uint64) bool {
+	return s.ownerAlive != nil && !s.ownerAlive(pid, start)
 }
 
 func openSQLite(ctx context.Context, path, host string) (*Store, error) {

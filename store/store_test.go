@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"lane/internal/proc"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,7 +16,7 @@ func testPath(t testing.TB) string {
 
 func openAt(t testing.TB, path string) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), path)
+	s, err := Open(context.Background(), path, WithOwnerCheck(proc.Alive))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
