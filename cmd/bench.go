@@ -101,7 +101,7 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	if err := checkBenchFlags(opts); err != nil {
 		return err
 	}
-	cfg, err := config.Load(config.Path(f.Getenv))
+	cfg, err := config.Load(config.Path(f.Getenv), runner.Table())
 	if err != nil {
 		return usageErrorf(err)
 	}

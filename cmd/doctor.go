@@ -79,7 +79,7 @@ func runDoctor(ctx context.Context, f *Factory) error {
 		row("  database", state, detail)
 	}
 	cfgPath := config.Path(f.Getenv)
-	if _, err := config.Load(cfgPath); err != nil {
+	if _, err := config.Load(cfgPath, runner.Table()); err != nil {
 		row("  config", "invalid", err.Error())
 	} else if _, err := os.Stat(cfgPath); err == nil {
 		row("  config", "ok", cfgPath)

@@ -12,6 +12,7 @@ import (
 	"lane/config"
 	"lane/export"
 	"lane/pricing"
+	"lane/runner"
 	"lane/store"
 	"lane/trace"
 )
@@ -78,7 +79,7 @@ func runExport(ctx context.Context, f *Factory, opts *ExportOptions) error {
 	}
 	var atif export.ATIFOptions
 	if opts.Format == export.FormatATIF {
-		cfg, err := config.Load(config.Path(f.Getenv))
+		cfg, err := config.Load(config.Path(f.Getenv), runner.Table())
 		if err != nil {
 			return err
 		}

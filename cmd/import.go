@@ -17,6 +17,7 @@ import (
 	"lane/config"
 	"lane/importer"
 	"lane/pricing"
+	"lane/runner"
 	"lane/trace"
 )
 
@@ -58,7 +59,7 @@ func NewCmdImport(f *Factory, runF func(context.Context, *ImportOptions) error) 
 }
 
 func runImport(ctx context.Context, f *Factory, opts *ImportOptions) error {
-	cfg, err := config.Load(config.Path(f.Getenv))
+	cfg, err := config.Load(config.Path(f.Getenv), runner.Table())
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"lane/config"
 	"lane/internal/proc"
+	"lane/runner"
 	"lane/store"
 	"lane/trace"
 )
@@ -151,7 +152,7 @@ func TestSendInterruptCancelQueueSteering(t *testing.T) {
 }
 
 func TestAllowRules(t *testing.T) {
-	cfg := &config.File{Permissions: config.Permissions{Allow: []string{"Bash(git status:*)"}}}
+	cfg := &config.File{Runtimes: runner.Table(), Permissions: config.Permissions{Allow: []string{"Bash(git status:*)"}}}
 	for _, tt := range []struct {
 		mode    string
 		allowed []string

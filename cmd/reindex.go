@@ -76,7 +76,7 @@ func runReindex(ctx context.Context, f *Factory, opts *ReindexOptions) error {
 	if opts.OutputFormat != formatText && opts.OutputFormat != formatJSON {
 		return usageErrorf(fmt.Errorf("unknown --output-format %q (want text or json)", opts.OutputFormat))
 	}
-	cfg, err := config.Load(config.Path(f.Getenv))
+	cfg, err := config.Load(config.Path(f.Getenv), runner.Table())
 	if err != nil {
 		return err
 	}

@@ -229,7 +229,7 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if opts.ApprovalTimeout < 0 || opts.Linger < 0 {
 		return usageErrorf(errors.New("--approval-timeout and --linger must not be negative"))
 	}
-	cfg, err := config.Load(config.Path(f.Getenv))
+	cfg, err := config.Load(config.Path(f.Getenv), runner.Table())
 	if err != nil {
 		return usageErrorf(err)
 	}

@@ -63,7 +63,7 @@ func runWorker(ctx context.Context, f *Factory, opts *WorkerOptions) error {
 	if opts.Parallel < 1 || opts.Lease < 3*time.Second {
 		return usageErrorf(errors.New("--parallel must be at least 1 and --lease at least 3s"))
 	}
-	cfg, err := config.Load(config.Path(f.Getenv))
+	cfg, err := config.Load(config.Path(f.Getenv), runner.Table())
 	if err != nil {
 		return usageErrorf(err)
 	}

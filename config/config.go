@@ -22,7 +22,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"lane/runner"
+	"lane/runtimes/descriptor"
 )
 
 // File is $XDG_CONFIG_HOME/lane/config.yaml.
@@ -41,6 +41,10 @@ type File struct {
 	// Changes: false records no snapshot of runs' folders, as --no-changes
 	// does for one run (unset or true: lane diff and lane undo work).
 	Changes *bool `yaml:"changes"`
+
+	// Runtimes are the runtimes model names resolve against (Load's
+	// caller hands them over: runner's table).
+	Runtimes descriptor.Table `yaml:"-"`
 }
 
 // Permissions are the config file's permission rules.
@@ -79,15 +83,16 @@ func Path(getenv func(string) string) string {
 }
 
 // Load reads the file at path; a missing file is an empty configuration.
-func Load(path string) (*File, error) {
+// Model names resolve against runtimes.
+func Load(path string, runtimes descriptor.Table) (*File, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return &File{}, nil
+		return &File{Runtimes: runtimes}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	var f File
+	f := File{Runtimes: runtimes}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	// An empty file decodes to io.EOF: no configuration.
@@ -98,7 +103,7 @@ func Load(path string) (*File, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	for name, ep := range f.Endpoints {
-		if IsRuntime(name) {
+		if f.IsRuntime(name) {
 			return nil, fmt.Errorf("config %s: endpoint %q has the name of a runtime; choose another", path, name)
 		}
 		if ep.API != "openai" && ep.API != "anthropic" && ep.API != "gemini" {
@@ -112,21 +117,21 @@ func Load(path string) (*File, error) {
 }
 
 // IsRuntime reports whether name is a runtime's name.
-func IsRuntime(name string) bool {
-	_, ok := runner.Lookup(name)
+func (f *File) IsRuntime(name string) bool {
+	_, ok := f.Runtimes.Lookup(name)
 	return ok
 }
 
 // pointable returns the runtime called name if lane can point it at a model
 // server of the user's choosing (RUNTIME:PROVIDER:MODEL): the agent CLIs.
-func pointable(name string) (*runner.Runtime, bool) {
-	rt, ok := runner.Lookup(name)
-	return rt, ok && rt.EndpointAPI != ""
+func (f *File) pointable(name string) (descriptor.Descriptor, bool) {
+	rt, ok := f.Runtimes.Lookup(name)
+	return rt, ok && rt.Pointable()
 }
 
 // Target is what serves a --model.
 type Target struct {
-	Runtime string // the name of one of runner.Runtimes
+	Runtime string // the name of one of File.Runtimes
 	// Provider is, for the local loop, ollama, openai, anthropic,
 	// openai-compatible or an endpoint's name; for an agent CLI, the
 	// provider it was pointed at ("" when it uses its own configuration).
@@ -146,9 +151,9 @@ type Target struct {
 // "ollama:qwen2.5-coder:7b", "codex:gpt-5-codex", "opencode:ollama:qwen3-coder".
 func (t Target) Label() string {
 	switch {
-	case t.Runtime == runner.DefaultRuntime:
+	case t.Runtime == descriptor.Default:
 		return t.Model
-	case isLocal(t.Runtime):
+	case t.Runtime == descriptor.LocalName:
 		return t.Provider + ":" + t.Model
 	case t.Provider != "":
 		return t.Runtime + ":" + t.Provider + ":" + t.Model
@@ -167,8 +172,8 @@ func (t Target) Recorded() string {
 }
 
 // localName is the name of lane's own loop, which serves PROVIDER:MODEL.
-func localName() string {
-	for _, rt := range runner.Runtimes() {
+func (f *File) localName() string {
+	for _, rt := range f.Runtimes {
 		if rt.Local {
 			return rt.Name
 		}
@@ -176,8 +181,8 @@ func localName() string {
 	return ""
 }
 
-func isLocal(runtime string) bool {
-	rt, ok := runner.Lookup(runtime)
+func (f *File) isLocal(runtime string) bool {
+	rt, ok := f.Runtimes.Lookup(runtime)
 	return ok && rt.Local
 }
 
@@ -187,10 +192,10 @@ var builtinProviders = map[string]bool{"ollama": true, "openai": true, "anthropi
 // Resolve decides the runtime and endpoint for model. runtime is the
 // --runtime flag ("" or one of Runtimes), baseURL the --base-url flag.
 func (f *File) Resolve(model, runtime, baseURL string, getenv func(string) string) (Target, error) {
-	if runtime != "" && !IsRuntime(runtime) {
-		return Target{}, fmt.Errorf("unknown --runtime %q (want %s)", runtime, strings.Join(runner.Names(), ", "))
+	if runtime != "" && !f.IsRuntime(runtime) {
+		return Target{}, fmt.Errorf("unknown --runtime %q (want %s)", runtime, strings.Join(f.Runtimes.Names(), ", "))
 	}
-	if prefix, rest, ok := strings.Cut(model, ":"); ok && IsRuntime(prefix) && !isLocal(prefix) {
+	if prefix, rest, ok := strings.Cut(model, ":"); ok && f.IsRuntime(prefix) && !f.isLocal(prefix) {
 		if runtime != "" && runtime != prefix {
 			return Target{}, fmt.Errorf("--model %s names the %s runtime but --runtime is %s", model, prefix, runtime)
 		}
@@ -199,7 +204,7 @@ func (f *File) Resolve(model, runtime, baseURL string, getenv func(string) strin
 		}
 		runtime, model = prefix, rest
 	}
-	if rt, ok := pointable(runtime); ok {
+	if rt, ok := f.pointable(runtime); ok {
 		return f.resolveCLI(model, rt, baseURL, getenv)
 	}
 	prefix, rest, hasPrefix := strings.Cut(model, ":")
@@ -207,14 +212,14 @@ func (f *File) Resolve(model, runtime, baseURL string, getenv func(string) strin
 	local := hasPrefix && (builtinProviders[prefix] || isEndpoint)
 	switch {
 	case runtime == "" && local:
-		runtime = localName()
+		runtime = f.localName()
 	case runtime == "":
-		runtime = runner.DefaultRuntime
+		runtime = descriptor.Default
 	}
-	if !isLocal(runtime) {
+	if !f.isLocal(runtime) {
 		// A runtime with models of its own (Claude Code).
 		if local {
-			rt, _ := runner.Lookup(runtime)
+			rt, _ := f.Runtimes.Lookup(runtime)
 			return Target{}, fmt.Errorf("--runtime %s cannot run %s: %s speaks to its own models only (Claude models only, for Claude Code)", runtime, model, rt.Title)
 		}
 		return Target{Runtime: runtime, Model: model}, nil
@@ -265,7 +270,7 @@ func (f *File) endpoint(t *Target, getenv func(string) string) {
 // CLI as it is, which then uses its own configuration and login (no model:
 // its own default);
 // PROVIDER:MODEL or --base-url makes lane point the CLI at that endpoint.
-func (f *File) resolveCLI(model string, cli *runner.Runtime, baseURL string, getenv func(string) string) (Target, error) {
+func (f *File) resolveCLI(model string, cli descriptor.Descriptor, baseURL string, getenv func(string) string) (Target, error) {
 	runtime := cli.Name
 	if model == "" {
 		// The CLI's own default model.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"lane/runtimes/descriptor"
 	"log/slog"
 	"os/exec"
 	"path/filepath"
@@ -24,8 +25,10 @@ import (
 // or Anthropic-compatible API: its "process" is the loop, in lane itself.
 func localRuntime() *Runtime {
 	return &Runtime{
-		Name: "local", Title: "lane's own loop", Local: true,
-		About:     "lane's own loop (needs a model server: ollama, vLLM, llama.cpp, any OpenAI- or Anthropic-compatible API)",
+		Descriptor: descriptor.Descriptor{
+			Name: descriptor.LocalName, Title: "lane's own loop", Local: true,
+			About: "lane's own loop (needs a model server: ollama, vLLM, llama.cpp, any OpenAI- or Anthropic-compatible API)",
+		},
 		inProcess: localAttempt,
 	}
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"io"
+	"lane/runtimes/descriptor"
 	"strings"
 
 	"lane/trace"
@@ -18,30 +19,7 @@ import (
 // runtimes/, a scripted model server under internal/ for its API, and its
 // pin in testdata/runtimes/package.json.
 type Runtime struct {
-	Name  string // "codex": --runtime, RUNTIME:MODEL, LANE_CODEX_BIN
-	Title string // "Codex"
-	// Package is the npm package it installs from; "" for lane's own loop.
-	Package string
-	// About says what an in-process runtime needs, for lane doctor.
-	About string
-	// DefaultModel is the model a run gets when --runtime names this one
-	// and --model is not given; "" leaves the choice to the runtime.
-	DefaultModel string
-	// EndpointAPI is the API the runtime speaks when lane points it at a
-	// model server (RUNTIME:PROVIDER:MODEL or --base-url), and KeyEnv the
-	// variable that holds that server's key unless the provider names
-	// another. "" when lane does not point it anywhere.
-	EndpointAPI string
-	KeyEnv      string
-	// Local marks lane's own loop: it runs PROVIDER:MODEL names in-process,
-	// and resumes from the transcript it stored with the run.
-	Local bool
-	// Fallback: when a run of this runtime could not run the task at all
-	// (missing, refused key, API down), --fallback reruns it.
-	Fallback bool
-	// EnforcesTurns: the runtime's own turn limit is missing or advisory, so
-	// lane counts turns from the events and stops the run itself.
-	EnforcesTurns bool
+	descriptor.Descriptor
 
 	process *process // how to start and read it; nil for the in-process loop
 	// inProcess builds an attempt of lane's own loop.
@@ -106,7 +84,7 @@ func (rt *Runtime) RunsElsewhere() bool {
 }
 
 // DefaultRuntime runs a model named without a runtime or provider prefix.
-const DefaultRuntime = "claude"
+const DefaultRuntime = descriptor.Default
 
 // Runtimes lists every runtime lane drives, in the order lane documents
 // them. Each call returns fresh entries: nobody can change another's.
@@ -122,6 +100,16 @@ func Lookup(name string) (*Runtime, bool) {
 		}
 	}
 	return nil, false
+}
+
+// Table is what the runtimes are (their descriptors), in the order of
+// Runtimes: what config resolves model names against.
+func Table() descriptor.Table {
+	var t descriptor.Table
+	for _, rt := range Runtimes() {
+		t = append(t, rt.Descriptor)
+	}
+	return t
 }
 
 // Names lists the runtimes' names, in the order of Runtimes.

@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"io"
+	"lane/runtimes/descriptor"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,8 +23,10 @@ import (
 // claudeDialog).
 func claudeRuntime() *Runtime {
 	return &Runtime{
-		Name: "claude", Title: "Claude Code", Package: "@anthropic-ai/claude-code",
-		DefaultModel: "sonnet", Fallback: true,
+		Descriptor: descriptor.Descriptor{
+			Name: "claude", Title: "Claude Code", Package: "@anthropic-ai/claude-code",
+			DefaultModel: "sonnet", Fallback: true,
+		},
 		process: &process{
 			binary: binarySpec{
 				extra: []string{

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"io"
+	"lane/runtimes/descriptor"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,8 +18,10 @@ import (
 // codex_dialog.go).
 func codexRuntime() *Runtime {
 	return &Runtime{
-		Name: "codex", Title: "Codex", Package: "@openai/codex",
-		EndpointAPI: "openai-responses", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
+		Descriptor: descriptor.Descriptor{
+			Name: "codex", Title: "Codex", Package: "@openai/codex",
+			EndpointAPI: "openai-responses", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
+		},
 		process: &process{
 			binary: binarySpec{versionOK: func(out string) bool { return strings.HasPrefix(out, "codex-cli ") }, want: `"codex-cli VERSION"`},
 			setup:  codexSetup,

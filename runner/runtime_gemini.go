@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"lane/runtimes/descriptor"
 	"log/slog"
 	"maps"
 	"os"
@@ -23,8 +24,10 @@ import (
 // --acp` for an interactive run that may ask (see useACP).
 func geminiRuntime() *Runtime {
 	return &Runtime{
-		Name: "gemini", Title: "Gemini CLI", Package: "@google/gemini-cli",
-		EndpointAPI: "gemini", KeyEnv: "GEMINI_API_KEY", EnforcesTurns: true,
+		Descriptor: descriptor.Descriptor{
+			Name: "gemini", Title: "Gemini CLI", Package: "@google/gemini-cli",
+			EndpointAPI: "gemini", KeyEnv: "GEMINI_API_KEY", EnforcesTurns: true,
+		},
 		process: &process{
 			binary: binarySpec{versionOK: isSemver, want: "a version number"},
 			setup:  geminiSetup,

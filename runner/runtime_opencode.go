@@ -2,6 +2,7 @@ package runner
 
 import (
 	"io"
+	"lane/runtimes/descriptor"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +17,10 @@ import (
 // useACP).
 func opencodeRuntime() *Runtime {
 	return &Runtime{
-		Name: "opencode", Title: "opencode", Package: "opencode-ai",
-		EndpointAPI: "openai", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
+		Descriptor: descriptor.Descriptor{
+			Name: "opencode", Title: "opencode", Package: "opencode-ai",
+			EndpointAPI: "openai", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
+		},
 		process: &process{
 			binary: binarySpec{extra: []string{filepath.Join(".opencode", "bin", "opencode")}, versionOK: isSemver, want: "a version number"},
 			setup:  opencodeSetup,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"lane/runtimes/descriptor"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -22,8 +23,10 @@ import (
 // useACP).
 func qwenRuntime() *Runtime {
 	return &Runtime{
-		Name: "qwen", Title: "Qwen Code", Package: "@qwen-code/qwen-code",
-		EndpointAPI: "openai", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
+		Descriptor: descriptor.Descriptor{
+			Name: "qwen", Title: "Qwen Code", Package: "@qwen-code/qwen-code",
+			EndpointAPI: "openai", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
+		},
 		process: &process{
 			binary: binarySpec{versionOK: isSemver, want: "a version number"},
 			setup:  qwenSetup,
