@@ -12,6 +12,7 @@ import (
 
 	_ "modernc.org/sqlite" // opencode's own database, read only
 
+	"lane/runtimes/opencode"
 	"lane/trace"
 )
 
@@ -266,38 +267,6 @@ func evBase(s opencodeSession, m opencodeRow, raw []byte) trace.Event {
 	return trace.Event{Time: ms(m.created), SessionID: s.ID, MessageID: m.id, Raw: raw}
 }
 
-// opencodePart is a part's data.
-type opencodePart struct {
-	Type   string `json:"type"` // text, reasoning, tool, step-start, step-finish, …
-	Text   string `json:"text"`
-	Tool   string `json:"tool"`
-	CallID string `json:"callID"`
-	Reason string `json:"reason"`
-	State  struct {
-		Status   string          `json:"status"` // pending, running, completed, error
-		Input    json.RawMessage `json:"input"`
-		Output   string          `json:"output"`
-		Error    string          `json:"error"`
-		Metadata struct {
-			Exit *int `json:"exit"`
-		} `json:"metadata"`
-		Time struct {
-			Start int64 `json:"start"`
-			End   int64 `json:"end"`
-		} `json:"time"`
-	} `json:"state"`
-	Tokens *struct {
-		Input     int64 `json:"input"`
-		Output    int64 `json:"output"`
-		Reasoning int64 `json:"reasoning"`
-		Cache     struct {
-			Read  int64 `json:"read"`
-			Write int64 `json:"write"`
-		} `json:"cache"`
-	} `json:"tokens"`
-	Cost *float64 `json:"cost"`
-}
-
 // opencodeParts reads a message's parts as the events opencode run --format
 // json prints for them, and its texts.
 func opencodeParts(ctx context.Context, db *sql.DB, s opencodeSession, m opencodeRow) ([]string, []trace.Event, error) {
@@ -317,7 +286,7 @@ func opencodeParts(ctx context.Context, db *sql.DB, s opencodeSession, m opencod
 		}
 		base := evBase(s, m, data)
 		base.Time = ms(created)
-		var p opencodePart
+		var p opencode.Part
 		if json.Unmarshal(data, &p) != nil {
 			evs = append(evs, rawEvent(data, 0, 0, "invalid JSON"))
 			continue
@@ -330,7 +299,7 @@ func opencodeParts(ctx context.Context, db *sql.DB, s opencodeSession, m opencod
 	return texts, evs, rows.Err()
 }
 
-func opencodePartEvents(ev trace.Event, role, model string, p *opencodePart) []trace.Event {
+func opencodePartEvents(ev trace.Event, role, model string, p *opencode.Part) []trace.Event {
 	switch p.Type {
 	case "text":
 		if role != "assistant" || p.Text == "" {
@@ -355,23 +324,24 @@ func opencodePartEvents(ev trace.Event, role, model string, p *opencodePart) []t
 		ev.Kind, ev.Subtype, ev.Text = trace.KindTask, "step_finish", "step finished: "+p.Reason
 		return append(evs, ev)
 	case "tool":
-		call := ev
-		call.Kind, call.ToolUseID, call.ToolName, call.Input = trace.KindToolCall, p.CallID, p.Tool, p.State.Input
-		if p.State.Time.Start > 0 {
-			call.Time = ms(p.State.Time.Start)
+		st := p.State
+		if st == nil {
+			st = &opencode.State{}
 		}
-		if p.State.Status != "completed" && p.State.Status != "error" {
+		call := ev
+		call.Kind, call.ToolUseID, call.ToolName, call.Input = trace.KindToolCall, p.CallID, p.Tool, st.Input
+		if st.Time.Start > 0 {
+			call.Time = ms(st.Time.Start)
+		}
+		if st.Status != "completed" && st.Status != "error" {
 			return []trace.Event{call}
 		}
 		res := ev
-		res.Kind, res.Subtype, res.ToolUseID, res.ToolName = trace.KindToolResult, p.State.Status, p.CallID, p.Tool
-		res.Output, res.IsError = p.State.Output+p.State.Error, p.State.Status == "error"
-		if x := p.State.Metadata.Exit; x != nil && *x != 0 {
-			// opencode says completed of a command that failed.
-			res.IsError = true
-		}
-		if p.State.Time.End > 0 {
-			res.Time = ms(p.State.Time.End)
+		res.Kind, res.Subtype, res.ToolUseID, res.ToolName = trace.KindToolResult, st.Status, p.CallID, p.Tool
+		// opencode says completed of a command that failed.
+		res.Output, res.IsError = st.Output+st.Error, st.Failed()
+		if st.Time.End > 0 {
+			res.Time = ms(st.Time.End)
 		}
 		return []trace.Event{call, res}
 	default:

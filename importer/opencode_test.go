@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"lane/trace"
 )
 
 const opencodeFixture = "testdata/opencode-1.18.33/home/.local/share/opencode/opencode.db"
@@ -167,5 +169,27 @@ func TestDriverSeesOpencodeWriteAheadLog(t *testing.T) {
 	importPass(t, d)
 	if runs := importedRuns(t, s); len(runs) != 3 {
 		t.Fatalf("%d runs: what is only in the write-ahead log was not imported", len(runs))
+	}
+}
+
+// The importer reads opencode's parts with the live decoder's schema: an
+// exit code written as a float (1.0, as JavaScript may) is a failed
+// command, not a part that cannot be read.
+func TestOpencodeExitCodeAsAFloat(t *testing.T) {
+	t.Parallel()
+	b := readOpencode(t, opencodeCopy(t, `UPDATE part SET data = json_set(data, '$.state.metadata.exit', 1.5e0) WHERE id = 'prt_23242fd92001b227L9SA9zvsM8'`), Position{})
+	if n := b.Skipped["invalid JSON"]; n != 0 {
+		t.Errorf("%d parts skipped as invalid JSON", n)
+	}
+	var results []trace.Event
+	for _, p := range b.Parts {
+		for _, ev := range p.Events {
+			if ev.Kind == trace.KindToolResult {
+				results = append(results, ev)
+			}
+		}
+	}
+	if len(results) != 2 || !results[0].IsError || !results[1].IsError {
+		t.Errorf("tool results %+v: want both failed (exit 1.5, then exit 3)", results)
 	}
 }

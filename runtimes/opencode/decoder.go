@@ -93,23 +93,28 @@ func (d *Decoder) Next() ([]trace.Event, error) {
 type wireLine struct {
 	Type      string     `json:"type"`
 	SessionID string     `json:"sessionID"`
-	Part      *wirePart  `json:"part"`
+	Part      *Part      `json:"part"`
 	Error     *wireError `json:"error"`
 }
 
-type wirePart struct {
-	MessageID string      `json:"messageID"`
-	SessionID string      `json:"sessionID"`
-	Text      string      `json:"text"`   // text, reasoning
-	Tool      string      `json:"tool"`   // tool
-	CallID    string      `json:"callID"` // tool
-	State     *wireState  `json:"state"`  // tool
-	Reason    string      `json:"reason"` // step-finish
-	Tokens    *wireTokens `json:"tokens"` // step-finish
-	Cost      *float64    `json:"cost"`   // step-finish
+// Part is one part of an opencode message, as `opencode run --format
+// json` prints it in an event and as opencode's database stores it (the
+// importer reads the same schema).
+type Part struct {
+	Type      string   `json:"type"` // text, reasoning, tool, step-start, step-finish, …
+	MessageID string   `json:"messageID"`
+	SessionID string   `json:"sessionID"`
+	Text      string   `json:"text"`   // text, reasoning
+	Tool      string   `json:"tool"`   // tool
+	CallID    string   `json:"callID"` // tool
+	State     *State   `json:"state"`  // tool
+	Reason    string   `json:"reason"` // step-finish
+	Tokens    *Tokens  `json:"tokens"` // step-finish
+	Cost      *float64 `json:"cost"`   // step-finish
 }
 
-type wireState struct {
+// State is a tool part's state.
+type State struct {
 	Status   string          `json:"status"` // pending, running, completed, error
 	Input    json.RawMessage `json:"input"`
 	Output   string          `json:"output"`
@@ -119,9 +124,20 @@ type wireState struct {
 		// does not lose the line.
 		Exit *float64 `json:"exit"`
 	} `json:"metadata"`
+	Time struct {
+		Start int64 `json:"start"` // Unix milliseconds
+		End   int64 `json:"end"`
+	} `json:"time"`
 }
 
-type wireTokens struct {
+// Failed says whether a finished tool part failed: an error, or a
+// command that exited non-zero (which opencode says completed).
+func (s *State) Failed() bool {
+	return s.Status == "error" || s.Metadata.Exit != nil && *s.Metadata.Exit != 0
+}
+
+// Tokens are a step-finish part's usage.
+type Tokens struct {
 	Input     int64 `json:"input"`
 	Output    int64 `json:"output"`
 	Reasoning int64 `json:"reasoning"`
@@ -209,7 +225,7 @@ func isObject(b []byte) bool {
 // toolEvents gives a finished tool's call and its result. opencode 1.18 prints
 // only finished tools; should it print a pending or running one, that gives
 // the call alone and its later line the result alone.
-func (d *Decoder) toolEvents(base trace.Event, p *wirePart) []trace.Event {
+func (d *Decoder) toolEvents(base trace.Event, p *Part) []trace.Event {
 	s := p.State
 	call := base
 	call.Kind, call.ToolUseID, call.ToolName, call.Input = trace.KindToolCall, p.CallID, p.Tool, s.Input
@@ -251,7 +267,7 @@ func (d *Decoder) toolEvents(base trace.Event, p *wirePart) []trace.Event {
 	return append(evs, res)
 }
 
-func stepFinishEvents(base trace.Event, p *wirePart) []trace.Event {
+func stepFinishEvents(base trace.Event, p *Part) []trace.Event {
 	evs := make([]trace.Event, 0, 2)
 	r := &trace.Result{StopReason: p.Reason}
 	if t := p.Tokens; t != nil {
