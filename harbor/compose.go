@@ -279,6 +279,12 @@ func mappingKeys(n *yaml.Node) []string {
 // commandLine reads a compose command or entrypoint: a list, or a string
 // split as a shell splits words (quotes and backslashes, no expansion).
 func commandLine(n *yaml.Node) ([]string, error) {
+	return listOr(n, yaml.ScalarNode, func(n *yaml.Node) ([]string, error) { return splitWords(n.Value) }, "want a string or a list")
+}
+
+// listOr reads a YAML list of strings, or a node of kind other as read
+// reads it; an absent node is nil, another kind the error want.
+func listOr(n *yaml.Node, other yaml.Kind, read func(*yaml.Node) ([]string, error), want string) ([]string, error) {
 	switch n.Kind {
 	case 0:
 		return nil, nil
@@ -286,10 +292,10 @@ func commandLine(n *yaml.Node) ([]string, error) {
 		var list []string
 		err := n.Decode(&list)
 		return list, err
-	case yaml.ScalarNode:
-		return splitWords(n.Value)
+	case other:
+		return read(n)
 	}
-	return nil, errors.New("want a string or a list")
+	return nil, errors.New(want)
 }
 
 // healthTest reads a healthcheck's test: ["CMD", argv...], ["CMD-SHELL",
@@ -343,17 +349,7 @@ func envMapping(n *yaml.Node) (map[string]string, error) {
 // conditions (every service is waited for until it is started and, if it
 // has a healthcheck, healthy).
 func dependsOn(n *yaml.Node) ([]string, error) {
-	switch n.Kind {
-	case 0:
-		return nil, nil
-	case yaml.SequenceNode:
-		var list []string
-		err := n.Decode(&list)
-		return list, err
-	case yaml.MappingNode:
-		return mappingKeys(n), nil
-	}
-	return nil, errors.New("want a list or a mapping")
+	return listOr(n, yaml.MappingNode, func(n *yaml.Node) ([]string, error) { return mappingKeys(n), nil }, "want a list or a mapping")
 }
 
 // serviceBuild reads build: a context path, or context, dockerfile and
