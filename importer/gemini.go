@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"lane/runtimes/gemini"
 	"lane/trace"
 )
 
@@ -25,17 +25,10 @@ type Gemini struct {
 func (Gemini) Runtime() string { return "gemini" }
 
 func (Gemini) Roots(env Env) []string {
-	home := env.Getenv("GEMINI_CLI_HOME")
-	if home == "" {
-		home = env.Home
-	}
-	return []string{filepath.Join(home, ".gemini", "tmp")}
+	return roots(gemini.LogsRoot(env.Getenv("GEMINI_CLI_HOME"), env.Home))
 }
 
-func (Gemini) IsSession(path string) bool {
-	base := filepath.Base(path)
-	return filepath.Base(filepath.Dir(path)) == "chats" && strings.HasPrefix(base, "session-") && strings.HasSuffix(base, ".jsonl")
-}
+func (Gemini) IsSession(path string) bool { return gemini.IsSessionLog(path) }
 
 // geminiState carries the segment and what of its messages was already
 // turned into events, since a message is written more than once.
@@ -128,7 +121,6 @@ func contentText(raw json.RawMessage) string {
 }
 
 var (
-	shellExitCode = regexp.MustCompile(`(?m)^Exit Code: (-?\d+)\s*$`)
 	// in the JSON text of the first message, newlines escaped
 	workspaceDir = regexp.MustCompile(`Workspace Directories:\*\*\\n\s*- ([^\\"]+)`)
 )
@@ -136,12 +128,8 @@ var (
 // shellFailed says whether a shell tool's output says it exited non-zero,
 // and with what; the runtimes report such a call as a success.
 func shellFailed(out string) (int, bool) {
-	m := shellExitCode.FindStringSubmatch(out)
-	if m == nil {
-		return 0, false
-	}
-	code, _ := strconv.Atoi(m[1])
-	return code, code != 0
+	code, ok := gemini.ShellExitCode(out)
+	return code, ok && code != 0
 }
 
 func (g Gemini) Read(ctx context.Context, f File, from Position) (*Batch, error) {
@@ -308,4 +296,13 @@ func geminiResult(base trace.Event, id, name, status string, display any, result
 		ev.Output = strings.TrimRight(ev.Output, "\n") + "\n(exit code " + strconv.Itoa(code) + ")"
 	}
 	return ev
+}
+
+// roots is the one folder a runtime keeps its sessions under, none when
+// its home is unknown ("").
+func roots(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	return []string{dir}
 }

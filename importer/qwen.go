@@ -3,10 +3,10 @@ package importer
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strconv"
 	"strings"
 
+	"lane/runtimes/qwen"
 	"lane/trace"
 )
 
@@ -24,16 +24,10 @@ type Qwen struct {
 func (Qwen) Runtime() string { return "qwen" }
 
 func (Qwen) Roots(env Env) []string {
-	home := env.Getenv("QWEN_HOME")
-	if home == "" {
-		home = filepath.Join(env.Home, ".qwen")
-	}
-	return []string{filepath.Join(home, "projects")}
+	return roots(qwen.LogsRoot(env.Getenv("QWEN_HOME"), env.Home))
 }
 
-func (Qwen) IsSession(path string) bool {
-	return filepath.Base(filepath.Dir(path)) == "chats" && strings.HasSuffix(path, ".jsonl")
-}
+func (Qwen) IsSession(path string) bool { return qwen.IsSessionLog(path) }
 
 type qwenState struct {
 	Session string `json:"session,omitempty"`

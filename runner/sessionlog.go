@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"lane/runtimes/gemini"
+	"lane/runtimes/qwen"
 	"lane/trace"
 )
 
@@ -119,8 +119,6 @@ func (l *shellLog) readFrom(path string) {
 	}
 }
 
-var exitCodeLine = regexp.MustCompile(`(?m)^Exit Code: (-?\d+)\s*$`)
-
 // scan records the exit code of every functionResponse in one log line:
 // once a response is in the log, waiting longer tells nothing more.
 func (l *shellLog) scan(line []byte) {
@@ -138,10 +136,7 @@ func (l *shellLog) scan(line []byte) {
 				out, _ := resp["output"].(string)
 				if id != "" {
 					// Gemini CLI says "Exit Code: N" only when N is not 0.
-					code := 0
-					if m := exitCodeLine.FindStringSubmatch(out); m != nil {
-						code, _ = strconv.Atoi(m[1])
-					}
+					code, _ := gemini.ShellExitCode(out)
 					l.exits[id] = code
 				}
 			}
@@ -161,35 +156,13 @@ func (l *shellLog) scan(line []byte) {
 // $GEMINI_CLI_HOME/.gemini/tmp/PROJECT/chats/session-DATE-ID8.jsonl
 // ($HOME when GEMINI_CLI_HOME is not set).
 func geminiLogs(env []string) func(string) []string {
-	home := lookupEnv(env, "GEMINI_CLI_HOME")
-	if home == "" {
-		home = lookupEnv(env, "HOME")
-	}
-	return func(session string) []string {
-		if home == "" || len(session) < 8 {
-			return nil
-		}
-		m, _ := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*-"+globEscape(session[:8])+".jsonl"))
-		return m
-	}
+	root := gemini.LogsRoot(lookupEnv(env, "GEMINI_CLI_HOME"), lookupEnv(env, "HOME"))
+	return func(session string) []string { return gemini.SessionLogs(root, session) }
 }
 
 // qwenLogs are Qwen Code's session logs of a session:
 // $QWEN_HOME/projects/PROJECT/chats/ID.jsonl ($HOME/.qwen by default).
 func qwenLogs(env []string) func(string) []string {
-	home := lookupEnv(env, "QWEN_HOME")
-	if home == "" && lookupEnv(env, "HOME") != "" {
-		home = filepath.Join(lookupEnv(env, "HOME"), ".qwen")
-	}
-	return func(session string) []string {
-		if home == "" || session == "" {
-			return nil
-		}
-		m, _ := filepath.Glob(filepath.Join(home, "projects", "*", "chats", globEscape(session)+".jsonl"))
-		return m
-	}
-}
-
-func globEscape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`).Replace(s)
+	root := qwen.LogsRoot(lookupEnv(env, "QWEN_HOME"), lookupEnv(env, "HOME"))
+	return func(session string) []string { return qwen.SessionLogs(root, session) }
 }

@@ -26,6 +26,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"lane/runtimes/gemini"
 	"lane/trace"
 )
 
@@ -809,8 +810,6 @@ func outputString(raw any) string {
 	return ""
 }
 
-var exitCodeLine = regexp.MustCompile(`(?m)^Exit Code: (-?\d+)\s*$`)
-
 // exitCode is a shell tool's exit code: opencode's rawOutput.metadata.exit,
 // or the "Exit Code: N" line Qwen Code's output holds.
 func exitCode(rawOutput any, out string) (int, bool) {
@@ -821,9 +820,5 @@ func exitCode(rawOutput any, out string) (int, bool) {
 			}
 		}
 	}
-	if m := exitCodeLine.FindStringSubmatch(out); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return n, true
-	}
-	return 0, false
+	return gemini.ShellExitCode(out)
 }

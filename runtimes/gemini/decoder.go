@@ -331,6 +331,23 @@ func isObject(b []byte) bool {
 // shellTool is Gemini CLI's shell tool.
 const shellTool = "run_shell_command"
 
+// exitCodeLine is the line of a shell tool's output that reports a
+// non-zero exit code, as Gemini CLI writes it to the model (and to its
+// session log) and Qwen Code, its fork, too.
+var exitCodeLine = regexp.MustCompile(`(?m)^Exit Code: (-?\d+)\s*$`)
+
+// ShellExitCode is the exit code that a shell tool's output reports in
+// its "Exit Code: N" line; false when it has none (Gemini CLI writes the
+// line only when N is not 0).
+func ShellExitCode(out string) (int, bool) {
+	m := exitCodeLine.FindStringSubmatch(out)
+	if m == nil {
+		return 0, false
+	}
+	code, err := strconv.Atoi(m[1])
+	return code, err == nil
+}
+
 var exitCodeRE = regexp.MustCompile(`(?m)^(?:Command exited with code: |Exit Code: )(-?\d+)\s*$`)
 
 // failedCommand reports whether a shell step that Gemini CLI calls a success

@@ -289,3 +289,17 @@ func FuzzDecoder(f *testing.F) {
 		tally.Cost(func(string, trace.Usage) (float64, bool) { return 1, true })
 	})
 }
+
+func TestShellExitCode(t *testing.T) {
+	for out, want := range map[string]int{
+		"Output: oops\nError: (none)\nExit Code: 3\nSignal: 0\n": 3,
+		"Exit Code: -1":                 -1,
+		"hello\n":                       0,
+		"echo 'Exit Code: 2' in a line": 0,
+	} {
+		code, ok := ShellExitCode(out)
+		if code != want || ok != (want != 0) {
+			t.Errorf("ShellExitCode(%q) = %d, %v; want %d", out, code, ok, want)
+		}
+	}
+}
