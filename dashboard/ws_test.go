@@ -99,26 +99,77 @@ func TestWebsocketCatchUpWhileLive(t *testing.T) {
 	e := newEnv(t, envOpt{})
 	run := createRun(t, e.other, "race").ID
 	const batches, per = 100, 20
-	var fromStart []*websocket.Conn
-	var live *websocket.Conn
+	// Each client reads as its messages come, as a browser does (one that
+	// read nothing until the end would rightly be dropped as too slow).
+	var fromStart []<-chan received
+	var live <-chan received
 	for b := range int64(batches) {
 		appendEvents(t, e.other, run, b*per+1, b*per+per, "x")
 		switch b {
 		case 10, 50, 90:
-			fromStart = append(fromStart, e.dial("?after=0", nil))
+			fromStart = append(fromStart, receive(e.dial("?after=0", nil), batches*per))
 		case 30:
-			live = e.dial("", nil)
+			live = receive(e.dial("", nil), batches*per)
 		}
 	}
-	for _, c := range fromStart {
-		if cur := readHello(t, c); cur != 0 {
-			t.Errorf("hello cursor %d, want 0", cur)
+	for _, ch := range fromStart {
+		got := <-ch
+		if got.err != nil {
+			t.Fatal(got.err)
 		}
-		checkSeqs(t, readEvents(t, c, batches*per), run, 1, batches*per)
+		if got.hello != 0 {
+			t.Errorf("hello cursor %d, want 0", got.hello)
+		}
+		checkSeqs(t, got.events, run, 1, batches*per)
 	}
 	// Event ids are seqs here (one run, a fresh database).
-	cur := readHello(t, live)
-	checkSeqs(t, readEvents(t, live, batches*per-int(cur)), run, cur+1, batches*per)
+	got := <-live
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	checkSeqs(t, got.events, run, got.hello+1, batches*per)
+}
+
+// received is what receive read of a connection.
+type received struct {
+	hello  int64 // the hello's cursor
+	events []wsMsg
+	err    error
+}
+
+// receive reads c's hello and then its events as they come, until the
+// event of id last (the hello's cursor is the id before its first), on a
+// goroutine of its own that ends with the read; the channel gets what it
+// read.
+func receive(c *websocket.Conn, last int64) <-chan received {
+	ch := make(chan received, 1)
+	go func() {
+		var r received
+		defer func() { ch <- r }()
+		for {
+			c.SetReadDeadline(time.Now().Add(wait))
+			_, b, err := c.ReadMessage()
+			if err != nil {
+				r.err = fmt.Errorf("read websocket after %d events: %w", len(r.events), err)
+				return
+			}
+			var m wsMsg
+			if err := json.Unmarshal(b, &m); err != nil {
+				r.err = fmt.Errorf("decode %s: %w", b, err)
+				return
+			}
+			switch m.Type {
+			case "hello":
+				r.hello = m.Cursor
+			case "event":
+				r.events = append(r.events, m)
+			}
+			if r.hello+int64(len(r.events)) >= last {
+				return
+			}
+		}
+	}()
+	return ch
 }
 
 // smallBuffer gives the first connection it accepts a tiny send buffer.
