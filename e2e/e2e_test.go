@@ -292,9 +292,11 @@ func TestToolLongerThanIdleTimeoutSurvives(t *testing.T) {
 	// Claude Code refuses a bare `sleep N`; a command that sleeps among
 	// others is a silent but busy tool.
 	e := newEnv(t,
-		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo start; sleep 4; echo end > slept.txt")),
+		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo start; sleep 8; echo end > slept.txt")),
 		anthropictest.Text("slept"))
-	r := e.run("-o", "json", "--idle-timeout", "1500ms", "sleep a while")
+	// Idle 5 s: on a busy machine Claude Code can be quiet for seconds
+	// between a tool's result and its next request.
+	r := e.run("-o", "json", "--idle-timeout", "5s", "sleep a while")
 	wantExit(t, r, 0)
 	if _, err := os.Stat(filepath.Join(e.proj, "slept.txt")); err != nil {
 		t.Errorf("the tool did not finish: %v", err)
