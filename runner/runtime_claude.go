@@ -59,7 +59,7 @@ func claudeRuntime() *Runtime {
 				}
 				return nil
 			},
-			authHint: authHint,
+			authHint: streamjson.AuthHint,
 			capability: func(o Options) trace.Capability {
 				return trace.Capability{
 					Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: o.AllowedTools,
@@ -270,8 +270,6 @@ func orSomeone(by string) string {
 	}
 	return by
 }
-
-const authHint = "check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN and ANTHROPIC_BASE_URL), or log in with `claude /login`"
 
 func stderrHas(lines []string, s string) bool {
 	for _, l := range lines {

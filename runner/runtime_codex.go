@@ -44,7 +44,7 @@ func codexRuntime() *Runtime {
 					(ev.Kind == trace.KindUsage || ev.Kind == trace.KindError) && (ev.Subtype == "turn.completed" || ev.Subtype == "turn.failed")
 			},
 			stopOn:     authRefusal,
-			authHint:   "the model API refused the key: check OPENAI_API_KEY (or `codex login`)",
+			authHint:   codex.AuthHint,
 			capability: codexCapability,
 			newDialog:  codexDialogFor,
 		},

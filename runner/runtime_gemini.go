@@ -45,7 +45,7 @@ func geminiRuntime() *Runtime {
 			final:      func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
 			stopOn:     authRefusal,
 			shellLog:   geminiLogs,
-			authHint:   "the model API refused the key: check GEMINI_API_KEY (or log in with `gemini`)",
+			authHint:   gemini.AuthHint,
 			capability: cliCapability,
 			hermetic:   geminiHermetic,
 			// In a container: its key, endpoint, home and switches.

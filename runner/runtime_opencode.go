@@ -41,7 +41,7 @@ func opencodeRuntime() *Runtime {
 			},
 			stopOn:     authRefusal,
 			stepTurns:  true,
-			authHint:   "the model API refused the key: check the provider's key (see `opencode auth login`)",
+			authHint:   opencode.AuthHint,
 			capability: cliCapability,
 			hermetic:   opencodeHermetic,
 			// opencode's own binary is native (the npm package's launcher

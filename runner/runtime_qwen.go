@@ -44,7 +44,7 @@ func qwenRuntime() *Runtime {
 			final:      func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
 			stopOn:     authRefusal,
 			shellLog:   qwenLogs,
-			authHint:   "the model API refused the key: check OPENAI_API_KEY (or `qwen auth`)",
+			authHint:   qwen.AuthHint,
 			capability: cliCapability,
 			hermetic:   qwenHermetic,
 			// In a container: its endpoint, key, home, settings and folder.

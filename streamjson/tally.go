@@ -217,7 +217,9 @@ func (t *Tally) Cost(priorSessionCostUSD float64, price func(model string, u tra
 
 // Hints, kept together so that their wording stays consistent.
 const (
-	hintAuth     = "check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN / ANTHROPIC_BASE_URL), or log in with `claude /login`"
+	// AuthHint is what to check when the model API refuses Claude Code's
+	// credentials (runner's hint for such a run too).
+	AuthHint     = "check ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN / ANTHROPIC_BASE_URL), or log in with `claude /login`"
 	hintRate     = "the API is rate-limiting these credentials: wait, run fewer agents at once, or raise the limits"
 	hintServer   = "the model API is failing or overloaded: retry later"
 	hintTimeout  = "the model API did not answer in time: check the network and ANTHROPIC_BASE_URL, or raise API_TIMEOUT_MS"
@@ -293,7 +295,7 @@ func (t *Tally) failureKind(r *trace.Result, exitCode int) (trace.ErrorKind, str
 	apiErr := r.TerminalReason == "api_error"
 	switch {
 	case s == 401 || s == 403 || (apiErr && s == 0 && t.apiError == trace.ErrorAuth):
-		return trace.ErrorAuth, hintAuth
+		return trace.ErrorAuth, AuthHint
 	case s == 429:
 		return trace.ErrorAPI, hintRate
 	case s >= 500:

@@ -426,7 +426,7 @@ func classify(msg string) (trace.ErrorKind, int, string) {
 	switch {
 	case status == 401 || status == 403 ||
 		has("unauthorized", "invalid x-api-key", "invalid api key", "incorrect api key", "authentication", "not logged in"):
-		return trace.ErrorAuth, status, hintAuth
+		return trace.ErrorAuth, status, AuthHint
 	case status == 429 || has("too many requests", "rate limit", "usage limit", "quota"):
 		return trace.ErrorAPI, status, hintRate
 	case status >= 500 || has("high demand", "overloaded", "internal server error", "service unavailable", "bad gateway"):

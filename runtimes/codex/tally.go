@@ -8,7 +8,9 @@ import (
 
 // Hints, kept together so that their wording stays consistent.
 const (
-	hintAuth = "the model API refused the credentials: set the API key in the environment variable named by " +
+	// AuthHint is what to check when the model API refuses Codex's
+	// credentials (runner's hint for such a run too).
+	AuthHint = "the model API refused the credentials: set the API key in the environment variable named by " +
 		"the provider's env_key in $CODEX_HOME/config.toml (OPENAI_API_KEY for the built-in openai provider), " +
 		"or log in with `codex login`"
 	hintRate    = "the API is rate-limiting these credentials: wait, run fewer agents at once, or raise the limits"

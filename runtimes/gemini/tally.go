@@ -350,3 +350,6 @@ func apiMessage(msg string) string {
 	}
 	return strings.TrimSpace(fmt.Sprintf("HTTP %d %s", e.Error.Code, e.Error.Status)) + ": " + e.Error.Message
 }
+
+// AuthHint is what to check when the model API refuses Gemini CLI's key.
+const AuthHint = "the model API refused the key: check GEMINI_API_KEY (or log in with `gemini`)"

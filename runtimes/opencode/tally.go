@@ -232,7 +232,9 @@ func (t *Tally) Result() *trace.Result {
 
 // Hints, kept together so that their wording stays consistent.
 const (
-	hintAuth     = "the model API refused opencode's credentials: check the provider's apiKey (or the {env:VAR} it names) in ~/.config/opencode/opencode.json, or run `opencode auth login`"
+	// AuthHint is what to check when the model API refuses opencode's
+	// credentials (runner's hint for such a run too).
+	AuthHint     = "the model API refused opencode's credentials: check the provider's apiKey (or the {env:VAR} it names) in ~/.config/opencode/opencode.json, or run `opencode auth login`"
 	hintRate     = "the API is rate-limiting these credentials: wait, run fewer agents at once, or raise the limits"
 	hintServer   = "the model API is failing or overloaded and opencode's own retries (about a minute) did not get through: retry later"
 	hintNoAnswer = "the model API did not answer: check the provider's baseURL in opencode.json and the network"
@@ -262,7 +264,7 @@ func (t *Tally) Judge(exitCode int) trace.Verdict {
 		v := fail(e.ErrorKind, e.Text, "")
 		switch {
 		case e.ErrorKind == trace.ErrorAuth:
-			v.Hint = hintAuth
+			v.Hint = AuthHint
 		case e.ErrorKind == trace.ErrorAPI && t.errStatus == 429:
 			v.Hint = hintRate
 		case e.ErrorKind == trace.ErrorAPI && t.errStatus >= 500:

@@ -234,3 +234,6 @@ func apiErrorMessage(text string) string {
 	msg = strings.TrimSuffix(msg, "]")
 	return strings.TrimSpace(msg)
 }
+
+// AuthHint is what to check when the model API refuses Qwen Code's key.
+const AuthHint = "the model API refused the key: check OPENAI_API_KEY (or `qwen auth`)"
