@@ -158,7 +158,7 @@ func containerTaskDir(ctx context.Context, env AttemptEnv, ct *ContainerTask) (s
 		return "", func() {}, fmt.Errorf("make the Harbor task's folder: %w", err)
 	}
 	cleanup := func() { _ = removeTree(dir) }
-	if err := unpackFixture(ctx, env, ct.Blob, dir); err != nil {
+	if err := unpackStored(ctx, env, ct.Blob, dir); err != nil {
 		cleanup()
 		return "", func() {}, fmt.Errorf("Harbor task %s: %w", filepath.Base(ct.Dir), err)
 	}

@@ -218,14 +218,15 @@ func packEntry(tw *tar.Writer, path, name string, info fs.FileInfo) error {
 	return nil // sockets, devices, pipes: left out, as copyTree does
 }
 
-// unpackFixture fills dir with the stored fixture digest.
-func unpackFixture(ctx context.Context, env AttemptEnv, digest, dir string) error {
+// unpackStored fills dir with the folder stored as blob digest (a
+// fixture, a Harbor task); the caller's error says which.
+func unpackStored(ctx context.Context, env AttemptEnv, digest, dir string) error {
 	data, err := env.Blob(ctx, digest)
 	if err != nil {
 		return err
 	}
 	if err := UnpackFixture(data, dir); err != nil {
-		return fmt.Errorf("fixture %s: %w", digest, err)
+		return fmt.Errorf("stored copy %s: %w", digest, err)
 	}
 	return nil
 }

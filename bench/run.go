@@ -644,7 +644,9 @@ func failAttempt(a *trace.Attempt, kind, output string, exitCode int) {
 func setUp(ctx context.Context, env AttemptEnv, task *Task, dir string) (exitCode int, err error) {
 	switch {
 	case task.FixtureBlob != "" && env.Blob != nil:
-		err = unpackFixture(ctx, env, task.FixtureBlob, dir)
+		if err = unpackStored(ctx, env, task.FixtureBlob, dir); err != nil {
+			err = fmt.Errorf("fixture: %w", err)
+		}
 	case worktreeRepo(env, task) != "":
 		err = addWorktree(ctx, worktreeRepo(env, task), dir, task.FixtureCommit, env.Keep, task.SetupTimeout)
 	case task.Fixture != "":

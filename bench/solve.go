@@ -37,9 +37,9 @@ func shipped(ctx context.Context, env AttemptEnv, task *Task, dir string) (src s
 			return "", cleanup, err
 		}
 		cleanup = func() { _ = removeTree(src) }
-		if err := unpackFixture(ctx, env, task.FixtureBlob, src); err != nil {
+		if err := unpackStored(ctx, env, task.FixtureBlob, src); err != nil {
 			cleanup()
-			return "", func() {}, err
+			return "", func() {}, fmt.Errorf("fixture: %w", err)
 		}
 		return src, cleanup, nil
 	case task.Fixture != "":
