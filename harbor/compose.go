@@ -1,6 +1,7 @@
 package harbor
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -376,19 +377,12 @@ func serviceBuild(n *yaml.Node, envDir string) (*ServiceBuild, error) {
 	if rel, err := filepath.Rel(envDir, ctxDir); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 		return nil, fmt.Errorf("context %s is outside environment/", b.Context)
 	}
-	df := filepath.Join(ctxDir, cmpOr(b.Dockerfile, "Dockerfile"))
+	df := filepath.Join(ctxDir, cmp.Or(b.Dockerfile, "Dockerfile"))
 	args, err := envMapping(&b.Args)
 	if err != nil {
 		return nil, fmt.Errorf("args: %w", err)
 	}
 	return &ServiceBuild{Context: ctxDir, Dockerfile: df, Args: args}, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // composeDuration reads a compose duration ("30s", "1m30s"), def when "".
