@@ -9,10 +9,12 @@ package netfwd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
+	"syscall"
 )
 
 // Serve accepts connections on the unix socket path and joins each to a
@@ -33,6 +35,16 @@ func Serve(ctx context.Context, path, target string) error {
 // is called once it listens.
 func Listen(ctx context.Context, addr, path string, ready func()) error {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// Taken where this runs: a container that shares the machine's
+		// network (an engine whose default network is the host's) reaches
+		// the endpoint at its own address, with nothing to forward.
+		if ready != nil {
+			ready()
+		}
+		<-ctx.Done()
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("forward %s: %w", addr, err)
 	}

@@ -110,3 +110,30 @@ func waitFor(t *testing.T, ok func() bool) {
 	}
 	t.Fatal("not ready after 5 s")
 }
+
+// An address already taken where Listen runs (a container on the host's
+// network, where the endpoint itself listens) is ready at once: the
+// endpoint is reached there without forwarding.
+func TestAnAddressTakenIsReadyWithoutForwarding(t *testing.T) {
+	t.Parallel()
+	endpoint, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer endpoint.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- Listen(ctx, endpoint.Addr().String(), filepath.Join(t.TempDir(), "none.sock"), func() { close(ready) })
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("Listen before ready: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Listen = %v", err)
+	}
+}
