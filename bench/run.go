@@ -450,13 +450,13 @@ func (r *runner) attempt(ctx context.Context, a trace.Attempt) {
 	if !r.start() {
 		a = trace.Attempt{BenchID: a.BenchID, TaskID: a.TaskID, Model: a.Model, N: a.N, Status: trace.AttemptSkipped}
 		r.save(ctx, &a)
-		r.prog.update(r.snapshot())
+		r.showCounts()
 		return
 	}
 	a = trace.Attempt{BenchID: a.BenchID, TaskID: a.TaskID, Model: a.Model, N: a.N,
 		Status: trace.AttemptRunning, StartedAt: time.Now()}
 	if r.save(ctx, &a) {
-		r.prog.update(r.snapshot())
+		r.showCounts()
 		r.execute(ctx, task, &a)
 	} else {
 		a.Status = trace.AttemptPending // not run; the store could not say so either
@@ -473,15 +473,17 @@ func (r *runner) attempt(ctx context.Context, a trace.Attempt) {
 	r.counts.spent = r.spent
 	r.counts.running--
 	r.counts.add(a.Status)
-	c := r.counts
+	r.prog.update(r.counts)
 	r.mu.Unlock()
-	r.prog.update(c)
 }
 
-func (r *runner) snapshot() counts {
+// showCounts draws the counts as they stand. It draws under r.mu, so that
+// two attempts ending together cannot draw their counts in the wrong order
+// (the line went back from 3/12 done to 2/12).
+func (r *runner) showCounts() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.counts
+	r.prog.update(r.counts)
 }
 
 // sweepFixtures removes what attempts of killed lane processes left in the

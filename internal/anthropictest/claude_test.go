@@ -19,6 +19,11 @@ import (
 // long tests (make test-long): the end-to-end tests drive the same CLI through the same
 // server in make test.
 
+// claudeBound is how long a test waits for Claude Code to reach a point. It
+// is a bound, not a timing: make test-long runs every package at once with
+// -race, and a CLI there has been seen to take more than 20s to say hello.
+const claudeBound = 2 * time.Minute
+
 func TestClaudeToolThenTextLong(t *testing.T) {
 	srv := NewServer(t,
 		Tools(Bash("toolu_1", "echo hi > hello.txt")),
@@ -26,9 +31,9 @@ func TestClaudeToolThenTextLong(t *testing.T) {
 	)
 	r := startClaude(t, srv, nil, claudeArgs("write hello")...)
 
-	initLine := r.waitType(t, 20*time.Second, "system")
-	res := r.waitType(t, 20*time.Second, "result")
-	code, took := r.wait(t, 10*time.Second)
+	initLine := r.waitType(t, claudeBound, "system")
+	res := r.waitType(t, claudeBound, "result")
+	code, took := r.wait(t, claudeBound)
 	t.Logf("init after %v, result after %v, exit %d after %v", initLine.at, res.at, code, took)
 
 	if initLine.Subtype != "init" {
@@ -65,8 +70,8 @@ func TestClaudeUnauthorizedLong(t *testing.T) {
 	srv := NewServer(t, Status(401, ""))
 	r := startClaude(t, srv, nil, claudeArgs("write hello")...) // ClaudeEnv sets CLAUDE_CODE_MAX_RETRIES=0
 
-	res := r.waitType(t, 20*time.Second, "result")
-	code, took := r.wait(t, 10*time.Second)
+	res := r.waitType(t, claudeBound, "result")
+	code, took := r.wait(t, claudeBound)
 	t.Logf("result after %v, exit %d after %v", res.at, code, took)
 
 	var detail struct {
@@ -100,8 +105,8 @@ func TestClaudeHangLong(t *testing.T) {
 			srv := NewServer(t, tc.turn)
 			r := startClaude(t, srv, nil, claudeArgs("write hello")...)
 
-			r.waitType(t, 20*time.Second, "system")
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			r.waitType(t, claudeBound, "system")
+			ctx, cancel := context.WithTimeout(context.Background(), claudeBound)
 			defer cancel()
 			if _, err := srv.WaitRequests(ctx, 1); err != nil {
 				t.Fatal(err)
@@ -160,8 +165,8 @@ func TestClaudeSubagentLong(t *testing.T) {
 	srv.SetSubagentTurns(Tools(Bash("toolu_sub", "echo from-subagent")), Text("subagent done"))
 	r := startClaude(t, srv, nil, claudeArgs("delegate")...)
 
-	res := r.waitType(t, 20*time.Second, "result")
-	if code, _ := r.wait(t, 10*time.Second); code != 0 || res.Result != "main done" {
+	res := r.waitType(t, claudeBound, "result")
+	if code, _ := r.wait(t, claudeBound); code != 0 || res.Result != "main done" {
 		t.Errorf("exit %d, result %s", code, res.raw)
 	}
 	var got []string
