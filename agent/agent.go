@@ -418,7 +418,7 @@ func (l *loop) record(resp provider.Response) []pendingCall {
 	}
 	for _, c := range calls {
 		l.emit(trace.Event{Kind: trace.KindToolCall, MessageID: msgID,
-			ToolUseID: c.ID, ToolName: c.Name, Input: c.Arguments})
+			ToolUseID: c.ID, ToolName: c.Name, Input: c.Arguments, Call: Call(c.Name, c.Arguments)})
 	}
 	l.account(msgID, resp)
 	l.compacted = false

@@ -1,7 +1,6 @@
 package changes
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"strings"
 
@@ -10,12 +9,10 @@ import (
 
 // Attribute links each changed path of c to the tool calls that named it
 // as a file to write: path (as c.List has it, the new path of a rename) to
-// the calls' seqs, in order. It knows the file tools of the runtimes lane
-// runs: Claude Code's Write, Edit, MultiEdit and NotebookEdit, lane's own
-// write_file and edit_file, Gemini CLI's and Qwen Code's write_file,
-// replace and edit, opencode's write, edit and patch, Codex's file_change
-// and apply_patch, and ACP's edit, delete and move calls. Relative paths
-// are taken from dir. A shell command that writes a file is not traced.
+// the calls' seqs, in order. A call writes the paths of its normalized
+// description (trace.Call, which each runtime's decoder fills) when it is
+// a write or an edit; relative paths are taken from dir. A shell command
+// that writes a file is not traced.
 func Attribute(events []trace.Event, c *trace.Changes, dir string) map[string][]int64 {
 	if c == nil || len(c.List) == 0 {
 		return nil
@@ -37,10 +34,10 @@ func Attribute(events []trace.Event, c *trace.Changes, dir string) map[string][]
 	}
 	out := map[string][]int64{}
 	for _, ev := range events {
-		if ev.Kind != trace.KindToolCall || !writesFiles(ev.ToolName) {
+		if ev.Kind != trace.KindToolCall || ev.Call == nil || !ev.Call.Kind.ChangesFiles() {
 			continue
 		}
-		for _, p := range toolPaths(ev.Input) {
+		for _, p := range ev.Call.Paths {
 			k, ok := key[relToRoot(p, bases, roots)]
 			if !ok {
 				continue
@@ -56,64 +53,9 @@ func Attribute(events []trace.Event, c *trace.Changes, dir string) map[string][]
 	return out
 }
 
-// writesFiles says whether a tool of that name writes the files its input
-// names.
-func writesFiles(name string) bool {
-	switch strings.ToLower(name) {
-	case "write", "edit", "multiedit", "notebookedit", // Claude Code, opencode, Qwen Code
-		"write_file", "edit_file", "replace", // lane, Gemini CLI, Qwen Code
-		"patch", "apply_patch", "file_change", // opencode, Codex
-		"delete", "move", "str_replace_editor", "str_replace_based_edit_tool", "create_file":
-		return true
-	}
-	return false
-}
-
-// toolPaths are the file paths a tool's input names.
-func toolPaths(input json.RawMessage) []string {
-	var in map[string]any
-	if json.Unmarshal(input, &in) != nil {
-		return nil
-	}
-	var out []string
-	for _, k := range []string{"file_path", "filePath", "notebook_path", "absolute_path", "path",
-		"old_path", "new_path", "destination", "source"} {
-		if s, ok := in[k].(string); ok && s != "" {
-			out = append(out, s)
-		}
-	}
-	if list, ok := in["paths"].([]any); ok {
-		for _, p := range list {
-			if s, ok := p.(string); ok && s != "" {
-				out = append(out, s)
-			}
-		}
-	}
-	switch ch := in["changes"].(type) {
-	case []any: // Codex: [{"path": …, "kind": …}]
-		for _, c := range ch {
-			if m, ok := c.(map[string]any); ok {
-				if s, ok := m["path"].(string); ok && s != "" {
-					out = append(out, s)
-				}
-			}
-		}
-	case map[string]any: // Codex's older form: {path: change}
-		for p := range ch {
-			out = append(out, p)
-		}
-	}
-	for _, k := range []string{"patch", "patchText", "input"} {
-		if s, ok := in[k].(string); ok {
-			out = append(out, patchPaths(s)...)
-		}
-	}
-	return out
-}
-
-// patchPaths are the files a patch names: Codex's apply_patch envelope
+// PatchPaths are the files a patch names: Codex's apply_patch envelope
 // ("*** Update File: p") or a unified diff ("+++ b/p").
-func patchPaths(patch string) []string {
+func PatchPaths(patch string) []string {
 	var out []string
 	for _, line := range strings.Split(patch, "\n") {
 		line = strings.TrimRight(line, "\r")

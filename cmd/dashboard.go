@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lane/dashboard"
+	"lane/runner"
 )
 
 // DashboardOptions are the flags of `lane dashboard`.
@@ -76,7 +77,8 @@ func runDashboard(ctx context.Context, f *Factory, opts *DashboardOptions) error
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", opts.Addr, err)
 	}
-	srv, err := dashboard.New(dashboard.Config{Store: st, Addr: ln.Addr().String(), Token: token, LaneBin: self, DBPath: dbPath})
+	srv, err := dashboard.New(dashboard.Config{Store: st, Addr: ln.Addr().String(), Token: token, LaneBin: self, DBPath: dbPath,
+		DescribeCalls: runner.DescribeCalls})
 	if err != nil {
 		ln.Close()
 		return usageErrorf(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lane/runner"
 	"lane/trace"
 	"lane/view"
 )
@@ -56,13 +57,15 @@ func runShow(ctx context.Context, f *Factory, opts *ShowOptions) error {
 	switch opts.OutputFormat {
 	case formatText:
 		p := view.NewPrinter(out, f.IO.Color)
-		if err := st.Events(ctx, run.ID, 0, p.Event); err != nil {
+		describe := runner.Describer(run.Runtime)
+		if err := st.Events(ctx, run.ID, 0, func(ev trace.Event) error { describe(&ev); return p.Event(ev) }); err != nil {
 			return err
 		}
 		return p.Summary(run)
 	case formatStreamJSON:
 		enc := json.NewEncoder(out)
-		if err := st.Events(ctx, run.ID, 0, func(ev trace.Event) error { return enc.Encode(ev) }); err != nil {
+		describe := runner.Describer(run.Runtime)
+		if err := st.Events(ctx, run.ID, 0, func(ev trace.Event) error { describe(&ev); return enc.Encode(ev) }); err != nil {
 			return err
 		}
 		return enc.Encode(run)

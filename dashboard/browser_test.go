@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"lane/internal/proc"
+	"lane/runner"
 	"lane/store"
 	"lane/trace"
 )
@@ -121,7 +122,7 @@ func startBrowserEnv(t *testing.T, seed func(*browserEnv)) *browserEnv {
 	}
 
 	hs := httptest.NewUnstartedServer(nil)
-	srv, err := New(Config{Store: st, Addr: hs.Listener.Addr().String(), Poll: 25 * time.Millisecond})
+	srv, err := New(Config{Store: st, Addr: hs.Listener.Addr().String(), Poll: 25 * time.Millisecond, DescribeCalls: runner.DescribeCalls})
 	if err != nil {
 		hs.Close()
 		t.Fatal(err)

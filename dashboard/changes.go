@@ -109,6 +109,9 @@ func (s *Server) toolCalls(ctx context.Context, run *trace.Run, c *trace.Changes
 		}
 		after = evs[len(evs)-1].Seq
 	}
+	if s.cfg.DescribeCalls != nil {
+		s.cfg.DescribeCalls(run.Runtime, calls)
+	}
 	return changes.Attribute(calls, c, run.Dir), nil
 }
 

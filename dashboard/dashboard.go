@@ -40,6 +40,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"lane/store"
+	"lane/trace"
 )
 
 const (
@@ -99,6 +100,10 @@ type Config struct {
 	// Logger receives what the dashboard cannot report to a client (a
 	// failing poll, a child that would not start); nil means slog.Default().
 	Logger *slog.Logger
+	// DescribeCalls, when set, describes the tool calls of a run's stored
+	// events that are not yet (trace.Call), as the runtime's decoder would:
+	// events stored before decoders described calls.
+	DescribeCalls func(runtime string, evs []trace.Event)
 }
 
 // Server is the dashboard. Handler serves requests; Run follows the database

@@ -22,6 +22,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"lane/internal/proc"
+	"lane/runner"
 	"lane/store"
 	"lane/trace"
 )
@@ -100,7 +101,8 @@ func newEnv(t testing.TB, o envOpt) *env {
 	if o.poll == 0 {
 		o.poll = 20 * time.Millisecond
 	}
-	srv, err := New(Config{Store: st, Addr: addr, Token: o.token, LaneBin: o.laneBin, DBPath: path, Poll: o.poll, Logger: o.logger})
+	srv, err := New(Config{Store: st, Addr: addr, Token: o.token, LaneBin: o.laneBin, DBPath: path, Poll: o.poll, Logger: o.logger,
+		DescribeCalls: runner.DescribeCalls})
 	if err != nil {
 		t.Fatal(err)
 	}

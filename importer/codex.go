@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"lane/runtimes/codex"
 	"lane/trace"
 )
 
@@ -227,6 +228,7 @@ func codexItem(st *codexState, part *Part, ev trace.Event, p *codexPayload) []tr
 				ev.Input, _ = json.Marshal(map[string]any{"command": a.Cmd})
 			}
 		}
+		ev.Call = codex.Call(ev.ToolName, ev.Input)
 	case "function_call_output", "custom_tool_call_output":
 		ev.Kind, ev.ToolUseID = trace.KindToolResult, p.CallID
 		switch out := p.Output.(type) {

@@ -247,6 +247,7 @@ func geminiEvents(st *geminiState, part *Part, base trace.Event, r *geminiRecord
 			if first("call:" + tc.ID) {
 				ev := base
 				ev.Kind, ev.ToolUseID, ev.ToolName, ev.Input = trace.KindToolCall, tc.ID, tc.Name, tc.Args
+				ev.Call = gemini.Call(tc.Name, tc.Args)
 				evs = append(evs, ev)
 			}
 			if len(tc.Result) > 0 && first("result:"+tc.ID) {

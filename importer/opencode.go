@@ -330,6 +330,7 @@ func opencodePartEvents(ev trace.Event, role, model string, p *opencode.Part) []
 		}
 		call := ev
 		call.Kind, call.ToolUseID, call.ToolName, call.Input = trace.KindToolCall, p.CallID, p.Tool, st.Input
+		call.Call = opencode.Call(p.Tool, st.Input)
 		if st.Time.Start > 0 {
 			call.Time = ms(st.Time.Start)
 		}

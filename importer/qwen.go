@@ -144,6 +144,7 @@ func qwenEvents(part *Part, base trace.Event, r *qwenRecord) ([]trace.Event, boo
 				switch {
 				case p.FunctionCall != nil:
 					ev.Kind, ev.ToolUseID, ev.ToolName, ev.Input = trace.KindToolCall, p.FunctionCall.ID, p.FunctionCall.Name, p.FunctionCall.Args
+					ev.Call = qwen.Call(p.FunctionCall.Name, p.FunctionCall.Args)
 				case p.Thought && p.Text != "":
 					ev.Kind, ev.Text = trace.KindThinking, p.Text
 				case p.Text != "":

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"lane/trace"
 )
 
 // Mode is a permission mode. The names and meanings are Claude Code's, for
@@ -43,45 +45,10 @@ func ParseMode(s string) (Mode, error) {
 // Asks reports whether a run in this mode may need a person.
 func (m Mode) Asks() bool { return m == ModeDefault || m == ModeAcceptEdits }
 
-// Kind is what a tool call does, across runtimes' differing tool names.
-type Kind string
-
-const (
-	KindRead    Kind = "read"    // reads files: Read
-	KindSearch  Kind = "search"  // Glob, Grep
-	KindEdit    Kind = "edit"    // writes files: Write, Edit, MultiEdit, NotebookEdit
-	KindExecute Kind = "execute" // runs a command: Bash
-	KindFetch   Kind = "fetch"   // WebFetch, WebSearch
-	KindOther   Kind = "other"
-)
-
-// Call is a tool call as the rules see it. Tool is Claude Code's name for
-// it where there is one (Bash, Read, Write, Edit, Glob, Grep, WebFetch), so
-// that one rule syntax serves every runtime; otherwise the runtime's own.
-type Call struct {
-	Tool    string
-	Kind    Kind
-	Command string   // execute: the command line
-	Paths   []string // files it reads or writes, absolute or relative to the folder
-	URL     string   // fetch
-}
-
-// KindOf is the kind of one of Claude Code's tools.
-func KindOf(tool string) Kind {
-	switch tool {
-	case "Read", "NotebookRead", "LS":
-		return KindRead
-	case "Glob", "Grep":
-		return KindSearch
-	case "Write", "Edit", "MultiEdit", "NotebookEdit":
-		return KindEdit
-	case "Bash", "BashOutput", "KillShell", "KillBash":
-		return KindExecute
-	case "WebFetch", "WebSearch":
-		return KindFetch
-	}
-	return KindOther
-}
+// Call is a tool call as the rules see it: the normalized call a
+// runtime's decoder or dialog makes (trace.Call). Its Tool is Claude Code's
+// name where there is one, so that one rule syntax serves every runtime.
+type Call = trace.Call
 
 // Rule is one permission rule in Claude Code's syntax: "Bash", "Bash(git
 // status:*)", "Bash(npm run *)", "Write(src/**)", "WebFetch(domain:go.dev)".
@@ -145,9 +112,9 @@ func (r Rule) matches(c Call, dir string) bool {
 		return true
 	}
 	switch c.Kind {
-	case KindExecute:
+	case trace.CallShell:
 		return commandMatches(r.Pattern, c.Command)
-	case KindRead, KindSearch, KindEdit:
+	case trace.CallRead, trace.CallSearch, trace.CallWrite, trace.CallEdit:
 		if len(c.Paths) == 0 {
 			return false
 		}
@@ -157,7 +124,7 @@ func (r Rule) matches(c Call, dir string) bool {
 			}
 		}
 		return true
-	case KindFetch:
+	case trace.CallFetch:
 		if d, ok := strings.CutPrefix(r.Pattern, "domain:"); ok {
 			u, err := url.Parse(c.URL)
 			return err == nil && (u.Hostname() == d || strings.HasSuffix(u.Hostname(), "."+d))
@@ -171,9 +138,9 @@ func (r Rule) coversTool(c Call) bool {
 	switch {
 	case r.Tool == c.Tool:
 		return true
-	case r.Tool == "Edit" && c.Kind == KindEdit:
+	case r.Tool == "Edit" && c.Kind.ChangesFiles():
 		return true
-	case r.Tool == "Read" && (c.Kind == KindRead || c.Kind == KindSearch):
+	case r.Tool == "Read" && c.Kind.ReadsOnly():
 		return true
 	}
 	return false
@@ -270,7 +237,7 @@ func (p *Policy) Judge(c Call) (Verdict, string) {
 			return Deny, "denied by the rule " + r.String()
 		}
 	}
-	if p.Mode == ModePlan && c.Kind != KindRead && c.Kind != KindSearch {
+	if p.Mode == ModePlan && !c.Kind.ReadsOnly() {
 		// No rule makes plan mode change things.
 		return Deny, "plan mode: no changes may be made; present the plan instead"
 	}
@@ -288,7 +255,7 @@ func (p *Policy) Judge(c Call) (Verdict, string) {
 	case ModePlan:
 		return Allow, "plan mode allows reading"
 	case ModeAcceptEdits:
-		if c.Kind == KindEdit && len(c.Paths) > 0 && p.inside(c.Paths) {
+		if c.Kind.ChangesFiles() && len(c.Paths) > 0 && p.inside(c.Paths) {
 			return Allow, "acceptEdits allows edits inside the folder"
 		}
 	}
@@ -299,9 +266,9 @@ func (p *Policy) Judge(c Call) (Verdict, string) {
 func (p *Policy) Remember(c Call) {
 	r := Rule{Tool: c.Tool}
 	switch c.Kind {
-	case KindExecute:
+	case trace.CallShell:
 		r.Pattern = strings.TrimSpace(c.Command)
-	case KindRead, KindSearch, KindEdit:
+	case trace.CallRead, trace.CallSearch, trace.CallWrite, trace.CallEdit:
 		if len(c.Paths) == 1 {
 			r.Pattern = c.Paths[0]
 			if !filepath.IsAbs(r.Pattern) {

@@ -11,8 +11,9 @@ import (
 
 func TestRulesInClaudeCodesSyntax(t *testing.T) {
 	dir := "/proj"
-	bash := func(cmd string) Call { return Call{Tool: "Bash", Kind: KindExecute, Command: cmd} }
-	edit := func(tool string, paths ...string) Call { return Call{Tool: tool, Kind: KindOf(tool), Paths: paths} }
+	bash := func(cmd string) Call { return Call{Tool: "Bash", Kind: trace.CallShell, Command: cmd} }
+	kinds := map[string]trace.CallKind{"Write": trace.CallWrite, "MultiEdit": trace.CallEdit, "Read": trace.CallRead, "Grep": trace.CallSearch}
+	edit := func(tool string, paths ...string) Call { return Call{Tool: tool, Kind: kinds[tool], Paths: paths} }
 	tests := []struct {
 		rule string
 		call Call
@@ -37,8 +38,8 @@ func TestRulesInClaudeCodesSyntax(t *testing.T) {
 		{"Edit(*.go)", edit("MultiEdit", "a.go", "b.md"), false},
 		{"Read(/etc/**)", edit("Read", "/etc/passwd"), true},
 		{"Read", edit("Grep", "."), true}, // Read covers searches
-		{"WebFetch(domain:go.dev)", Call{Tool: "WebFetch", Kind: KindFetch, URL: "https://pkg.go.dev/x"}, true},
-		{"WebFetch(domain:go.dev)", Call{Tool: "WebFetch", Kind: KindFetch, URL: "https://evil.dev/go.dev"}, false},
+		{"WebFetch(domain:go.dev)", Call{Tool: "WebFetch", Kind: trace.CallFetch, URL: "https://pkg.go.dev/x"}, true},
+		{"WebFetch(domain:go.dev)", Call{Tool: "WebFetch", Kind: trace.CallFetch, URL: "https://evil.dev/go.dev"}, false},
 	}
 	for _, tt := range tests {
 		r, err := ParseRule(tt.rule)
@@ -59,11 +60,11 @@ func TestRulesInClaudeCodesSyntax(t *testing.T) {
 func TestModes(t *testing.T) {
 	allow, _ := ParseRules([]string{"Read", "Bash(git status:*)"})
 	deny, _ := ParseRules([]string{"Bash(rm:*)"})
-	inside := Call{Tool: "Write", Kind: KindEdit, Paths: []string{"/proj/a.go"}}
-	outside := Call{Tool: "Write", Kind: KindEdit, Paths: []string{"/etc/a"}}
-	make := Call{Tool: "Bash", Kind: KindExecute, Command: "make"}
-	rm := Call{Tool: "Bash", Kind: KindExecute, Command: "rm -rf build"}
-	read := Call{Tool: "Read", Kind: KindRead, Paths: []string{"a.go"}}
+	inside := Call{Tool: "Write", Kind: trace.CallWrite, Paths: []string{"/proj/a.go"}}
+	outside := Call{Tool: "Write", Kind: trace.CallWrite, Paths: []string{"/etc/a"}}
+	make := Call{Tool: "Bash", Kind: trace.CallShell, Command: "make"}
+	rm := Call{Tool: "Bash", Kind: trace.CallShell, Command: "rm -rf build"}
+	read := Call{Tool: "Read", Kind: trace.CallRead, Paths: []string{"a.go"}}
 	tests := []struct {
 		mode Mode
 		call Call
@@ -100,7 +101,7 @@ func TestGateAsksOnceThenAlways(t *testing.T) {
 		Policy: NewPolicy(ModeDefault, nil, nil, []string{"/proj"}), Desk: desk, Timeout: time.Minute,
 		RunID: func() string { return "run1" }, Emit: func(ev trace.Event) { events = append(events, ev) },
 	}
-	call := Call{Tool: "Bash", Kind: KindExecute, Command: "make test"}
+	call := Call{Tool: "Bash", Kind: trace.CallShell, Command: "make test"}
 	req := Request{Tool: "Bash", ToolUseID: "tu1", Input: json.RawMessage(`{"command":"make test"}`)}
 	ctx := context.Background()
 	go func() {
@@ -126,7 +127,7 @@ func TestGateAsksOnceThenAlways(t *testing.T) {
 	// Another command still asks: it times out and is denied, saying why.
 	g.Timeout = 20 * time.Millisecond
 	go func() { <-desk.Asked }()
-	d, err = g.Check(ctx, Call{Tool: "Bash", Kind: KindExecute, Command: "make deploy"}, Request{Tool: "Bash"})
+	d, err = g.Check(ctx, Call{Tool: "Bash", Kind: trace.CallShell, Command: "make deploy"}, Request{Tool: "Bash"})
 	if err != nil || d.Allow || d.By != ByTimeout || d.Message == "" {
 		t.Errorf("unanswered call: %+v, %v", d, err)
 	}

@@ -449,7 +449,7 @@ func (c *claudeConversation) ask(ctx context.Context, ctl streamjson.Control) {
 // (Claude Code withdrew it, the run ended).
 func (c *claudeConversation) decide(ctx context.Context, ctl streamjson.Control) []byte {
 	r := ctl.Request
-	call := claudeCall(r.ToolName, r.Input)
+	call := *streamjson.Call(r.ToolName, r.Input)
 	if v, _ := c.always.Judge(call); v == interact.Allow {
 		return streamjson.Allow(ctl.RequestID, r.Input, nil)
 	}
@@ -530,10 +530,10 @@ func claudeSessionRules(r streamjson.ControlRequest) []streamjson.PermissionUpda
 		out = append(out, allow("Edit", claudePathRule(r.BlockedPath)))
 	}
 	if len(out) == 0 {
-		c := claudeCall(r.ToolName, r.Input)
+		c := *streamjson.Call(r.ToolName, r.Input)
 		content := ""
 		switch {
-		case c.Kind == interact.KindExecute:
+		case c.Kind == trace.CallShell:
 			content = c.Command
 		case len(c.Paths) == 1:
 			content = claudePathRule(c.Paths[0])
@@ -550,25 +550,6 @@ func claudePathRule(p string) string {
 		return "/" + p
 	}
 	return p
-}
-
-// claudeCall is a tool call of Claude Code's as lane's rules see it.
-func claudeCall(tool string, input json.RawMessage) interact.Call {
-	var in struct {
-		Command      string `json:"command"`
-		FilePath     string `json:"file_path"`
-		NotebookPath string `json:"notebook_path"`
-		Path         string `json:"path"`
-		URL          string `json:"url"`
-	}
-	_ = json.Unmarshal(input, &in)
-	c := interact.Call{Tool: tool, Kind: interact.KindOf(tool), Command: in.Command, URL: in.URL}
-	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
-		if p != "" {
-			c.Paths = append(c.Paths, p)
-		}
-	}
-	return c
 }
 
 // claudeStdin writes Claude Code's stdin one line at a time, from begin and

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"lane/runtimes/qwen"
 	"lane/trace"
 )
 
@@ -284,14 +285,14 @@ func TestShellLogFindsTheExitCodeTheStreamLeftOut(t *testing.T) {
 	path := filepath.Join(chats, "sess-1234-abcd.jsonl")
 	os.WriteFile(path, []byte(logLine("c1", "Command: false\nOutput: (empty)\nExit Code: 1\nSignal: 0")+logLine("c2", "Command: true\nOutput: ok\nExit Code: 0")), 0o600)
 
-	l := newShellLog(qwenLogs([]string{"HOME=" + home}), "run_shell_command")
+	l := newShellLog(qwenLogs([]string{"HOME=" + home}))
 	evs := []trace.Event{
 		{Kind: trace.KindSession, SessionID: "sess-1234-abcd"},
-		{Kind: trace.KindToolCall, ToolUseID: "c1", ToolName: "run_shell_command"},
+		{Kind: trace.KindToolCall, ToolUseID: "c1", ToolName: "run_shell_command", Call: qwen.Call("run_shell_command", nil)},
 		{Kind: trace.KindToolResult, ToolUseID: "c1", Output: "oops"},
-		{Kind: trace.KindToolCall, ToolUseID: "c2", ToolName: "run_shell_command"},
+		{Kind: trace.KindToolCall, ToolUseID: "c2", ToolName: "run_shell_command", Call: qwen.Call("run_shell_command", nil)},
 		{Kind: trace.KindToolResult, ToolUseID: "c2", Output: "ok"},
-		{Kind: trace.KindToolCall, ToolUseID: "c3", ToolName: "read_file"},
+		{Kind: trace.KindToolCall, ToolUseID: "c3", ToolName: "read_file", Call: qwen.Call("read_file", nil)},
 		{Kind: trace.KindToolResult, ToolUseID: "c3", Output: "Exit Code: 9"},
 	}
 	for i := range evs {
@@ -312,7 +313,7 @@ func TestShellLogFindsTheExitCodeTheStreamLeftOut(t *testing.T) {
 		f.WriteString(logLine("c4", "Output: x\nExit Code: 2"))
 		f.Close()
 	}()
-	call := trace.Event{Kind: trace.KindToolCall, ToolUseID: "c4", ToolName: "run_shell_command"}
+	call := trace.Event{Kind: trace.KindToolCall, ToolUseID: "c4", ToolName: "run_shell_command", Call: qwen.Call("run_shell_command", nil)}
 	res := trace.Event{Kind: trace.KindToolResult, ToolUseID: "c4", Output: "x"}
 	l.amend(&call)
 	l.amend(&res)
@@ -337,7 +338,7 @@ func TestShellLogOnRealCaptures(t *testing.T) {
 			entry, _ := Lookup(name)
 			src := entry.process.newSource(stream)
 			logPath := filepath.Join("testdata", "sessionlogs", rt+".session.jsonl")
-			l := newShellLog(func(string) []string { return []string{logPath} }, "run_shell_command")
+			l := newShellLog(func(string) []string { return []string{logPath} })
 			var failed, passed []string
 			for {
 				evs, err := src.Next()

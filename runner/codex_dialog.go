@@ -481,22 +481,15 @@ func codexCall(method string, a codex.Approval, changes []codex.FileChange, dir 
 	if method == codex.MethodCommandApproval {
 		cmd := a.Shell()
 		input, _ := json.Marshal(map[string]string{"command": cmd})
-		return interact.Call{Tool: "Bash", Kind: interact.KindExecute, Command: cmd},
+		return *codex.Call("command_execution", input),
 			interact.Request{ToolUseID: a.ItemID, Tool: "command_execution", Summary: cmd, Input: input, Dir: dir}
 	}
-	call := interact.Call{Tool: "Write", Kind: interact.KindEdit}
 	var lines []string
 	for _, c := range changes {
-		call.Paths = append(call.Paths, c.Path)
 		lines = append(lines, c.Kind+" "+c.Path)
-		if c.Kind != "add" {
-			call.Tool = "Edit"
-		}
-	}
-	if len(changes) == 0 {
-		call.Tool = "Edit"
 	}
 	input, _ := json.Marshal(map[string][]codex.FileChange{"changes": changes})
+	call := *codex.Call("file_change", input)
 	summary := strings.Join(lines, ", ")
 	if summary == "" {
 		summary = "a patch"

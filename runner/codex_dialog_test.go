@@ -510,7 +510,7 @@ func TestCodexCall(t *testing.T) {
 	t.Parallel()
 	cmd := codex.Approval{ItemID: "c1", Command: `/bin/bash -lc 'git status'`}
 	call, req := codexCall(codex.MethodCommandApproval, cmd, nil, "/proj")
-	if call.Tool != "Bash" || call.Kind != interact.KindExecute || call.Command != "git status" ||
+	if call.Tool != "Bash" || call.Kind != trace.CallShell || call.Command != "git status" ||
 		req.Tool != "command_execution" || req.Summary != "git status" || string(req.Input) != `{"command":"git status"}` {
 		t.Errorf("command: %+v %+v", call, req)
 	}
@@ -520,7 +520,7 @@ func TestCodexCall(t *testing.T) {
 	}
 	add := []codex.FileChange{{Path: "/proj/a.txt", Kind: "add"}}
 	call, req = codexCall(codex.MethodFileChangeApproval, codex.Approval{ItemID: "p1"}, add, "/proj")
-	if call.Tool != "Write" || call.Kind != interact.KindEdit || !slices.Equal(call.Paths, []string{"/proj/a.txt"}) ||
+	if call.Tool != "Write" || call.Kind != trace.CallWrite || !slices.Equal(call.Paths, []string{"/proj/a.txt"}) ||
 		req.Tool != "file_change" || req.Summary != "add /proj/a.txt" {
 		t.Errorf("add: %+v %+v", call, req)
 	}

@@ -29,6 +29,7 @@ func localRuntime() *Runtime {
 			Name: descriptor.LocalName, Title: "lane's own loop", Local: true,
 			About: "lane's own loop (needs a model server: ollama, vLLM, llama.cpp, any OpenAI- or Anthropic-compatible API)",
 		},
+		describe:  agent.Call,
 		inProcess: localAttempt,
 	}
 }
@@ -156,48 +157,13 @@ func approveLocal(ctx context.Context, gate interact.Gate, dir string, call prov
 	return d, err
 }
 
-// claudeName is Claude Code's name for one of lane's own tools, which the
-// permission rules use; "" for a tool Claude Code has no match for.
-func claudeName(tool string) string {
-	switch tool {
-	case "bash":
-		return "Bash"
-	case "read_file":
-		return "Read"
-	case "write_file":
-		return "Write"
-	case "edit_file":
-		return "Edit"
-	case "glob":
-		return "Glob"
-	case "grep":
-		return "Grep"
-	}
-	return ""
-}
-
-// localCall is a call of lane's own tools as the permission rules see it:
-// Claude Code's tool name, the command of bash, the path of the others (a
-// search without one searches the folder).
+// localCall is a call of lane's own tools as the permission rules see
+// it: a file tool or search without a path works on the folder.
 func localCall(name string, args json.RawMessage) interact.Call {
-	tool := claudeName(name)
-	if tool == "" {
-		return interact.Call{Tool: name, Kind: interact.KindOther}
+	c := *agent.Call(name, args)
+	if len(c.Paths) == 0 && (c.Kind.ReadsOnly() || c.Kind.ChangesFiles()) {
+		c.Paths = []string{"."}
 	}
-	var in struct {
-		Command string `json:"command"`
-		Path    string `json:"path"`
-	}
-	_ = json.Unmarshal(args, &in) // arguments that do not fit are the tool's to refuse
-	c := interact.Call{Tool: tool, Kind: interact.KindOf(tool)}
-	if c.Kind == interact.KindExecute {
-		c.Command = in.Command
-		return c
-	}
-	if in.Path == "" {
-		in.Path = "."
-	}
-	c.Paths = []string{in.Path}
 	return c
 }
 

@@ -150,7 +150,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		}
 	}
 	if p.shellLog != nil {
-		a.amend = newShellLog(p.shellLog(env), "run_shell_command").amend
+		a.amend = newShellLog(p.shellLog(env)).amend
 	}
 	return a, nil
 }

@@ -3,10 +3,12 @@ package runner
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -430,4 +432,42 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Events stored before decoders described calls are described when read, as
+// the run's runtime's decoder would now; a call already described, and the
+// calls of a runtime lane does not know, are left as they are.
+func TestDescribeCallsOfStoredEvents(t *testing.T) {
+	t.Parallel()
+	shell := func(tool, input string) trace.Event {
+		return trace.Event{Kind: trace.KindToolCall, ToolName: tool, Input: json.RawMessage(input)}
+	}
+	claude := []trace.Event{shell("Bash", `{"command":"make"}`), shell("Write", `{"file_path":"a.go"}`), {Kind: trace.KindText, Text: "done"}}
+	DescribeCalls("claude", claude)
+	if c := claude[0].Call; c == nil || c.Kind != trace.CallShell || c.Command != "make" {
+		t.Errorf("claude Bash: %+v", c)
+	}
+	if c := claude[1].Call; c == nil || c.Kind != trace.CallWrite || !slices.Equal(c.Paths, []string{"a.go"}) {
+		t.Errorf("claude Write: %+v", c)
+	}
+	if claude[2].Call != nil {
+		t.Errorf("a text event got a call: %+v", claude[2].Call)
+	}
+
+	kept := &trace.Call{Kind: trace.CallOther, Tool: "kept"}
+	gemini := []trace.Event{shell("run_shell_command", `{"command":"false"}`), shell("run_shell_command", `{"command":"ls"}`)}
+	gemini[1].Call = kept
+	DescribeCalls("gemini", gemini)
+	if c := gemini[0].Call; c == nil || c.Kind != trace.CallShell || c.Tool != "Bash" || c.Command != "false" {
+		t.Errorf("gemini run_shell_command: %+v", c)
+	}
+	if gemini[1].Call != kept {
+		t.Errorf("a described call was described again: %+v", gemini[1].Call)
+	}
+
+	unknown := []trace.Event{shell("Bash", `{"command":"ls"}`)}
+	DescribeCalls("no-such-runtime", unknown)
+	if unknown[0].Call != nil {
+		t.Errorf("an unknown runtime's call was described: %+v", unknown[0].Call)
+	}
 }

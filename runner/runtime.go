@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"lane/runtimes/descriptor"
 	"strings"
@@ -22,6 +23,9 @@ type Runtime struct {
 	descriptor.Descriptor
 
 	process *process // how to start and read it; nil for the in-process loop
+	// describe is what a call of one of its tools does, as its decoder
+	// describes it (trace.Call): for events stored before decoders did.
+	describe func(tool string, input json.RawMessage) *trace.Call
 	// inProcess builds an attempt of lane's own loop.
 	inProcess func(o Options, n int) (*attempt, error)
 }
@@ -152,4 +156,27 @@ func (rt *Runtime) Find(ctx context.Context, explicit string, env []string, vers
 type Binary struct {
 	Path    string
 	Version string // its --version line, recorded with each run
+}
+
+// DescribeCalls describes the tool calls among evs that are not yet (events
+// a decoder stored before decoders described calls), as the decoder of the
+// runtime named would now; a runtime lane does not know leaves them be.
+func DescribeCalls(runtime string, evs []trace.Event) {
+	describe := Describer(runtime)
+	for i := range evs {
+		describe(&evs[i])
+	}
+}
+
+// Describer describes one event as DescribeCalls does.
+func Describer(runtime string) func(ev *trace.Event) {
+	rt, ok := Lookup(runtime)
+	if !ok || rt.describe == nil {
+		return func(*trace.Event) {}
+	}
+	return func(ev *trace.Event) {
+		if ev.Kind == trace.KindToolCall && ev.Call == nil {
+			ev.Call = rt.describe(ev.ToolName, ev.Input)
+		}
+	}
 }

@@ -27,6 +27,7 @@ func claudeRuntime() *Runtime {
 			Name: "claude", Title: "Claude Code", Package: "@anthropic-ai/claude-code",
 			DefaultModel: "sonnet", Fallback: true,
 		},
+		describe: streamjson.Call,
 		process: &process{
 			binary: binarySpec{
 				extra: []string{

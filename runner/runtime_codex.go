@@ -22,6 +22,7 @@ func codexRuntime() *Runtime {
 			Name: "codex", Title: "Codex", Package: "@openai/codex",
 			EndpointAPI: "openai-responses", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
 		},
+		describe: codex.Call,
 		process: &process{
 			binary: binarySpec{versionOK: func(out string) bool { return strings.HasPrefix(out, "codex-cli ") }, want: `"codex-cli VERSION"`},
 			setup:  codexSetup,

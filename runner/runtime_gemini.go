@@ -28,6 +28,7 @@ func geminiRuntime() *Runtime {
 			Name: "gemini", Title: "Gemini CLI", Package: "@google/gemini-cli",
 			EndpointAPI: "gemini", KeyEnv: "GEMINI_API_KEY", EnforcesTurns: true,
 		},
+		describe: gemini.Call,
 		process: &process{
 			binary: binarySpec{versionOK: isSemver, want: "a version number"},
 			setup:  geminiSetup,

@@ -21,6 +21,7 @@ func opencodeRuntime() *Runtime {
 			Name: "opencode", Title: "opencode", Package: "opencode-ai",
 			EndpointAPI: "openai", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
 		},
+		describe: opencode.Call,
 		process: &process{
 			binary: binarySpec{extra: []string{filepath.Join(".opencode", "bin", "opencode")}, versionOK: isSemver, want: "a version number"},
 			setup:  opencodeSetup,

@@ -27,6 +27,7 @@ func qwenRuntime() *Runtime {
 			Name: "qwen", Title: "Qwen Code", Package: "@qwen-code/qwen-code",
 			EndpointAPI: "openai", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
 		},
+		describe: qwen.Call,
 		process: &process{
 			binary: binarySpec{versionOK: isSemver, want: "a version number"},
 			setup:  qwenSetup,

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,18 +24,15 @@ type shellLog struct {
 	// files lists the log files of a session (a glob: lane knows the
 	// session id, not the project folder name the runtime chose).
 	files func(sessionID string) []string
-	// shellTools are the runtime's names of its shell tool.
-	shellTools []string
 
 	session string
-	names   map[string]string // tool call id → tool name
-	exits   map[string]int    // tool call id → exit code, from the log
-	read    map[string]int64  // bytes of each file already read
+	shell   map[string]bool  // tool call id → whether it runs a command
+	exits   map[string]int   // tool call id → exit code, from the log
+	read    map[string]int64 // bytes of each file already read
 }
 
-func newShellLog(files func(string) []string, shellTools ...string) *shellLog {
-	return &shellLog{files: files, shellTools: shellTools,
-		names: map[string]string{}, exits: map[string]int{}, read: map[string]int64{}}
+func newShellLog(files func(string) []string) *shellLog {
+	return &shellLog{files: files, shell: map[string]bool{}, exits: map[string]int{}, read: map[string]int64{}}
 }
 
 // How long amend waits for the log to catch up with the stream: the two
@@ -59,10 +55,9 @@ func (l *shellLog) amend(ev *trace.Event) {
 			l.session = ev.SessionID
 		}
 	case trace.KindToolCall:
-		l.names[ev.ToolUseID] = ev.ToolName
+		l.shell[ev.ToolUseID] = ev.Call != nil && ev.Call.Kind == trace.CallShell
 	case trace.KindToolResult:
-		name := l.names[ev.ToolUseID]
-		if ev.IsError || ev.ToolUseID == "" || l.session == "" || !slices.Contains(l.shellTools, name) {
+		if ev.IsError || ev.ToolUseID == "" || l.session == "" || !l.shell[ev.ToolUseID] {
 			return
 		}
 		code, ok := l.exitCode(ev.ToolUseID)

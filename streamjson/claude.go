@@ -641,6 +641,7 @@ func assistantEvents(w *wireLine, base trace.Event) []trace.Event {
 			ev.Kind, ev.Text = trace.KindThinking, b.Thinking
 		case "tool_use", "server_tool_use":
 			ev.Kind, ev.ToolUseID, ev.ToolName, ev.Input = trace.KindToolCall, b.ID, b.Name, b.Input
+			ev.Call = Call(b.Name, b.Input)
 		default:
 			continue
 		}

@@ -158,6 +158,8 @@ type Event struct {
 	// OutputSize is the full output's length in bytes when Output was cut
 	// short (see CapOutput); the whole output is still in Raw.
 	OutputSize int64 `json:"output_size,omitempty"`
+	// Call is a tool_call's meaning, the same for every runtime (see Call).
+	Call *Call `json:"call,omitempty"`
 
 	Usage  *Usage  `json:"usage,omitempty"`
 	Retry  *Retry  `json:"retry,omitempty"`

@@ -214,7 +214,7 @@ func (p *Printer) toolCall(b *strings.Builder, depth int, ev trace.Event) {
 	}
 	p.lastCall = ev.ToolUseID
 	s := p.paint(cyan, "●") + " " + p.paint(bold, name)
-	if sum := toolSummary(ev.ToolName, ev.Input, p.cwd); sum != "" {
+	if sum := toolSummary(ev.Call, ev.Input, p.cwd); sum != "" {
 		s += " " + truncate(sum, max(lineWidth-2-width(name)-1, 10))
 	}
 	p.line(b, depth, "", s)
@@ -314,73 +314,12 @@ func retryText(ev trace.Event) string {
 // the record and the stream-json output, not on the terminal.
 var bookkeeping = map[string]bool{"turn.started": true, "step_start": true, "step_finish": true}
 
-// toolSummary is a one-line account of a tool's input: the command of a Bash
-// call, the file of a Read, the pattern of a Grep; compact JSON for tools it
-// does not know. Paths under cwd are shown relative to it.
-func toolSummary(name string, input json.RawMessage, cwd string) string {
-	var in struct {
-		Command      string            `json:"command"`
-		FilePath     string            `json:"file_path"`
-		FilePathJS   string            `json:"filePath"` // opencode
-		AbsolutePath string            `json:"absolute_path"`
-		NotebookPath string            `json:"notebook_path"`
-		Pattern      string            `json:"pattern"`
-		Path         string            `json:"path"`
-		Description  string            `json:"description"`
-		SubagentType string            `json:"subagent_type"`
-		URL          string            `json:"url"`
-		Query        string            `json:"query"`
-		Todos        []json.RawMessage `json:"todos"`
-		Items        []json.RawMessage `json:"items"`
-		Name         string            `json:"name"`
-	}
+// toolSummary is the one line of a call after its tool's name: what the
+// runtime's decoder made of it (trace.Call), else its input as JSON.
+func toolSummary(c *trace.Call, input json.RawMessage, cwd string) string {
 	s := ""
-	if len(input) > 0 && json.Unmarshal(input, &in) == nil {
-		switch name {
-		// Claude Code, lane's loop and opencode; Codex; Gemini CLI and Qwen Code.
-		case "Bash", "bash", "command_execution", "shell", "run_shell_command":
-			first, more := firstLine(in.Command)
-			s = strings.TrimSpace(first)
-			if more {
-				s += " …"
-			}
-		case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
-			s = relPath(in.FilePath, cwd)
-			if s == "" {
-				s = relPath(in.NotebookPath, cwd)
-			}
-		case "read_file", "write_file", "edit_file", "replace", "read", "write", "edit", "multiedit":
-			for _, p := range []string{in.Path, in.FilePath, in.FilePathJS, in.AbsolutePath} {
-				if p != "" {
-					s = relPath(p, cwd)
-					break
-				}
-			}
-		case "Glob", "Grep", "glob", "grep":
-			s = flat(in.Pattern)
-			if s != "" && in.Path != "" {
-				s += " in " + relPath(in.Path, cwd)
-			}
-		case "Task", "Agent", "task":
-			s = flat(in.Description)
-			if s != "" && in.SubagentType != "" {
-				s += " (" + flat(in.SubagentType) + ")"
-			}
-		case "WebFetch":
-			s = flat(in.URL)
-		case "WebSearch":
-			s = flat(in.Query)
-		case "TodoWrite":
-			if in.Todos != nil {
-				s = plural(len(in.Todos), "todo")
-			}
-		case "todo":
-			if in.Items != nil {
-				s = plural(len(in.Items), "todo")
-			}
-		case "load_skill":
-			s = flat(in.Name)
-		}
+	if c != nil {
+		s = callSummary(c, cwd)
 	}
 	if s == "" && len(input) > 0 {
 		s = flat(compactJSON(input))
@@ -389,6 +328,32 @@ func toolSummary(name string, input json.RawMessage, cwd string) string {
 		}
 	}
 	return s
+}
+
+// callSummary is a call's command, main path, pattern, URL or target.
+func callSummary(c *trace.Call, cwd string) string {
+	switch c.Kind {
+	case trace.CallShell:
+		first, more := firstLine(c.Command)
+		s := strings.TrimSpace(first)
+		if more {
+			s += " …"
+		}
+		return s
+	case trace.CallRead, trace.CallWrite, trace.CallEdit:
+		if len(c.Paths) > 0 {
+			return relPath(c.Paths[0], cwd)
+		}
+	case trace.CallSearch:
+		s := flat(c.Target)
+		if s != "" && len(c.Paths) > 0 {
+			s += " in " + relPath(c.Paths[0], cwd)
+		}
+		return s
+	case trace.CallFetch:
+		return flat(c.URL)
+	}
+	return flat(c.Target)
 }
 
 // relPath shows p relative to cwd when it lies under it.

@@ -12,6 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"lane/agent"
+	"lane/runtimes/codex"
+	"lane/runtimes/gemini"
+	"lane/runtimes/opencode"
+	"lane/streamjson"
 	"lane/trace"
 )
 
@@ -143,11 +148,16 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
+// render prints Claude Code's events as its decoder makes them: each
+// tool call described (trace.Call).
 func render(t *testing.T, evs []trace.Event, color bool) string {
 	t.Helper()
 	var buf bytes.Buffer
 	p := NewPrinter(&buf, color)
 	for _, ev := range evs {
+		if ev.Kind == trace.KindToolCall && ev.Call == nil {
+			ev.Call = streamjson.Call(ev.ToolName, ev.Input)
+		}
 		if err := p.Event(ev); err != nil {
 			t.Fatal(err)
 		}
@@ -229,52 +239,55 @@ func TestWriteError(t *testing.T) {
 	}
 }
 
+// The one line of a call, as each runtime's decoder describes it.
 func TestToolSummary(t *testing.T) {
+	claude, lane := streamjson.Call, agent.Call
 	tests := []struct {
+		call              func(string, json.RawMessage) *trace.Call
 		name, input, want string
 	}{
-		{"Bash", `{"command":"go test ./...","description":"run tests"}`, "go test ./..."},
-		{"Bash", `{"command":"set -e\nmake\nmake test"}`, "set -e …"},
-		{"Bash", `{"command":"\n\n  ls -la\n"}`, "ls -la"},
-		{"Bash", `{"description":"no command"}`, `{"description":"no command"}`},
-		{"Read", `{"file_path":"/home/dev/proj/a/b.go","offset":10}`, "a/b.go"},
-		{"Read", `{"file_path":"/home/dev/project2/x.go"}`, "/home/dev/project2/x.go"},
-		{"Read", `{"file_path":"/home/dev/proj"}`, "/home/dev/proj"},
-		{"Write", `{"file_path":"/tmp/x","content":"y"}`, "/tmp/x"},
-		{"Edit", `{"file_path":"rel.go"}`, "rel.go"},
-		{"MultiEdit", `{"file_path":"/home/dev/proj/m.go","edits":[]}`, "m.go"},
-		{"NotebookEdit", `{"notebook_path":"/home/dev/proj/n.ipynb"}`, "n.ipynb"},
-		{"Glob", `{"pattern":"**/*.go"}`, "**/*.go"},
-		{"Grep", `{"pattern":"TODO","path":"/home/dev/proj/view"}`, "TODO in view"},
-		{"Task", `{"description":"explore","prompt":"…","subagent_type":"Explore"}`, "explore (Explore)"},
-		{"Agent", `{"description":"fix it","prompt":"…"}`, "fix it"},
-		{"WebFetch", `{"url":"https://example.com/a?b=c"}`, "https://example.com/a?b=c"},
-		{"WebSearch", `{"query":"no-color.org"}`, "no-color.org"},
-		{"TodoWrite", `{"todos":[{"content":"a"}]}`, "1 todo"},
-		{"TodoWrite", `{"todos":[]}`, "0 todos"},
+		{claude, "Bash", `{"command":"go test ./...","description":"run tests"}`, "go test ./..."},
+		{claude, "Bash", `{"command":"set -e\nmake\nmake test"}`, "set -e …"},
+		{claude, "Bash", `{"command":"\n\n  ls -la\n"}`, "ls -la"},
+		{claude, "Bash", `{"description":"no command"}`, `{"description":"no command"}`},
+		{claude, "Read", `{"file_path":"/home/dev/proj/a/b.go","offset":10}`, "a/b.go"},
+		{claude, "Read", `{"file_path":"/home/dev/project2/x.go"}`, "/home/dev/project2/x.go"},
+		{claude, "Read", `{"file_path":"/home/dev/proj"}`, "/home/dev/proj"},
+		{claude, "Write", `{"file_path":"/tmp/x","content":"y"}`, "/tmp/x"},
+		{claude, "Edit", `{"file_path":"rel.go"}`, "rel.go"},
+		{claude, "MultiEdit", `{"file_path":"/home/dev/proj/m.go","edits":[]}`, "m.go"},
+		{claude, "NotebookEdit", `{"notebook_path":"/home/dev/proj/n.ipynb"}`, "n.ipynb"},
+		{claude, "Glob", `{"pattern":"**/*.go"}`, "**/*.go"},
+		{claude, "Grep", `{"pattern":"TODO","path":"/home/dev/proj/view"}`, "TODO in view"},
+		{claude, "Task", `{"description":"explore","prompt":"…","subagent_type":"Explore"}`, "explore (Explore)"},
+		{claude, "Agent", `{"description":"fix it","prompt":"…"}`, "fix it"},
+		{claude, "WebFetch", `{"url":"https://example.com/a?b=c"}`, "https://example.com/a?b=c"},
+		{claude, "WebSearch", `{"query":"no-color.org"}`, "no-color.org"},
+		{claude, "TodoWrite", `{"todos":[{"content":"a"}]}`, "1 todo"},
+		{claude, "TodoWrite", `{"todos":[]}`, "0 todos"},
 		// the local loop's tools
-		{"bash", `{"command":"go test ./...\necho done"}`, "go test ./... …"},
-		{"read_file", `{"path":"/home/dev/proj/main.go","offset":3}`, "main.go"},
-		{"edit_file", `{"path":"pkg/a.go","old_text":"x","new_text":"y"}`, "pkg/a.go"},
-		{"grep", `{"pattern":"func main"}`, "func main"},
-		{"todo", `{"items":[{"text":"a","status":"pending"},{"text":"b","status":"done"}]}`, "2 todos"},
-		{"task", `{"description":"find the bug","prompt":"…"}`, "find the bug"},
-		{"load_skill", `{"name":"release"}`, "release"},
+		{lane, "bash", `{"command":"go test ./...\necho done"}`, "go test ./... …"},
+		{lane, "read_file", `{"path":"/home/dev/proj/main.go","offset":3}`, "main.go"},
+		{lane, "edit_file", `{"path":"pkg/a.go","old_text":"x","new_text":"y"}`, "pkg/a.go"},
+		{lane, "grep", `{"pattern":"func main"}`, "func main"},
+		{lane, "todo", `{"items":[{"text":"a","status":"pending"},{"text":"b","status":"done"}]}`, "2 todos"},
+		{lane, "task", `{"description":"find the bug","prompt":"…"}`, "find the bug"},
+		{lane, "load_skill", `{"name":"release"}`, "release"},
 		// the other agent CLIs' tools
-		{"command_execution", `{"command":"/bin/bash -lc 'echo hi > hello.txt; ls'"}`, "/bin/bash -lc 'echo hi > hello.txt; ls'"},
-		{"run_shell_command", `{"command":"make test","description":"run the tests"}`, "make test"},
-		{"read_file", `{"file_path":"/home/dev/proj/missing.txt"}`, "missing.txt"},
-		{"replace", `{"file_path":"/home/dev/proj/a.go","old_string":"x","new_string":"y"}`, "a.go"},
-		{"edit", `{"filePath":"/home/dev/proj/b.go","oldString":"x","newString":"y"}`, "b.go"},
-		{"Unknown", `{"b": 1,  "a": [1, 2]}`, `{"b":1,"a":[1,2]}`},
-		{"Unknown", `{}`, ""},
-		{"Unknown", ``, ""},
-		{"Unknown", `not json`, "not json"},
-		{"Bash", `["an","array"]`, `["an","array"]`},
-		{"Bash", `{"command":"echo \u001b[31mx\u0007\ty"}`, "echo x y"},
+		{codex.Call, "command_execution", `{"command":"/bin/bash -lc 'echo hi > hello.txt; ls'"}`, "/bin/bash -lc 'echo hi > hello.txt; ls'"},
+		{gemini.Call, "run_shell_command", `{"command":"make test","description":"run the tests"}`, "make test"},
+		{gemini.Call, "read_file", `{"file_path":"/home/dev/proj/missing.txt"}`, "missing.txt"},
+		{gemini.Call, "replace", `{"file_path":"/home/dev/proj/a.go","old_string":"x","new_string":"y"}`, "a.go"},
+		{opencode.Call, "edit", `{"filePath":"/home/dev/proj/b.go","oldString":"x","newString":"y"}`, "b.go"},
+		{claude, "Unknown", `{"b": 1,  "a": [1, 2]}`, `{"b":1,"a":[1,2]}`},
+		{claude, "Unknown", `{}`, ""},
+		{claude, "Unknown", ``, ""},
+		{claude, "Unknown", `not json`, "not json"},
+		{claude, "Bash", `["an","array"]`, `["an","array"]`},
+		{claude, "Bash", `{"command":"echo \u001b[31mx\u0007\ty"}`, "echo x y"},
 	}
 	for _, tt := range tests {
-		if got := toolSummary(tt.name, raw(tt.input), cwd+"/"); got != tt.want {
+		if got := toolSummary(tt.call(tt.name, raw(tt.input)), raw(tt.input), cwd+"/"); got != tt.want {
 			t.Errorf("toolSummary(%s, %s) = %q, want %q", tt.name, tt.input, got, tt.want)
 		}
 	}

@@ -16,35 +16,35 @@ func TestCallUsesClaudeCodesToolNames(t *testing.T) {
 	tests := []struct {
 		name string
 		tc   ToolCall
-		want interact.Call
+		want trace.Call
 	}{
 		{"gemini's shell: the title is the command", ToolCall{Name: "run_shell_command", Kind: sdk.ToolKindExecute, Title: "git status"},
-			interact.Call{Tool: "Bash", Kind: interact.KindExecute, Command: "git status"}},
+			trace.Call{Tool: "Bash", Kind: trace.CallShell, Command: "git status"}},
 		{"opencode's shell: rawInput, its folder as a location", ToolCall{Name: "bash", Kind: sdk.ToolKindExecute, Title: "ls",
 			Input: json.RawMessage(`{"command":"ls -la","cwd":"/p"}`), Locations: []string{"/p"}},
-			interact.Call{Tool: "Bash", Kind: interact.KindExecute, Command: "ls -la"}},
+			trace.Call{Tool: "Bash", Kind: trace.CallShell, Command: "ls -la"}},
 		{"a write by name", ToolCall{Name: "write_file", Kind: sdk.ToolKindEdit, Locations: []string{"/p/a.go"}},
-			interact.Call{Tool: "Write", Kind: interact.KindEdit, Paths: []string{"/p/a.go"}}},
+			trace.Call{Tool: "Write", Kind: trace.CallWrite, Paths: []string{"/p/a.go"}}},
 		{"a write by input", ToolCall{Name: "write", Kind: sdk.ToolKindEdit, Input: json.RawMessage(`{"filePath":"a.go","content":"x"}`)},
-			interact.Call{Tool: "Write", Kind: interact.KindEdit, Paths: []string{"a.go"}}},
+			trace.Call{Tool: "Write", Kind: trace.CallWrite, Paths: []string{"a.go"}}},
 		{"a new file's diff", ToolCall{Name: "replace", Kind: sdk.ToolKindEdit, Locations: []string{"b.go"},
 			Content: []sdk.ToolCallContent{{Diff: &sdk.ToolCallContentDiff{Path: "b.go", OldText: &empty, NewText: "x"}}}},
-			interact.Call{Tool: "Write", Kind: interact.KindEdit, Paths: []string{"b.go"}}},
+			trace.Call{Tool: "Write", Kind: trace.CallWrite, Paths: []string{"b.go"}}},
 		{"an edit", ToolCall{Name: "edit", Kind: sdk.ToolKindEdit, Input: json.RawMessage(`{"filePath":"a.go","oldString":"x","newString":"y"}`)},
-			interact.Call{Tool: "Edit", Kind: interact.KindEdit, Paths: []string{"a.go"}}},
+			trace.Call{Tool: "Edit", Kind: trace.CallEdit, Paths: []string{"a.go"}}},
 		{"a delete is an edit", ToolCall{Name: "rm", Kind: sdk.ToolKindDelete, Locations: []string{"c.go"}},
-			interact.Call{Tool: "Edit", Kind: interact.KindEdit, Paths: []string{"c.go"}}},
+			trace.Call{Tool: "Edit", Kind: trace.CallEdit, Paths: []string{"c.go"}}},
 		{"a read", ToolCall{Name: "read_file", Kind: sdk.ToolKindRead, Input: json.RawMessage(`{"absolute_path":"/p/x"}`)},
-			interact.Call{Tool: "Read", Kind: interact.KindRead, Paths: []string{"/p/x"}}},
-		{"a glob", ToolCall{Name: "glob", Kind: sdk.ToolKindSearch}, interact.Call{Tool: "Glob", Kind: interact.KindSearch}},
+			trace.Call{Tool: "Read", Kind: trace.CallRead, Paths: []string{"/p/x"}}},
+		{"a glob", ToolCall{Name: "glob", Kind: sdk.ToolKindSearch}, trace.Call{Tool: "Glob", Kind: trace.CallSearch}},
 		{"a grep", ToolCall{Name: "grep", Kind: sdk.ToolKindSearch, Input: json.RawMessage(`{"path":"src"}`)},
-			interact.Call{Tool: "Grep", Kind: interact.KindSearch, Paths: []string{"src"}}},
+			trace.Call{Tool: "Grep", Kind: trace.CallSearch, Paths: []string{"src"}}},
 		{"a fetch", ToolCall{Name: "webfetch", Kind: sdk.ToolKindFetch, Input: json.RawMessage(`{"url":"https://go.dev/x"}`)},
-			interact.Call{Tool: "WebFetch", Kind: interact.KindFetch, URL: "https://go.dev/x"}},
+			trace.Call{Tool: "WebFetch", Kind: trace.CallFetch, URL: "https://go.dev/x"}},
 		{"a search of the web", ToolCall{Name: "google_web_search", Kind: sdk.ToolKindFetch, Title: "golang acp"},
-			interact.Call{Tool: "WebSearch", Kind: interact.KindFetch, URL: "golang acp"}},
+			trace.Call{Tool: "WebSearch", Kind: trace.CallFetch, URL: "golang acp"}},
 		{"anything else keeps its name", ToolCall{Name: "todowrite", Kind: sdk.ToolKindOther},
-			interact.Call{Tool: "todowrite", Kind: interact.KindOther}},
+			trace.Call{Tool: "todowrite", Kind: trace.CallOther}},
 	}
 	for _, tt := range tests {
 		got := tt.tc.Call()

@@ -6,41 +6,43 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
-	"lane/interact"
+	"lane/trace"
 )
 
-// Call is the tool call as lane's permission rules see it: ACP's kind
-// mapped to Claude Code's tool names (execute → Bash with its command,
-// edit → Write or Edit with its paths, read → Read, search → Grep or
-// Glob, fetch → WebFetch), so that one rule syntax serves every runtime.
-// A kind ACP leaves open keeps the runtime's own tool name.
-func (tc ToolCall) Call() interact.Call {
+// Call is what the tool call does, from ACP's kind: execute is a shell
+// command, edit a write or an edit of its paths (delete and move are
+// edits), read, search and fetch what they say, anything else other. Its
+// Tool is Claude Code's name for the kind (Bash, Write, Edit, Read, Grep
+// or Glob, WebFetch or WebSearch), so that one rule syntax serves every
+// runtime; a kind ACP leaves open keeps the runtime's own tool name.
+func (tc ToolCall) Call() trace.Call {
 	in := map[string]any{}
 	_ = json.Unmarshal(tc.Input, &in)
 	name := strings.ToLower(tc.Name)
-	c := interact.Call{Tool: tc.Name, Kind: interact.KindOther, Paths: tc.paths(in)}
+	c := trace.Call{Tool: tc.Name, Kind: trace.CallOther, Paths: tc.paths(in)}
 	switch tc.Kind {
 	case sdk.ToolKindExecute:
-		c.Tool, c.Kind = "Bash", interact.KindExecute
+		c.Tool, c.Kind = "Bash", trace.CallShell
 		c.Command = firstString(in, "command", "cmd")
 		if c.Command == "" {
 			c.Command = tc.Title // Gemini CLI's title is the command
 		}
 		c.Paths = nil
 	case sdk.ToolKindEdit, sdk.ToolKindDelete, sdk.ToolKindMove:
-		c.Tool, c.Kind = "Edit", interact.KindEdit
+		c.Tool, c.Kind = "Edit", trace.CallEdit
 		if tc.Kind == sdk.ToolKindEdit && tc.writes(in, name) {
-			c.Tool = "Write"
+			c.Tool, c.Kind = "Write", trace.CallWrite
 		}
 	case sdk.ToolKindRead:
-		c.Tool, c.Kind = "Read", interact.KindRead
+		c.Tool, c.Kind = "Read", trace.CallRead
 	case sdk.ToolKindSearch:
-		c.Tool, c.Kind = "Grep", interact.KindSearch
+		c.Tool, c.Kind = "Grep", trace.CallSearch
 		if strings.Contains(name, "glob") {
 			c.Tool = "Glob"
 		}
+		c.Target = firstString(in, "pattern", "query")
 	case sdk.ToolKindFetch:
-		c.Tool, c.Kind = "WebFetch", interact.KindFetch
+		c.Tool, c.Kind = "WebFetch", trace.CallFetch
 		if strings.Contains(name, "search") {
 			c.Tool = "WebSearch"
 		}

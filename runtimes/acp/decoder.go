@@ -461,7 +461,9 @@ func (c *call) announce() trace.Event {
 		name = string(c.kind)
 	}
 	c.name = name
-	return trace.Event{Kind: trace.KindToolCall, ToolUseID: c.id, ToolName: name, Input: c.inputJSON()}
+	tc := ToolCall{ID: c.id, Name: name, Title: c.title, Kind: c.kind, Input: c.inputJSON(), Locations: slices.Clone(c.locations), Content: c.content}
+	call := tc.Call()
+	return trace.Event{Kind: trace.KindToolCall, ToolUseID: c.id, ToolName: name, Input: tc.Input, Call: &call}
 }
 
 // inputJSON is the call's input: the agent's rawInput, or (Gemini CLI

@@ -674,6 +674,7 @@ func (d *AppDecoder) item(ev trace.Event, completed bool, it *appItem) []trace.E
 	}
 	call := ev
 	call.Kind, call.ToolUseID, call.ToolName, call.Input = trace.KindToolCall, it.ID, toolName(w), toolInput(w)
+	call.Call = Call(call.ToolName, call.Input)
 	if !completed {
 		if d.open[it.ID] {
 			return nil

@@ -240,6 +240,7 @@ func (d *Decoder) itemEvents(base trace.Event, typ string, it *wireItem) []trace
 func (d *Decoder) toolEvents(base trace.Event, typ string, it *wireItem) []trace.Event {
 	call := base
 	call.Kind, call.ToolUseID, call.ToolName, call.Input = trace.KindToolCall, it.ID, toolName(it), toolInput(it)
+	call.Call = Call(call.ToolName, call.Input)
 	switch typ {
 	case "item.started":
 		if it.ID != "" && d.open[it.ID] {

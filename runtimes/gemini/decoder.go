@@ -225,6 +225,7 @@ func (d *Decoder) decode(n int64, line []byte) []trace.Event {
 		if len(w.Parameters) > 0 && string(w.Parameters) != "null" {
 			ev.Input = w.Parameters
 		}
+		ev.Call = Call(w.ToolName, ev.Input)
 		evs = append(evs, ev)
 	case "tool_result":
 		d.inTurn = false

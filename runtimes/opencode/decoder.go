@@ -229,6 +229,7 @@ func (d *Decoder) toolEvents(base trace.Event, p *Part) []trace.Event {
 	s := p.State
 	call := base
 	call.Kind, call.ToolUseID, call.ToolName, call.Input = trace.KindToolCall, p.CallID, p.Tool, s.Input
+	call.Call = Call(p.Tool, s.Input)
 	switch s.Status {
 	case "pending", "running":
 		if d.running[p.CallID] {

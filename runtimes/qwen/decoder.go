@@ -70,6 +70,11 @@ func (d *Decoder) Next() ([]trace.Event, error) {
 // adapt rewrites the events streamjson made of one line where Qwen Code
 // differs from Claude Code. evs is not empty.
 func (d *Decoder) adapt(evs []trace.Event) []trace.Event {
+	for i := range evs {
+		if evs[i].Kind == trace.KindToolCall {
+			evs[i].Call = Call(evs[i].ToolName, evs[i].Input) // Qwen Code's tools, not Claude Code's
+		}
+	}
 	first := &evs[0]
 	switch first.Kind {
 	case trace.KindSession:

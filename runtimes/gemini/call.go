@@ -1,0 +1,75 @@
+package gemini
+
+import (
+	"encoding/json"
+
+	"lane/trace"
+)
+
+// Call is what a call of one of Gemini CLI's tools does, named for the
+// permission rules as Claude Code names its tools.
+func Call(tool string, input json.RawMessage) *trace.Call {
+	var in struct {
+		Command      string            `json:"command"`
+		FilePath     string            `json:"file_path"`
+		AbsolutePath string            `json:"absolute_path"`
+		Path         string            `json:"path"`
+		DirPath      string            `json:"dir_path"`
+		Paths        []string          `json:"paths"`
+		Pattern      string            `json:"pattern"`
+		URL          string            `json:"url"`
+		Prompt       string            `json:"prompt"`
+		Query        string            `json:"query"`
+		Todos        []json.RawMessage `json:"todos"`
+	}
+	_ = json.Unmarshal(input, &in)
+	c := &trace.Call{Kind: trace.CallOther, Tool: tool}
+	switch tool {
+	case "run_shell_command":
+		c.Kind, c.Tool, c.Command = trace.CallShell, "Bash", in.Command
+		return c
+	case "read_file", "read_many_files":
+		c.Kind, c.Tool = trace.CallRead, "Read"
+	case "list_directory":
+		c.Kind, c.Tool = trace.CallRead, "LS"
+	case "write_file":
+		c.Kind, c.Tool = trace.CallWrite, "Write"
+	case "replace":
+		c.Kind, c.Tool = trace.CallEdit, "Edit"
+	case "glob":
+		c.Kind, c.Tool, c.Target = trace.CallSearch, "Glob", in.Pattern
+	case "grep_search", "search_file_content":
+		c.Kind, c.Tool, c.Target = trace.CallSearch, "Grep", in.Pattern
+	case "web_fetch":
+		c.Kind, c.Tool, c.URL = trace.CallFetch, "WebFetch", firstOf(in.URL, in.Prompt)
+		return c
+	case "google_web_search":
+		c.Kind, c.Tool, c.URL = trace.CallFetch, "WebSearch", in.Query
+		return c
+	case "write_todos":
+		if in.Todos != nil {
+			c.Target = trace.Count(len(in.Todos), "todo")
+		}
+		return c
+	case "invoke_agent":
+		c.Kind, c.Target = trace.CallTask, in.Prompt
+		return c
+	default:
+		return c
+	}
+	for _, p := range append([]string{in.FilePath, in.AbsolutePath, in.Path, in.DirPath}, in.Paths...) {
+		if p != "" {
+			c.Paths = append(c.Paths, p)
+		}
+	}
+	return c
+}
+
+func firstOf(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,69 @@
+package opencode
+
+import (
+	"encoding/json"
+
+	"lane/changes"
+	"lane/trace"
+)
+
+// Call is what a call of one of opencode's tools does, named for the
+// permission rules as Claude Code names its tools.
+func Call(tool string, input json.RawMessage) *trace.Call {
+	var in struct {
+		Command      string            `json:"command"`
+		FilePath     string            `json:"filePath"`
+		Path         string            `json:"path"`
+		Pattern      string            `json:"pattern"`
+		PatchText    string            `json:"patchText"`
+		URL          string            `json:"url"`
+		Query        string            `json:"query"`
+		Description  string            `json:"description"`
+		SubagentType string            `json:"subagent_type"`
+		Todos        []json.RawMessage `json:"todos"`
+	}
+	_ = json.Unmarshal(input, &in)
+	c := &trace.Call{Kind: trace.CallOther, Tool: tool}
+	switch tool {
+	case "bash":
+		c.Kind, c.Tool, c.Command = trace.CallShell, "Bash", in.Command
+		return c
+	case "read":
+		c.Kind, c.Tool = trace.CallRead, "Read"
+	case "list":
+		c.Kind, c.Tool = trace.CallRead, "LS"
+	case "write":
+		c.Kind, c.Tool = trace.CallWrite, "Write"
+	case "edit", "multiedit":
+		c.Kind, c.Tool = trace.CallEdit, "Edit"
+	case "patch", "apply_patch":
+		c.Kind, c.Tool, c.Paths = trace.CallEdit, "Edit", changes.PatchPaths(in.PatchText)
+		return c
+	case "glob":
+		c.Kind, c.Tool, c.Target = trace.CallSearch, "Glob", in.Pattern
+	case "grep":
+		c.Kind, c.Tool, c.Target = trace.CallSearch, "Grep", in.Pattern
+	case "webfetch":
+		c.Kind, c.Tool, c.URL = trace.CallFetch, "WebFetch", in.URL
+		return c
+	case "websearch":
+		c.Kind, c.Tool, c.URL = trace.CallFetch, "WebSearch", in.Query
+		return c
+	case "task":
+		c.Kind, c.Target = trace.CallTask, trace.TaskTarget(in.Description, in.SubagentType)
+		return c
+	case "todowrite":
+		if in.Todos != nil {
+			c.Target = trace.Count(len(in.Todos), "todo")
+		}
+		return c
+	default:
+		return c
+	}
+	for _, p := range []string{in.FilePath, in.Path} {
+		if p != "" {
+			c.Paths = append(c.Paths, p)
+		}
+	}
+	return c
+}

@@ -1,0 +1,73 @@
+package streamjson
+
+import (
+	"encoding/json"
+
+	"lane/trace"
+)
+
+// Call is what a call of one of Claude Code's tools does, for the tool_call
+// events the Decoder makes and the permission requests Claude Code sends.
+// Its names are the ones lane's permission rules use.
+func Call(tool string, input json.RawMessage) *trace.Call {
+	var in struct {
+		Command      string            `json:"command"`
+		FilePath     string            `json:"file_path"`
+		NotebookPath string            `json:"notebook_path"`
+		Path         string            `json:"path"`
+		Pattern      string            `json:"pattern"`
+		URL          string            `json:"url"`
+		Query        string            `json:"query"`
+		Description  string            `json:"description"`
+		SubagentType string            `json:"subagent_type"`
+		Todos        []json.RawMessage `json:"todos"`
+	}
+	_ = json.Unmarshal(input, &in) // an input that does not fit is the tool's to refuse
+	c := &trace.Call{Kind: kindOf(tool), Tool: tool}
+	switch c.Kind {
+	case trace.CallShell:
+		c.Command = in.Command
+		return c
+	case trace.CallFetch:
+		c.URL = in.URL
+		if tool == "WebSearch" {
+			c.URL = in.Query
+		}
+		return c
+	case trace.CallTask:
+		c.Target = trace.TaskTarget(in.Description, in.SubagentType)
+		return c
+	case trace.CallSearch:
+		c.Target = in.Pattern
+	}
+	if tool == "TodoWrite" && in.Todos != nil {
+		c.Target = trace.Count(len(in.Todos), "todo")
+	}
+	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
+		if p != "" {
+			c.Paths = append(c.Paths, p)
+		}
+	}
+	return c
+}
+
+// kindOf is the kind of one of Claude Code's tools.
+func kindOf(tool string) trace.CallKind {
+	switch tool {
+	case "Read", "NotebookRead", "LS":
+		return trace.CallRead
+	case "Glob", "Grep":
+		return trace.CallSearch
+	case "Write":
+		return trace.CallWrite
+	case "Edit", "MultiEdit", "NotebookEdit":
+		return trace.CallEdit
+	case "Bash", "BashOutput", "KillShell", "KillBash":
+		return trace.CallShell
+	case "WebFetch", "WebSearch":
+		return trace.CallFetch
+	case "Task", "Agent":
+		return trace.CallTask
+	}
+	return trace.CallOther
+}
