@@ -91,7 +91,7 @@ cost, tokens, files changed, failures by kind. See README "lane bench".`,
 	fl.StringVar(&opts.Resume, "resume", "", "continue an interrupted bench: run only its unfinished attempts")
 	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text or json")
 	fl.BoolVar(&opts.Workers, "workers", false, "run the attempts on the pool of lane workers of the shared PostgreSQL database")
-	addRuntimeFlags(c, &opts.Run)
+	addRuntimeFlags(f, c, &opts.Run)
 	c.AddCommand(newCmdBenchReport(f), newCmdBenchList(f))
 	return c
 }
@@ -101,7 +101,7 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	if err := checkBenchFlags(opts); err != nil {
 		return err
 	}
-	cfg, err := config.Load(config.Path(f.Getenv), runner.Table())
+	cfg, err := config.Load(config.Path(f.Getenv), f.runtimes().Table())
 	if err != nil {
 		return usageErrorf(err)
 	}
@@ -305,7 +305,7 @@ func checkBenchRuntimes(ctx context.Context, f *Factory, cfg *config.File, opts 
 		if err != nil {
 			return usageErrorf(fmt.Errorf("model %s: %w", m, err))
 		}
-		rt, _ := runner.Lookup(t.Runtime) // Resolve accepts only the table's names
+		rt, _ := f.runtimes().Lookup(t.Runtime) // Resolve accepts only the table's names
 		if rt.InProcess() || fallback != "" && rt.Fallback {
 			continue
 		}

@@ -76,9 +76,9 @@ func containerProgram(ctx context.Context, f *Factory, cfg *config.File, ro *Run
 	if err != nil {
 		return "", nil, err
 	}
-	rt, _ := runner.Lookup(t.Runtime)
+	rt, _ := f.runtimes().Lookup(t.Runtime)
 	if !rt.RunsElsewhere() {
-		return "", nil, fmt.Errorf("%s does not run in a task's container yet (%s do)", rt.Title, runsElsewhere())
+		return "", nil, fmt.Errorf("%s does not run in a task's container yet (%s do)", rt.Title, runsElsewhere(f.runtimes()))
 	}
 	if rt.InProcess() {
 		return "", nil, nil
@@ -96,9 +96,9 @@ func containerProgram(ctx context.Context, f *Factory, cfg *config.File, ro *Run
 
 // runsElsewhere names the runtimes that run in a task's container, as
 // "A, B and C".
-func runsElsewhere() string {
+func runsElsewhere(runtimes runner.Entries) string {
 	var titles []string
-	for _, rt := range runner.Runtimes() {
+	for _, rt := range runtimes {
 		if rt.RunsElsewhere() {
 			titles = append(titles, rt.Title)
 		}

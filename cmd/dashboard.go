@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"lane/dashboard"
-	"lane/runner"
 )
 
 // DashboardOptions are the flags of `lane dashboard`.
@@ -78,7 +77,7 @@ func runDashboard(ctx context.Context, f *Factory, opts *DashboardOptions) error
 		return fmt.Errorf("listen on %s: %w", opts.Addr, err)
 	}
 	srv, err := dashboard.New(dashboard.Config{Store: st, Addr: ln.Addr().String(), Token: token, LaneBin: self, DBPath: dbPath,
-		DescribeCalls: runner.DescribeCalls})
+		DescribeCalls: f.runtimes().DescribeCalls})
 	if err != nil {
 		ln.Close()
 		return usageErrorf(err)

@@ -43,7 +43,7 @@ func runDoctor(ctx context.Context, f *Factory) error {
 	row := func(cols ...string) { fmt.Fprintln(w, strings.Join(cols, "\t")) }
 
 	row("RUNTIMES", "", "")
-	for _, rt := range runner.Runtimes() {
+	for _, rt := range f.runtimes() {
 		if rt.InProcess() {
 			row("  "+rt.Name, "ok", rt.About)
 			continue
@@ -79,7 +79,7 @@ func runDoctor(ctx context.Context, f *Factory) error {
 		row("  database", state, detail)
 	}
 	cfgPath := config.Path(f.Getenv)
-	if _, err := config.Load(cfgPath, runner.Table()); err != nil {
+	if _, err := config.Load(cfgPath, f.runtimes().Table()); err != nil {
 		row("  config", "invalid", err.Error())
 	} else if _, err := os.Stat(cfgPath); err == nil {
 		row("  config", "ok", cfgPath)

@@ -12,7 +12,6 @@ import (
 	"lane/config"
 	"lane/export"
 	"lane/pricing"
-	"lane/runner"
 	"lane/store"
 	"lane/trace"
 )
@@ -79,7 +78,7 @@ func runExport(ctx context.Context, f *Factory, opts *ExportOptions) error {
 	}
 	var atif export.ATIFOptions
 	if opts.Format == export.FormatATIF {
-		cfg, err := config.Load(config.Path(f.Getenv), runner.Table())
+		cfg, err := config.Load(config.Path(f.Getenv), f.runtimes().Table())
 		if err != nil {
 			return err
 		}

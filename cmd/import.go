@@ -17,7 +17,6 @@ import (
 	"lane/config"
 	"lane/importer"
 	"lane/pricing"
-	"lane/runner"
 	"lane/trace"
 )
 
@@ -59,7 +58,7 @@ func NewCmdImport(f *Factory, runF func(context.Context, *ImportOptions) error) 
 }
 
 func runImport(ctx context.Context, f *Factory, opts *ImportOptions) error {
-	cfg, err := config.Load(config.Path(f.Getenv), runner.Table())
+	cfg, err := config.Load(config.Path(f.Getenv), f.runtimes().Table())
 	if err != nil {
 		return err
 	}

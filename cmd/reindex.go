@@ -76,7 +76,7 @@ func runReindex(ctx context.Context, f *Factory, opts *ReindexOptions) error {
 	if opts.OutputFormat != formatText && opts.OutputFormat != formatJSON {
 		return usageErrorf(fmt.Errorf("unknown --output-format %q (want text or json)", opts.OutputFormat))
 	}
-	cfg, err := config.Load(config.Path(f.Getenv), runner.Table())
+	cfg, err := config.Load(config.Path(f.Getenv), f.runtimes().Table())
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lane/runner"
 	"lane/store"
 	"lane/trace"
 )
@@ -58,7 +57,7 @@ again if it used one).`,
 			if !c.Flags().Changed("model") {
 				// An agent CLI's run may have had its own default model.
 				opts.Model = prev.Model
-				if rt, ok := runner.Lookup(opts.Runtime); ok && opts.Model == "" {
+				if rt, ok := f.runtimes().Lookup(opts.Runtime); ok && opts.Model == "" {
 					opts.Model = rt.DefaultModel
 				}
 			}
@@ -68,7 +67,7 @@ again if it used one).`,
 			return runRun(ctx, f, opts)
 		},
 	}
-	addRunFlags(c, opts)
+	addRunFlags(f, c, opts)
 	return c
 }
 

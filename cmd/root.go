@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lane/internal/proc"
+	"lane/runner"
 	"lane/store"
 	"lane/view"
 )
@@ -41,7 +42,18 @@ type Factory struct {
 	// OpenTerminal, when set, opens the terminal a person answers lane
 	// run's requests for approval at (nil: nobody sits at one).
 	OpenTerminal func() (*broker.Terminal, error)
-	dbPath       string
+	// Runtimes is the table of runtimes the commands run, check and name;
+	// nil is lane's own (runner.Runtimes).
+	Runtimes runner.Entries
+	dbPath   string
+}
+
+// runtimes is the table the commands read.
+func (f *Factory) runtimes() runner.Entries {
+	if f.Runtimes == nil {
+		return runner.Runtimes()
+	}
+	return f.Runtimes
 }
 
 // versionCache is where runtimes' verified versions are remembered: the

@@ -121,14 +121,14 @@ provider. TASK "-" reads the task from standard input; end lane's flags with
 				return err
 			}
 			opts.Task = task
-			defaultModelOfRuntime(c, opts)
+			defaultModelOfRuntime(f, c, opts)
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
 			return runRun(c.Context(), f, opts)
 		},
 	}
-	addRunFlags(c, opts)
+	addRunFlags(f, c, opts)
 	c.Flags().StringVar(&opts.Resume, "resume", "", "resume this Claude session id")
 	return c
 }
@@ -136,14 +136,14 @@ provider. TASK "-" reads the task from standard input; end lane's flags with
 // defaultModelOfRuntime gives a runtime chosen with --runtime and no
 // --model its own default model: lane's default model is a Claude one, and
 // an agent CLI's own configuration names its model.
-func defaultModelOfRuntime(c *cobra.Command, opts *RunOptions) {
-	if rt, ok := runner.Lookup(opts.Runtime); ok && !c.Flags().Changed("model") {
+func defaultModelOfRuntime(f *Factory, c *cobra.Command, opts *RunOptions) {
+	if rt, ok := f.runtimes().Lookup(opts.Runtime); ok && !c.Flags().Changed("model") {
 		opts.Model = rt.DefaultModel
 	}
 }
 
 // addRunFlags declares the flags shared by run and resume.
-func addRunFlags(c *cobra.Command, opts *RunOptions) {
+func addRunFlags(f *Factory, c *cobra.Command, opts *RunOptions) {
 	fl := c.Flags()
 	fl.StringVar(&opts.Dir, "dir", ".", "folder the agent works in")
 	fl.StringVar(&opts.Model, "model", "sonnet", "a Claude model (sonnet, opus, haiku, claude-…), PROVIDER:MODEL for the local loop, or RUNTIME:MODEL (codex, gemini, opencode, qwen)")
@@ -152,12 +152,12 @@ func addRunFlags(c *cobra.Command, opts *RunOptions) {
 	fl.IntVar(&opts.MaxTurns, "max-turns", 0, "stop after this many agent turns (0: no limit)")
 	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text, json or stream-json")
 	fl.Float64Var(&opts.MaxCost, "max-cost", 0, "stop before spending more than this many USD (local loop; 0: no limit)")
-	addRuntimeFlags(c, opts)
+	addRuntimeFlags(f, c, opts)
 }
 
 // addRuntimeFlags declares how runs are executed and guarded: the flags
 // lane bench shares with lane run.
-func addRuntimeFlags(c *cobra.Command, opts *RunOptions) {
+func addRuntimeFlags(f *Factory, c *cobra.Command, opts *RunOptions) {
 	fl := c.Flags()
 	fl.StringSliceVar(&opts.AllowedTools, "allowed-tools", nil, "tools (and permission rules) the agent may use without asking (default "+
 		strings.Join(runner.DefaultAllowedTools(), ",")+"; in the modes that ask, "+strings.Join(runner.ReadOnlyTools(), ",")+")")
@@ -172,7 +172,7 @@ func addRuntimeFlags(c *cobra.Command, opts *RunOptions) {
 	fl.DurationVar(&opts.HardTimeout, "hard-timeout", time.Hour, "fail if the whole run takes longer (0: off)")
 	fl.IntVar(&opts.Retries, "retries", 0, "re-run a timeout, API overload or crash this many times")
 	fl.StringVar(&opts.RuntimeBin, "runtime-bin", "", "the agent CLI's binary (default $LANE_<RUNTIME>_BIN, PATH, usual install places)")
-	fl.StringVar(&opts.Runtime, "runtime", "", strings.Join(runner.Names(), ", ")+" (default: from --model)")
+	fl.StringVar(&opts.Runtime, "runtime", "", strings.Join(f.runtimes().Names(), ", ")+" (default: from --model)")
 	fl.StringVar(&opts.BaseURL, "base-url", "", "the model server's API base URL (local loop, or an agent CLI pointed at it)")
 	fl.StringVar(&opts.ToolMode, "tool-mode", "native", "native tool calls, or text: JSON action blocks in the model's prose (local loop)")
 	fl.StringVar(&opts.Sandbox, "sandbox", "auto", "confine bash: auto, landlock, bwrap or off (local loop)")
@@ -229,7 +229,7 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if opts.ApprovalTimeout < 0 || opts.Linger < 0 {
 		return usageErrorf(errors.New("--approval-timeout and --linger must not be negative"))
 	}
-	cfg, err := config.Load(config.Path(f.Getenv), runner.Table())
+	cfg, err := config.Load(config.Path(f.Getenv), f.runtimes().Table())
 	if err != nil {
 		return usageErrorf(err)
 	}
@@ -310,7 +310,7 @@ func newJob(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, 
 	if err != nil {
 		return runner.Job{}, usageErrorf(err)
 	}
-	rt, _ := runner.Lookup(t.Runtime) // Resolve accepts only the table's names
+	rt, _ := f.runtimes().Lookup(t.Runtime) // Resolve accepts only the table's names
 	o := runOptions(f, cfg, t, opts, dir, addDirs)
 	if err := runner.CheckPermissions(o); err != nil {
 		return runner.Job{}, usageErrorf(err)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lane/runner"
 	"lane/trace"
 	"lane/view"
 )
@@ -57,14 +56,14 @@ func runShow(ctx context.Context, f *Factory, opts *ShowOptions) error {
 	switch opts.OutputFormat {
 	case formatText:
 		p := view.NewPrinter(out, f.IO.Color)
-		describe := runner.Describer(run.Runtime)
+		describe := f.runtimes().Describer(run.Runtime)
 		if err := st.Events(ctx, run.ID, 0, func(ev trace.Event) error { describe(&ev); return p.Event(ev) }); err != nil {
 			return err
 		}
 		return p.Summary(run)
 	case formatStreamJSON:
 		enc := json.NewEncoder(out)
-		describe := runner.Describer(run.Runtime)
+		describe := f.runtimes().Describer(run.Runtime)
 		if err := st.Events(ctx, run.ID, 0, func(ev trace.Event) error { describe(&ev); return enc.Encode(ev) }); err != nil {
 			return err
 		}

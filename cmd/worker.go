@@ -55,7 +55,7 @@ machine".`,
 	fl.BoolVar(&opts.NoHermetic, "no-hermetic", false, "let each attempt's agent see this machine's own setup for it (CLAUDE.md, settings, hooks, plugins, MCP servers)")
 	// The runs of a worker are lane runs like any other: the same watchdogs,
 	// permission mode and sandbox by default, set on the worker's machine.
-	addRuntimeFlags(c, &opts.Run)
+	addRuntimeFlags(f, c, &opts.Run)
 	return c
 }
 
@@ -63,7 +63,7 @@ func runWorker(ctx context.Context, f *Factory, opts *WorkerOptions) error {
 	if opts.Parallel < 1 || opts.Lease < 3*time.Second {
 		return usageErrorf(errors.New("--parallel must be at least 1 and --lease at least 3s"))
 	}
-	cfg, err := config.Load(config.Path(f.Getenv), runner.Table())
+	cfg, err := config.Load(config.Path(f.Getenv), f.runtimes().Table())
 	if err != nil {
 		return usageErrorf(err)
 	}
@@ -117,8 +117,8 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 		runtimes = foundRuntimes(ctx, f)
 	}
 	for _, rt := range runtimes {
-		if _, ok := runner.Lookup(rt); !ok {
-			return nil, usageErrorf(fmt.Errorf("unknown runtime %q in --runtimes (known: %v)", rt, runner.Names()))
+		if _, ok := f.runtimes().Lookup(rt); !ok {
+			return nil, usageErrorf(fmt.Errorf("unknown runtime %q in --runtimes (known: %v)", rt, f.runtimes().Names()))
 		}
 	}
 	w := &pool.Worker{
@@ -171,7 +171,7 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 // lists them: lane's own loop, and the agent CLIs whose binary answers.
 func foundRuntimes(ctx context.Context, f *Factory) []string {
 	var names []string
-	for _, rt := range runner.Runtimes() {
+	for _, rt := range f.runtimes() {
 		if rt.InProcess() {
 			names = append(names, rt.Name)
 			continue

@@ -122,7 +122,7 @@ func startBrowserEnv(t *testing.T, seed func(*browserEnv)) *browserEnv {
 	}
 
 	hs := httptest.NewUnstartedServer(nil)
-	srv, err := New(Config{Store: st, Addr: hs.Listener.Addr().String(), Poll: 25 * time.Millisecond, DescribeCalls: runner.DescribeCalls})
+	srv, err := New(Config{Store: st, Addr: hs.Listener.Addr().String(), Poll: 25 * time.Millisecond, DescribeCalls: runner.Runtimes().DescribeCalls})
 	if err != nil {
 		hs.Close()
 		t.Fatal(err)

@@ -102,7 +102,7 @@ func newEnv(t testing.TB, o envOpt) *env {
 		o.poll = 20 * time.Millisecond
 	}
 	srv, err := New(Config{Store: st, Addr: addr, Token: o.token, LaneBin: o.laneBin, DBPath: path, Poll: o.poll, Logger: o.logger,
-		DescribeCalls: runner.DescribeCalls})
+		DescribeCalls: runner.Runtimes().DescribeCalls})
 	if err != nil {
 		t.Fatal(err)
 	}

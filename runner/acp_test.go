@@ -160,8 +160,8 @@ func startACP(t *testing.T, runtime, capture string, o Options) *acpRun {
 	rt, _ := Lookup(runtime)
 	var mu sync.Mutex
 	var traffic strings.Builder
-	newDialog := rt.process.newDialog
-	rt.process.newDialog = func(o Options, run *trace.Run) dialog {
+	newDialog := rt.Process.newDialog
+	rt.Process.newDialog = func(o Options, run *trace.Run) dialog {
 		d := newDialog(o, run)
 		if d == nil {
 			t.Errorf("%s: no ACP dialog for mode %s with a desk", runtime, o.PermissionMode)
@@ -574,19 +574,19 @@ func TestACPIsForTwoWayRuns(t *testing.T) {
 		}
 		for _, name := range []string{"gemini", "qwen", "opencode"} {
 			rt, _ := Lookup(name)
-			su, err := rt.process.setup(o, t.TempDir())
+			su, err := rt.Process.Setup(o, t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
-			args := strings.Join(su.args, " ")
+			args := strings.Join(su.Args, " ")
 			speaks := strings.Contains(args, "--acp") || args == "acp"
-			if speaks != tt.acp || tt.acp && (su.stdin != "" || strings.Contains(args, "yolo") || strings.Contains(args, "fix it")) {
-				t.Errorf("%s, %s: args %q, stdin %q", tt.name, name, args, su.stdin)
+			if speaks != tt.acp || tt.acp && (su.Stdin != "" || strings.Contains(args, "yolo") || strings.Contains(args, "fix it")) {
+				t.Errorf("%s, %s: args %q, stdin %q", tt.name, name, args, su.Stdin)
 			}
-			if d := rt.process.newDialog(o, &trace.Run{}); (d != nil) != (tt.acp && o.interactive()) {
+			if d := rt.Process.newDialog(o, &trace.Run{}); (d != nil) != (tt.acp && o.interactive()) {
 				t.Errorf("%s, %s: dialog %v", tt.name, name, d)
 			}
-			if c := rt.process.capability(o); tt.acp && c.PermissionMode != string(o.mode()) || !tt.acp && c.PermissionMode != "bypassPermissions" {
+			if c := rt.Process.Capability(o); tt.acp && c.PermissionMode != string(o.mode()) || !tt.acp && c.PermissionMode != "bypassPermissions" {
 				t.Errorf("%s, %s: capability %+v", tt.name, name, c)
 			}
 		}
@@ -614,8 +614,8 @@ func TestOpencodeACPAsksForEveryToolLaneJudges(t *testing.T) {
 	if cfg.Model != "lane/m1" || cfg.Permission["bash"] != "ask" || cfg.Permission["edit"] != "ask" || cfg.Provider["lane"] == nil {
 		t.Errorf("config %s", b)
 	}
-	if !slices.Contains(su.env, "OPENCODE_CONFIG="+filepath.Join(conf, "opencode.json")) || !slices.Contains(su.env, opencodeKeyEnv+"=sk-1") {
-		t.Errorf("env %q", su.env)
+	if !slices.Contains(su.Env, "OPENCODE_CONFIG="+filepath.Join(conf, "opencode.json")) || !slices.Contains(su.Env, opencodeKeyEnv+"=sk-1") {
+		t.Errorf("env %q", su.Env)
 	}
 	// Its own login and providers: only the model and the permissions.
 	o.BaseURL = ""

@@ -168,7 +168,7 @@ func TestCLISetup(t *testing.T) {
 
 	t.Run("codex", func(t *testing.T) {
 		su, _ := codexSetup(withEndpoint, t.TempDir())
-		args, extra := su.args, su.env
+		args, extra := su.Args, su.Env
 		joined := strings.Join(args, " ")
 		for _, want := range []string{"exec --json", "-C /proj", "-m m1", `base_url="http://127.0.0.1:9/v1"`, `wire_api="responses"`} {
 			if !strings.Contains(joined, want) {
@@ -182,7 +182,7 @@ func TestCLISetup(t *testing.T) {
 			t.Errorf("env %q", extra)
 		}
 		su, _ = codexSetup(resumed, t.TempDir())
-		args = su.args
+		args = su.Args
 		if i := slices.Index(args, "resume"); i < 0 || args[i+1] != "sess-9" {
 			t.Errorf("resume args %q", args)
 		}
@@ -193,7 +193,7 @@ func TestCLISetup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		args, extra := su.args, su.env
+		args, extra := su.Args, su.Env
 		var settings struct {
 			Security struct{ Auth struct{ SelectedType string } }
 		}
@@ -208,14 +208,14 @@ func TestCLISetup(t *testing.T) {
 			t.Errorf("args %q env %q", args, extra)
 		}
 		// Without an endpoint the user's own settings and login are used.
-		if su, _ := geminiSetup(base, t.TempDir()); len(su.env) != 1 {
-			t.Errorf("env without an endpoint %q", su.env)
+		if su, _ := geminiSetup(base, t.TempDir()); len(su.Env) != 1 {
+			t.Errorf("env without an endpoint %q", su.Env)
 		}
 		// With a state folder, lane's Gemini home lasts, for resume.
 		state := withEndpoint
 		state.StateDir = t.TempDir()
-		if su, _ := geminiSetup(state, t.TempDir()); !slices.Contains(su.env, "GEMINI_CLI_HOME="+filepath.Join(state.StateDir, "gemini")) {
-			t.Errorf("env with a state folder %q", su.env)
+		if su, _ := geminiSetup(state, t.TempDir()); !slices.Contains(su.Env, "GEMINI_CLI_HOME="+filepath.Join(state.StateDir, "gemini")) {
+			t.Errorf("env with a state folder %q", su.Env)
 		}
 	})
 	t.Run("opencode", func(t *testing.T) {
@@ -224,9 +224,9 @@ func TestCLISetup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		args, extra := su.args, su.env
-		if su.stdin != "-fix it" {
-			t.Errorf("stdin %q, want the task", su.stdin)
+		args, extra := su.Args, su.Env
+		if su.Stdin != "-fix it" {
+			t.Errorf("stdin %q, want the task", su.Stdin)
 		}
 		if i := slices.Index(args, "-m"); i < 0 || args[i+1] != "lane/m1" {
 			t.Errorf("args %q", args)
@@ -239,14 +239,14 @@ func TestCLISetup(t *testing.T) {
 			t.Errorf("env %q", extra)
 		}
 		su, _ = opencodeSetup(resumed, t.TempDir())
-		args = su.args
+		args = su.Args
 		if i := slices.Index(args, "--session"); i < 0 || args[i+1] != "sess-9" {
 			t.Errorf("resume args %q", args)
 		}
 	})
 	t.Run("qwen", func(t *testing.T) {
 		su, _ := qwenSetup(withEndpoint, t.TempDir())
-		args, extra := su.args, su.env
+		args, extra := su.Args, su.Env
 		if !slices.Contains(args, "openai") || !slices.Contains(extra, "OPENAI_BASE_URL=http://127.0.0.1:9/v1") || !slices.Contains(extra, "OPENAI_API_KEY=sk-1") {
 			t.Errorf("args %q env %q", args, extra)
 		}
@@ -336,7 +336,7 @@ func TestShellLogOnRealCaptures(t *testing.T) {
 			defer stream.Close()
 			name, _, _ := strings.Cut(rt, "-")
 			entry, _ := Lookup(name)
-			src := entry.process.newSource(stream)
+			src := entry.Process.NewSource(stream)
 			logPath := filepath.Join("testdata", "sessionlogs", rt+".session.jsonl")
 			l := newShellLog(func(string) []string { return []string{logPath} })
 			var failed, passed []string

@@ -480,18 +480,18 @@ func TestCodexSetupInteractive(t *testing.T) {
 		Env: []string{"MY_KEY=sk-1"}, Desk: interact.NewMemory()}
 	// A bench's attempt: a desk to cancel it by, nobody to steer it, a
 	// mode that never asks: codex exec, as unattended runs have.
-	if su, err := codexSetup(o, t.TempDir()); err != nil || su.args[0] != "exec" || codexDialogFor(o, &trace.Run{}) != nil {
-		t.Errorf("an unattended attempt: args %q, %v", su.args, err)
+	if su, err := codexSetup(o, t.TempDir()); err != nil || su.Args[0] != "exec" || codexDialogFor(o, &trace.Run{}) != nil {
+		t.Errorf("an unattended attempt: args %q, %v", su.Args, err)
 	}
 	o.Attended = true
 	su, err := codexSetup(o, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	joined := strings.Join(su.args, " ")
-	if su.args[0] != "app-server" || !strings.Contains(joined, `base_url="http://127.0.0.1:9/v1"`) ||
-		strings.Contains(joined, "fix it") || strings.Contains(joined, "exec") || !slices.Contains(su.env, codexKeyEnv+"=sk-1") {
-		t.Errorf("args %q, env %q", su.args, su.env)
+	joined := strings.Join(su.Args, " ")
+	if su.Args[0] != "app-server" || !strings.Contains(joined, `base_url="http://127.0.0.1:9/v1"`) ||
+		strings.Contains(joined, "fix it") || strings.Contains(joined, "exec") || !slices.Contains(su.Env, codexKeyEnv+"=sk-1") {
+		t.Errorf("args %q, env %q", su.Args, su.Env)
 	}
 	if c := codexCapability(o); c.PermissionMode != "bypassPermissions" {
 		t.Errorf("capability %+v", c)

@@ -44,8 +44,8 @@ func (rt *Runtime) ContainerProgram(path string, lookPath func(string) (string, 
 	if err != nil {
 		return ContainerProgram{}, err
 	}
-	if rt.process != nil && rt.process.nativeBinary != nil {
-		if native := rt.process.nativeBinary(real); native != "" {
+	if rt.Process != nil && rt.Process.NativeBinary != nil {
+		if native := rt.Process.NativeBinary(real); native != "" {
 			return ContainerProgram{Files: []ContainerFile{{Host: native, At: path}}, Argv: []string{path}}, nil
 		}
 		if isNodeScript(real) {

@@ -11,13 +11,13 @@ import (
 	"time"
 )
 
-// binarySpec says how to find and recognise one runtime's binary.
-type binarySpec struct {
+// BinarySpec says how to find and recognise one runtime's binary.
+type BinarySpec struct {
 	title     string   // "Claude Code"
 	name      string   // the command: "claude"
-	extra     []string // install places of its own, relative to the home folder
-	versionOK func(out string) bool
-	want      string // what versionOK looks for, for the error
+	Extra     []string // install places of its own, relative to the home folder
+	VersionOK func(out string) bool
+	Want      string // what versionOK looks for, for the error
 	hint      string // how to install it
 }
 
@@ -25,7 +25,7 @@ type binarySpec struct {
 // else in its own install places, ~/.local/bin, nvm's node versions and
 // npm's global prefix. Each candidate must answer `--version` as versionOK
 // expects.
-func findBinary(ctx context.Context, spec binarySpec, explicit string, env []string, versionCache string) (Binary, error) {
+func findBinary(ctx context.Context, spec BinarySpec, explicit string, env []string, versionCache string) (Binary, error) {
 	var (
 		tried []string
 		found Binary
@@ -36,7 +36,7 @@ func findBinary(ctx context.Context, spec binarySpec, explicit string, env []str
 			return false
 		}
 		tried = append(tried, p)
-		v, ok := cache.versionLine(ctx, p, env, spec.versionOK)
+		v, ok := cache.versionLine(ctx, p, env, spec.VersionOK)
 		if ok {
 			found = Binary{Path: p, Version: v}
 		}
@@ -47,7 +47,7 @@ func findBinary(ctx context.Context, spec binarySpec, explicit string, env []str
 			return found, nil
 		}
 		return Binary{}, &MissingError{Runtime: spec.title, Tried: tried,
-			Hint: explicit + " is not a working " + spec.title + " binary (`" + explicit + " --version` must print " + spec.want + "); " + spec.hint}
+			Hint: explicit + " is not a working " + spec.title + " binary (`" + explicit + " --version` must print " + spec.Want + "); " + spec.hint}
 	}
 	if p, err := exec.LookPath(spec.name); err == nil && check(p) {
 		return found, nil
@@ -55,7 +55,7 @@ func findBinary(ctx context.Context, spec binarySpec, explicit string, env []str
 	home, _ := os.UserHomeDir()
 	var places []string
 	if home != "" {
-		for _, rel := range spec.extra {
+		for _, rel := range spec.Extra {
 			places = append(places, filepath.Join(home, rel))
 		}
 		places = append(places, filepath.Join(home, ".local", "bin", spec.name))

@@ -29,7 +29,7 @@ func localRuntime() *Runtime {
 			Name: descriptor.LocalName, Title: "lane's own loop", Local: true,
 			About: "lane's own loop (needs a model server: ollama, vLLM, llama.cpp, any OpenAI- or Anthropic-compatible API)",
 		},
-		describe:  agent.Call,
+		Describe:  agent.Call,
 		inProcess: localAttempt,
 	}
 }

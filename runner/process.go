@@ -12,17 +12,17 @@ import (
 	"lane/trace"
 )
 
-// setup is one run's command line, environment additions and input.
-type setup struct {
-	args  []string
-	env   []string
-	stdin string
+// Setup is one run's command line, environment additions and input.
+type Setup struct {
+	Args  []string
+	Env   []string
+	Stdin string
 }
 
-// judge is one attempt's reading of a runtime's own account: it sees every
+// Judge is one attempt's reading of a runtime's own account: it sees every
 // event, then decides how a run the runtime ended itself went, and fills in
 // what it cost.
-type judge interface {
+type Judge interface {
 	Observe(ev trace.Event)
 	// Judge sets the status of a run that ended without lane stopping it.
 	Judge(run *trace.Run, ex Exit)
@@ -49,24 +49,24 @@ func onlyVars(env, prefixes []string) []string {
 // supervised process: its command line and per-run configuration, how its
 // events are read and what stops it, and how it is judged.
 func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
-	p := rt.process
+	p := rt.Process
 	conf, err := os.MkdirTemp(o.TempDir, "lane-"+rt.Name+"-")
 	if err != nil {
 		return nil, fmt.Errorf("per-run configuration folder: %w", err)
 	}
-	su, err := p.setup(o, conf)
+	su, err := p.Setup(o, conf)
 	if err != nil {
 		os.RemoveAll(conf)
 		return nil, err
 	}
 	env := append([]string{}, o.Env...)
-	if p.cleanEnv != nil {
-		env = p.cleanEnv(env)
+	if p.CleanEnv != nil {
+		env = p.CleanEnv(env)
 	}
-	env = append(env, su.env...)
-	capability := p.capability(o)
-	if o.HermeticHome != "" && p.hermetic != nil {
-		add, excluded, err := p.hermetic(o, env)
+	env = append(env, su.Env...)
+	capability := p.Capability(o)
+	if o.HermeticHome != "" && p.Hermetic != nil {
+		add, excluded, err := p.Hermetic(o, env)
 		if err != nil {
 			os.RemoveAll(conf)
 			return nil, fmt.Errorf("hermetic run: %w", err)
@@ -74,15 +74,15 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		env = append(env, add...)
 		capability.Hermetic = append([]string{}, excluded...)
 	}
-	inv := Invocation{Path: o.Found.Path, Args: su.args, Dir: o.Dir, Env: env, Stdin: su.stdin}
+	inv := Invocation{Path: o.Found.Path, Args: su.Args, Dir: o.Dir, Env: env, Stdin: su.Stdin}
 	if o.Within != nil {
 		// Elsewhere the runtime gets only what it needs of lane's
 		// environment, not the machine's.
-		inv.Env = onlyVars(inv.Env, p.containerEnv)
+		inv.Env = onlyVars(inv.Env, p.ContainerEnv)
 		inv = o.Within(inv)
 	}
-	tally := p.newJudge(o)
-	turns := turnCounter{limit: o.MaxTurns, steps: p.stepTurns}
+	tally := p.NewJudge(o)
+	turns := turnCounter{limit: o.MaxTurns, steps: p.StepTurns}
 	if !rt.EnforcesTurns {
 		turns.limit = 0
 	}
@@ -105,9 +105,9 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		},
 		execute: func(ctx context.Context, emit func(trace.Event) error) (Exit, error) {
 			return supervise(ctx, supervision{
-				inv: inv, watchdogs: o.Watchdogs, shim: o.Shim, newSource: p.newSource, emit: emit,
+				inv: inv, watchdogs: o.Watchdogs, shim: o.Shim, newSource: p.NewSource, emit: emit,
 				settled: func() bool { return finished },
-				work:    dialogWork(dlg, processWork(p.stepTurns, o.interactive())),
+				work:    dialogWork(dlg, processWork(p.StepTurns, o.interactive())),
 				dialog:  dlg,
 			})
 		},
@@ -117,10 +117,10 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 			}
 			tally.Observe(ev)
 			if as, ok := dlg.(asider); ev.Kind != trace.KindStderr && !(ok && as.aside(ev)) {
-				finished = p.final(ev)
+				finished = p.Final(ev)
 			}
-			if p.stopOn != nil {
-				if err := p.stopOn(ev); err != nil {
+			if p.StopOn != nil {
+				if err := p.StopOn(ev); err != nil {
 					return err
 				}
 			}
@@ -145,12 +145,12 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 	if o.interactive() {
 		a.run.Capability.Steer = twoWaySteer()
 		if dlg == nil {
-			dlg = newOneWay(o, a.run, su.stdin)
+			dlg = newOneWay(o, a.run, su.Stdin)
 			a.run.Capability.Steer = oneWaySteer()
 		}
 	}
-	if p.shellLog != nil {
-		a.amend = newShellLog(p.shellLog(env)).amend
+	if p.ShellLog != nil {
+		a.amend = newShellLog(p.ShellLog(env)).amend
 	}
 	return a, nil
 }
@@ -169,11 +169,11 @@ func continueSession(o *Options, failed *trace.Run) {
 
 // authHintFor is what to check when the model API refuses the key: the
 // runtime's own login, or the endpoint lane pointed it at.
-func authHintFor(p *process, o Options) string {
+func authHintFor(p *Process, o Options) string {
 	if o.BaseURL != "" && o.KeyEnv != "" {
 		return "the model API at " + o.BaseURL + " refused the key: check " + o.KeyEnv
 	}
-	return p.authHint
+	return p.AuthHint
 }
 
 // unattended is the capability of an agent CLI run headless with every tool

@@ -68,7 +68,7 @@ func Redecode(run *trace.Run, stored []trace.Event, ro RedecodeOptions) (*Redeco
 	switch {
 	case !ok:
 		return nil, &NotRedecodableError{"unknown runtime " + fmt.Sprintf("%q", run.Runtime)}
-	case rt.process == nil:
+	case rt.Process == nil:
 		return nil, &NotRedecodableError{"a run of lane's own loop: its events are lane's, there are no runtime lines to decode"}
 	case run.Imported:
 		return nil, &NotRedecodableError{"an imported session: its lines are the runtime's transcript, which lane import reads"}
@@ -103,14 +103,14 @@ func Redecode(run *trace.Run, stored []trace.Event, ro RedecodeOptions) (*Redeco
 		if s.line() && !s.laneKind() {
 			fresh = decoded[i]
 			retime(fresh, s.events)
-			if rt.process.shellLog != nil {
+			if rt.Process.ShellLog != nil {
 				keepExitCodes(fresh, s.events)
 			}
 		}
 		out.count(s.events, fresh)
 		evs = append(evs, fresh...)
 	}
-	p := rt.process
+	p := rt.Process
 	judgeAgain(out.Run, p, o, evs)
 	if r := out.Run; r.Status != trace.StatusSucceeded && r.ErrorMessage != "" {
 		ev := trace.Event{Kind: trace.KindError, ErrorKind: r.ErrorKind, Text: r.ErrorMessage}
@@ -167,9 +167,9 @@ func twoWayRun(run *trace.Run) bool {
 // dialog's when the dialog reads stdout itself (codex app-server), else
 // the runtime's; nil for an ACP connection (see redecodeACP).
 func redecodeSource(rt *Runtime, o Options, run *trace.Run) (func(io.Reader) EventSource, error) {
-	p := rt.process
+	p := rt.Process
 	if p.newDialog == nil || !o.interactive() {
-		return p.newSource, nil
+		return p.NewSource, nil
 	}
 	dlg := p.newDialog(o, ptrCopy(run))
 	switch d := dlg.(type) {
@@ -180,7 +180,7 @@ func redecodeSource(rt *Runtime, o Options, run *trace.Run) (func(io.Reader) Eve
 	case sourcer:
 		return d.source, nil
 	}
-	return p.newSource, nil
+	return p.NewSource, nil
 }
 
 // segment is a part of a stored trace: one runtime line and the events
@@ -344,9 +344,9 @@ func sameEvent(a, b trace.Event) bool {
 
 // judgeAgain judges and accounts run from evs as runAttempt and
 // processAttempt's finish do, from the exit code it recorded.
-func judgeAgain(run *trace.Run, p *process, o Options, evs []trace.Event) {
-	tally := p.newJudge(o)
-	turns := turnCounter{steps: p.stepTurns}
+func judgeAgain(run *trace.Run, p *Process, o Options, evs []trace.Event) {
+	tally := p.NewJudge(o)
+	turns := turnCounter{steps: p.StepTurns}
 	var stderr []string
 	run.Permissions = trace.PermissionCounts{}
 	for _, ev := range evs {

@@ -59,9 +59,9 @@ func TestRedecodeRestoresEvents(t *testing.T) {
 		source     func(io.Reader) EventSource
 	}{
 		{"claude", "../streamjson/testdata/claude-code-2.1.328/a_tool_then_text.jsonl",
-			trace.Run{Runtime: "claude", Model: "sonnet"}, claude.process.newSource},
+			trace.Run{Runtime: "claude", Model: "sonnet"}, claude.Process.NewSource},
 		{"claude two-way", "../streamjson/testdata/claude-code-2.1.328/dialog_approve.jsonl",
-			trace.Run{Runtime: "claude", Model: "sonnet", Capability: trace.Capability{Steer: twoWaySteer()}}, claude.process.newSource},
+			trace.Run{Runtime: "claude", Model: "sonnet", Capability: trace.Capability{Steer: twoWaySteer()}}, claude.Process.NewSource},
 		{"codex app-server", "../runtimes/codex/testdata/appserver/approve.jsonl",
 			trace.Run{Runtime: "codex", Model: "gpt-5", Capability: trace.Capability{Steer: twoWaySteer()}}, nil},
 	}
@@ -167,7 +167,7 @@ func TestRedecodeRefuses(t *testing.T) {
 func TestRedecodeKeepsExitCodesFromSessionLogs(t *testing.T) {
 	t.Parallel()
 	gemini, _ := Lookup("gemini")
-	live := recorded(t, gemini.process.newSource, "../runtimes/gemini/testdata/captures/c_tool_error_bash.jsonl")
+	live := recorded(t, gemini.Process.NewSource, "../runtimes/gemini/testdata/captures/c_tool_error_bash.jsonl")
 	amended := -1
 	for i, ev := range live {
 		if ev.Kind == trace.KindToolResult && !ev.IsError {
@@ -199,7 +199,7 @@ func TestRedecodeKeepsExitCodesFromSessionLogs(t *testing.T) {
 func TestRedecodeVerdicts(t *testing.T) {
 	t.Parallel()
 	claude, _ := Lookup("claude")
-	live := recorded(t, claude.process.newSource, "../streamjson/testdata/claude-code-2.1.328/a_tool_then_text.jsonl")
+	live := recorded(t, claude.Process.NewSource, "../streamjson/testdata/claude-code-2.1.328/a_tool_then_text.jsonl")
 	closing := func(evs []trace.Event, kind trace.ErrorKind, text string) []trace.Event {
 		ev := trace.Event{RunID: "r", Seq: int64(len(evs) + 1), Time: evs[len(evs)-1].Time, Kind: trace.KindError, ErrorKind: kind, Text: text}
 		return append(slices.Clone(evs), ev)

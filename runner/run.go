@@ -260,7 +260,7 @@ func recordMissing(ctx context.Context, rt *Runtime, o Options, me *MissingError
 	run := &trace.Run{
 		ID: trace.NewRunID(), ParentRunID: o.ParentRunID, Attempt: 1,
 		Status: trace.StatusRunning, Runtime: rt.Name, Model: o.Label, Dir: o.Dir, Prompt: o.Prompt,
-		StartedAt: now, Capability: rt.process.capability(o), OwnerPID: os.Getpid(),
+		StartedAt: now, Capability: rt.Process.Capability(o), OwnerPID: os.Getpid(),
 	}
 	run.OwnerStart, _ = proc.StartTime(run.OwnerPID)
 	if err := rec.BeginRun(ctx, run); err != nil {

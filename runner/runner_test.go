@@ -443,7 +443,7 @@ func TestDescribeCallsOfStoredEvents(t *testing.T) {
 		return trace.Event{Kind: trace.KindToolCall, ToolName: tool, Input: json.RawMessage(input)}
 	}
 	claude := []trace.Event{shell("Bash", `{"command":"make"}`), shell("Write", `{"file_path":"a.go"}`), {Kind: trace.KindText, Text: "done"}}
-	DescribeCalls("claude", claude)
+	Runtimes().DescribeCalls("claude", claude)
 	if c := claude[0].Call; c == nil || c.Kind != trace.CallShell || c.Command != "make" {
 		t.Errorf("claude Bash: %+v", c)
 	}
@@ -457,7 +457,7 @@ func TestDescribeCallsOfStoredEvents(t *testing.T) {
 	kept := &trace.Call{Kind: trace.CallOther, Tool: "kept"}
 	gemini := []trace.Event{shell("run_shell_command", `{"command":"false"}`), shell("run_shell_command", `{"command":"ls"}`)}
 	gemini[1].Call = kept
-	DescribeCalls("gemini", gemini)
+	Runtimes().DescribeCalls("gemini", gemini)
 	if c := gemini[0].Call; c == nil || c.Kind != trace.CallShell || c.Tool != "Bash" || c.Command != "false" {
 		t.Errorf("gemini run_shell_command: %+v", c)
 	}
@@ -466,7 +466,7 @@ func TestDescribeCallsOfStoredEvents(t *testing.T) {
 	}
 
 	unknown := []trace.Event{shell("Bash", `{"command":"ls"}`)}
-	DescribeCalls("no-such-runtime", unknown)
+	Runtimes().DescribeCalls("no-such-runtime", unknown)
 	if unknown[0].Call != nil {
 		t.Errorf("an unknown runtime's call was described: %+v", unknown[0].Call)
 	}

@@ -27,41 +27,41 @@ func claudeRuntime() *Runtime {
 			Name: "claude", Title: "Claude Code", Package: "@anthropic-ai/claude-code",
 			DefaultModel: "sonnet", Fallback: true,
 		},
-		describe: streamjson.Call,
-		process: &process{
-			binary: binarySpec{
-				extra: []string{
+		Describe: streamjson.Call,
+		Process: &Process{
+			Binary: BinarySpec{
+				Extra: []string{
 					filepath.Join(".claude", "local", "claude"),
 					filepath.Join(".claude", "local", "node_modules", ".bin", "claude"),
 				},
-				versionOK: func(out string) bool { return strings.Contains(out, "Claude Code") },
-				want:      `"Claude Code"`,
+				VersionOK: func(out string) bool { return strings.Contains(out, "Claude Code") },
+				Want:      `"Claude Code"`,
 			},
-			setup: func(o Options, _ string) (setup, error) {
-				return setup{args: ClaudeArgs(o)}, nil
+			Setup: func(o Options, _ string) (Setup, error) {
+				return Setup{Args: ClaudeArgs(o)}, nil
 			},
-			cleanEnv:     ClaudeEnv,
-			hermetic:     claudeHermetic,
-			containerEnv: []string{"ANTHROPIC_", "CLAUDE_", "DISABLE_", "IS_SANDBOX=", "MAX_THINKING_TOKENS="},
-			newSource: func(r io.Reader) EventSource {
+			CleanEnv:     ClaudeEnv,
+			Hermetic:     claudeHermetic,
+			ContainerEnv: []string{"ANTHROPIC_", "CLAUDE_", "DISABLE_", "IS_SANDBOX=", "MAX_THINKING_TOKENS="},
+			NewSource: func(r io.Reader) EventSource {
 				d := streamjson.NewDecoder(r)
 				d.MaxOutputSize = MaxEventOutput
 				return d
 			},
-			newJudge:  func(o Options) judge { return &claudeJudge{o: o} },
+			NewJudge:  func(o Options) Judge { return &claudeJudge{o: o} },
 			newDialog: newClaudeDialog,
-			final:     func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
+			Final:     func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
 			// Claude Code retries a refused key for minutes; the first
 			// refusal is enough to know. (Its final word on a refusal is
 			// left to the judge, which weighs the result's fields.)
-			stopOn: func(ev trace.Event) error {
+			StopOn: func(ev trace.Event) error {
 				if ev.Kind == trace.KindRetry {
 					return authRefusal(ev)
 				}
 				return nil
 			},
-			authHint: streamjson.AuthHint,
-			capability: func(o Options) trace.Capability {
+			AuthHint: streamjson.AuthHint,
+			Capability: func(o Options) trace.Capability {
 				return trace.Capability{
 					Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: o.AllowedTools,
 					PermissionMode: o.PermissionMode, MCPIsolated: !o.AllowMCP,

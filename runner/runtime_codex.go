@@ -22,31 +22,31 @@ func codexRuntime() *Runtime {
 			Name: "codex", Title: "Codex", Package: "@openai/codex",
 			EndpointAPI: "openai-responses", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
 		},
-		describe: codex.Call,
-		process: &process{
-			binary: binarySpec{versionOK: func(out string) bool { return strings.HasPrefix(out, "codex-cli ") }, want: `"codex-cli VERSION"`},
-			setup:  codexSetup,
+		Describe: codex.Call,
+		Process: &Process{
+			Binary: BinarySpec{VersionOK: func(out string) bool { return strings.HasPrefix(out, "codex-cli ") }, Want: `"codex-cli VERSION"`},
+			Setup:  codexSetup,
 			// A hermetic run's CODEX_HOME holds the login alone.
-			hermetic:     codexHermetic,
-			containerEnv: []string{"OPENAI_", "CODEX_", codexKeyEnv + "=", "RUST_LOG="},
-			nativeBinary: codexNative,
-			newSource: func(r io.Reader) EventSource {
+			Hermetic:     codexHermetic,
+			ContainerEnv: []string{"OPENAI_", "CODEX_", codexKeyEnv + "=", "RUST_LOG="},
+			NativeBinary: codexNative,
+			NewSource: func(r io.Reader) EventSource {
 				d := codex.NewDecoder(r)
 				d.MaxOutputSize = MaxEventOutput
 				return d
 			},
-			newJudge: func(o Options) judge {
+			NewJudge: func(o Options) Judge {
 				return &cliJudge{o: o, tally: &codex.Tally{Model: o.pricedModel(), PriorUsage: o.PriorSessionUsage}}
 			},
 			// exec's turn ends it; an app-server run ends with the result
 			// its dialog posts (a turn's end may be followed by another).
-			final: func(ev trace.Event) bool {
+			Final: func(ev trace.Event) bool {
 				return ev.Kind == trace.KindResult ||
 					(ev.Kind == trace.KindUsage || ev.Kind == trace.KindError) && (ev.Subtype == "turn.completed" || ev.Subtype == "turn.failed")
 			},
-			stopOn:     authRefusal,
-			authHint:   codex.AuthHint,
-			capability: codexCapability,
+			StopOn:     authRefusal,
+			AuthHint:   codex.AuthHint,
+			Capability: codexCapability,
 			newDialog:  codexDialogFor,
 		},
 	}
@@ -56,10 +56,10 @@ func codexRuntime() *Runtime {
 // interactive run (its dialog gives it the folder, the model and the task);
 // an endpoint is a provider given with -c overrides (Codex speaks only the
 // Responses API to it).
-func codexSetup(o Options, conf string) (setup, error) {
+func codexSetup(o Options, conf string) (Setup, error) {
 	if o.twoWay() {
 		args, env := codexProvider(o)
-		return setup{args: append([]string{"app-server"}, args...), env: env}, nil
+		return Setup{Args: append([]string{"app-server"}, args...), Env: env}, nil
 	}
 	args := []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}
 	if o.ResumeSession == "" {
@@ -79,7 +79,7 @@ func codexSetup(o Options, conf string) (setup, error) {
 	if o.ResumeSession != "" {
 		args = append(args, "resume", o.ResumeSession)
 	}
-	return setup{args: append(args, "--", o.Prompt), env: env}, nil
+	return Setup{Args: append(args, "--", o.Prompt), Env: env}, nil
 }
 
 // codexProvider is the endpoint lane points Codex at, as -c overrides and

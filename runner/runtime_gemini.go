@@ -28,29 +28,29 @@ func geminiRuntime() *Runtime {
 			Name: "gemini", Title: "Gemini CLI", Package: "@google/gemini-cli",
 			EndpointAPI: "gemini", KeyEnv: "GEMINI_API_KEY", EnforcesTurns: true,
 		},
-		describe: gemini.Call,
-		process: &process{
-			binary: binarySpec{versionOK: isSemver, want: "a version number"},
-			setup:  geminiSetup,
-			newSource: func(r io.Reader) EventSource {
+		Describe: gemini.Call,
+		Process: &Process{
+			Binary: BinarySpec{VersionOK: isSemver, Want: "a version number"},
+			Setup:  geminiSetup,
+			NewSource: func(r io.Reader) EventSource {
 				d := gemini.NewDecoder(r)
 				d.MaxOutputSize = MaxEventOutput
 				return d
 			},
-			newJudge: func(o Options) judge {
+			NewJudge: func(o Options) Judge {
 				if useACP(o) {
 					return &cliJudge{o: o, tally: &acp.Tally{Model: o.pricedModel()}}
 				}
 				return &cliJudge{o: o, tally: &gemini.Tally{}}
 			},
-			final:      func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
-			stopOn:     authRefusal,
-			shellLog:   geminiLogs,
-			authHint:   gemini.AuthHint,
-			capability: cliCapability,
-			hermetic:   geminiHermetic,
+			Final:      func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
+			StopOn:     authRefusal,
+			ShellLog:   geminiLogs,
+			AuthHint:   gemini.AuthHint,
+			Capability: cliCapability,
+			Hermetic:   geminiHermetic,
 			// In a container: its key, endpoint, home and switches.
-			containerEnv: []string{"GEMINI_", "GOOGLE_"},
+			ContainerEnv: []string{"GEMINI_", "GOOGLE_"},
 			newDialog:    acpDialogFor(acpSpec{prompt: Options.promptWithAddition, beforeLoad: geminiLoadMoveAside}),
 		},
 	}
@@ -64,7 +64,7 @@ func geminiRuntime() *Runtime {
 // is honoured only for root-owned files), so lane gives it a home of
 // lane's own, GEMINI_CLI_HOME under StateDir, where its sessions also stay
 // for resume.
-func geminiSetup(o Options, conf string) (setup, error) {
+func geminiSetup(o Options, conf string) (Setup, error) {
 	args := []string{"--output-format", "stream-json", "--yolo", "--skip-trust"}
 	if useACP(o) {
 		args = []string{"--acp", "--skip-trust"}
@@ -86,7 +86,7 @@ func geminiSetup(o Options, conf string) (setup, error) {
 			home = geminiStateHome(o)
 		}
 		if err := writeJSON(filepath.Join(home, ".gemini", "settings.json"), geminiSettings); err != nil {
-			return setup{}, err
+			return Setup{}, err
 		}
 		env = append(env,
 			"GEMINI_CLI_HOME="+home,
@@ -94,10 +94,10 @@ func geminiSetup(o Options, conf string) (setup, error) {
 			"GEMINI_API_KEY="+o.keyFrom(o.Env))
 	}
 	if useACP(o) {
-		return setup{args: args, env: env}, nil
+		return Setup{Args: args, Env: env}, nil
 	}
 	// One argument, so that a task starting with "-" stays a task.
-	return setup{args: append(args, "--prompt="+o.promptWithAddition()), env: env}, nil
+	return Setup{Args: append(args, "--prompt="+o.promptWithAddition()), Env: env}, nil
 }
 
 // geminiSettings is the settings.json of lane's Gemini CLI home: API-key

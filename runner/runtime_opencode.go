@@ -21,33 +21,33 @@ func opencodeRuntime() *Runtime {
 			Name: "opencode", Title: "opencode", Package: "opencode-ai",
 			EndpointAPI: "openai", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
 		},
-		describe: opencode.Call,
-		process: &process{
-			binary: binarySpec{extra: []string{filepath.Join(".opencode", "bin", "opencode")}, versionOK: isSemver, want: "a version number"},
-			setup:  opencodeSetup,
-			newSource: func(r io.Reader) EventSource {
+		Describe: opencode.Call,
+		Process: &Process{
+			Binary: BinarySpec{Extra: []string{filepath.Join(".opencode", "bin", "opencode")}, VersionOK: isSemver, Want: "a version number"},
+			Setup:  opencodeSetup,
+			NewSource: func(r io.Reader) EventSource {
 				d := opencode.NewDecoder(r)
 				d.MaxOutputSize = MaxEventOutput
 				return d
 			},
-			newJudge: func(o Options) judge {
+			NewJudge: func(o Options) Judge {
 				if useACP(o) {
 					return &cliJudge{o: o, tally: &acp.Tally{Model: o.pricedModel()}}
 				}
 				return &cliJudge{o: o, tally: &opencode.Tally{Model: o.pricedModel()}}
 			},
-			final: func(ev trace.Event) bool {
+			Final: func(ev trace.Event) bool {
 				return ev.Kind == trace.KindResult || // ACP's, lane's own
 					ev.Kind == trace.KindTask && ev.Subtype == "step_finish" && ev.Result != nil && ev.Result.StopReason == "stop"
 			},
-			stopOn:     authRefusal,
-			stepTurns:  true,
-			authHint:   opencode.AuthHint,
-			capability: cliCapability,
-			hermetic:   opencodeHermetic,
+			StopOn:     authRefusal,
+			StepTurns:  true,
+			AuthHint:   opencode.AuthHint,
+			Capability: cliCapability,
+			Hermetic:   opencodeHermetic,
 			// opencode's own binary is native (the npm package's launcher
 			// is replaced by it at install).
-			containerEnv: []string{"OPENCODE_", opencodeKeyEnv + "=", "XDG_CONFIG_HOME=", "PWD="},
+			ContainerEnv: []string{"OPENCODE_", opencodeKeyEnv + "=", "XDG_CONFIG_HOME=", "PWD="},
 			newDialog:    acpDialogFor(acpSpec{prompt: Options.promptWithAddition}),
 		},
 	}
@@ -58,7 +58,7 @@ func opencodeRuntime() *Runtime {
 // opencodeACPSetup). An endpoint is an openai-compatible provider "lane"
 // in a config file named by OPENCODE_CONFIG, which opencode merges over
 // the user's own.
-func opencodeSetup(o Options, conf string) (setup, error) {
+func opencodeSetup(o Options, conf string) (Setup, error) {
 	if useACP(o) {
 		return opencodeACPSetup(o, conf)
 	}
@@ -68,7 +68,7 @@ func opencodeSetup(o Options, conf string) (setup, error) {
 	if provider != nil {
 		cfg, err := writeOpencodeConfig(conf, map[string]any{"provider": provider})
 		if err != nil {
-			return setup{}, err
+			return Setup{}, err
 		}
 		env = append(env, cfg)
 	}
@@ -80,13 +80,13 @@ func opencodeSetup(o Options, conf string) (setup, error) {
 	}
 	// opencode works in $PWD, not only in its working directory.
 	env = append(env, "PWD="+o.Dir, "OPENCODE_DISABLE_AUTOUPDATE=1")
-	return setup{args: args, env: env, stdin: o.promptWithAddition()}, nil
+	return Setup{Args: args, Env: env, Stdin: o.promptWithAddition()}, nil
 }
 
 // opencodeACPSetup: `opencode acp`, whose model (ACP has no flag for it)
 // and permissions are in the config file lane writes: every tool lane's
 // rules may judge asks, and lane's gate answers.
-func opencodeACPSetup(o Options, conf string) (setup, error) {
+func opencodeACPSetup(o Options, conf string) (Setup, error) {
 	ask := map[string]any{}
 	for _, tool := range []string{"bash", "edit", "read", "glob", "grep", "list", "webfetch"} {
 		ask[tool] = "ask"
@@ -101,10 +101,10 @@ func opencodeACPSetup(o Options, conf string) (setup, error) {
 	}
 	cfg, err := writeOpencodeConfig(conf, fields)
 	if err != nil {
-		return setup{}, err
+		return Setup{}, err
 	}
 	env = append(env, cfg, "PWD="+o.Dir, "OPENCODE_DISABLE_AUTOUPDATE=1")
-	return setup{args: []string{"acp"}, env: env}, nil
+	return Setup{Args: []string{"acp"}, Env: env}, nil
 }
 
 // opencodeProvider is the openai-compatible provider "lane" of a run lane

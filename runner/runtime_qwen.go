@@ -27,29 +27,29 @@ func qwenRuntime() *Runtime {
 			Name: "qwen", Title: "Qwen Code", Package: "@qwen-code/qwen-code",
 			EndpointAPI: "openai", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
 		},
-		describe: qwen.Call,
-		process: &process{
-			binary: binarySpec{versionOK: isSemver, want: "a version number"},
-			setup:  qwenSetup,
-			newSource: func(r io.Reader) EventSource {
+		Describe: qwen.Call,
+		Process: &Process{
+			Binary: BinarySpec{VersionOK: isSemver, Want: "a version number"},
+			Setup:  qwenSetup,
+			NewSource: func(r io.Reader) EventSource {
 				d := qwen.NewDecoder(r)
 				d.MaxOutputSize = MaxEventOutput
 				return d
 			},
-			newJudge: func(o Options) judge {
+			NewJudge: func(o Options) Judge {
 				if useACP(o) {
 					return &cliJudge{o: o, tally: &acp.Tally{Model: o.pricedModel()}}
 				}
 				return &cliJudge{o: o, tally: &qwen.Tally{}}
 			},
-			final:      func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
-			stopOn:     authRefusal,
-			shellLog:   qwenLogs,
-			authHint:   qwen.AuthHint,
-			capability: cliCapability,
-			hermetic:   qwenHermetic,
+			Final:      func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
+			StopOn:     authRefusal,
+			ShellLog:   qwenLogs,
+			AuthHint:   qwen.AuthHint,
+			Capability: cliCapability,
+			Hermetic:   qwenHermetic,
 			// In a container: its endpoint, key, home, settings and folder.
-			containerEnv: []string{"QWEN_", "OPENAI_", "PWD="},
+			ContainerEnv: []string{"QWEN_", "OPENAI_", "PWD="},
 			newDialog: acpDialogFor(acpSpec{
 				prompt:    func(o Options) string { return o.Prompt }, // it takes --append-system-prompt itself
 				beforeEnd: qwenRecorded,
@@ -64,7 +64,7 @@ func qwenRuntime() *Runtime {
 // is Qwen Code's OpenAI auth with OPENAI_BASE_URL, and a system settings
 // file of the run's own that turns off usage statistics and managed memory
 // (which posts to Alibaba's servers and adds model requests of its own).
-func qwenSetup(o Options, conf string) (setup, error) {
+func qwenSetup(o Options, conf string) (Setup, error) {
 	args := []string{"--output-format", "stream-json", "--yolo"}
 	if useACP(o) {
 		args = []string{"--acp"}
@@ -86,7 +86,7 @@ func qwenSetup(o Options, conf string) (setup, error) {
 	if o.BaseURL != "" {
 		settings := filepath.Join(conf, "settings.json")
 		if err := writeJSON(settings, qwenSettings); err != nil {
-			return setup{}, err
+			return Setup{}, err
 		}
 		args = append(args, "--auth-type", "openai")
 		env = append(env, "QWEN_CODE_SYSTEM_SETTINGS_PATH="+settings,
@@ -97,11 +97,11 @@ func qwenSetup(o Options, conf string) (setup, error) {
 	}
 	env = append(env, "PWD="+o.Dir)
 	if useACP(o) {
-		return setup{args: args, env: env}, nil
+		return Setup{Args: args, Env: env}, nil
 	}
 	// On stdin, so that a task starting with "-" stays a task (qwen takes
 	// no "--" before its positional prompt, and -p is deprecated).
-	return setup{args: args, env: env, stdin: o.Prompt}, nil
+	return Setup{Args: args, Env: env, Stdin: o.Prompt}, nil
 }
 
 // qwenSettings is the system settings of a Qwen Code run lane points at an
