@@ -17,6 +17,7 @@ import (
 	"lane/config"
 	"lane/importer"
 	"lane/pricing"
+	"lane/runtimes"
 	"lane/trace"
 )
 
@@ -101,7 +102,7 @@ func importSources(cfg *config.File, opts *ImportOptions) ([]importer.Source, er
 		sources []importer.Source
 		names   []string
 	)
-	for _, r := range importer.Readers(price) {
+	for _, r := range runtimes.Readers(price) {
 		names = append(names, r.Runtime())
 		if opts.From == "" || opts.From == r.Runtime() {
 			sources = append(sources, importer.Source{Reader: r, Paths: opts.Paths})

@@ -16,6 +16,7 @@ import (
 
 	"lane/importer"
 	"lane/pricing"
+	"lane/runtimes/claude"
 	"lane/store"
 	"lane/streamjson"
 	"lane/trace"
@@ -163,7 +164,7 @@ func TestATIFImportedGolden(t *testing.T) {
 	for _, n := range names {
 		paths = append(paths, filepath.Join(dir, n))
 	}
-	d := &importer.Driver{Store: st, Sources: []importer.Source{{Reader: importer.Claude{Price: pricing.Default().Cost}, Paths: paths}},
+	d := &importer.Driver{Store: st, Sources: []importer.Source{{Reader: claude.Reader{Price: pricing.Default().Cost}, Paths: paths}},
 		Env: importer.Env{Home: "/nonexistent", Getenv: func(string) string { return "" }}}
 	if stats, err := d.Import(ctx); err != nil || len(stats.Errors) > 0 {
 		t.Fatalf("import: %v %v", err, stats)

@@ -1,9 +1,11 @@
-package importer
+package importer_test
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"lane/importer"
+	"lane/runtimes/claude"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,9 +43,9 @@ func openStore(t testing.TB) *store.Store {
 	return s
 }
 
-func claudeDriver(s *store.Store, cfg string) *Driver {
-	return &Driver{Store: s, Sources: []Source{{Reader: Claude{Price: pricing.Default().Cost}}},
-		Env: Env{Home: "/nonexistent", Getenv: func(k string) string {
+func claudeDriver(s *store.Store, cfg string) *importer.Driver {
+	return &importer.Driver{Store: s, Sources: []importer.Source{{Reader: claude.Reader{Price: pricing.Default().Cost}}},
+		Env: importer.Env{Home: "/nonexistent", Getenv: func(k string) string {
 			if k == "CLAUDE_CONFIG_DIR" {
 				return cfg
 			}
@@ -51,7 +53,7 @@ func claudeDriver(s *store.Store, cfg string) *Driver {
 		}}}
 }
 
-func importPass(t testing.TB, d *Driver) *Stats {
+func importPass(t testing.TB, d *importer.Driver) *importer.Stats {
 	t.Helper()
 	st, err := d.Import(context.Background())
 	if err != nil {
@@ -354,7 +356,7 @@ func TestClaudeHugeFileInBatchesLong(t *testing.T) {
 	at := bytes.Index(data, []byte(`"content":[{"text":"Done"`))
 	at = bytes.LastIndexByte(data[:at], '\n') + 1
 	big := fmt.Sprintf(`{"type":"user","isSidechain":false,"sessionId":"%s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_big","content":"%s"}]}}`+"\n",
-		strings.TrimSuffix(filepath.Base(matches[0]), ".jsonl"), strings.Repeat("y", ReadBudget))
+		strings.TrimSuffix(filepath.Base(matches[0]), ".jsonl"), strings.Repeat("y", importer.ReadBudget))
 	huge := slices.Concat(data[:at], []byte(big), data[at:])
 	if err := os.WriteFile(matches[0], huge, 0o644); err != nil {
 		t.Fatal(err)

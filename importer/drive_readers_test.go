@@ -1,8 +1,9 @@
-package importer
+package importer_test
 
 import (
 	"context"
 	"fmt"
+	"lane/importer"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,7 @@ import (
 
 // fixtureCopy copies a fixture into a folder of the test's, so that files
 // can be changed, and returns the environment that finds it.
-func fixtureCopy(t *testing.T, fx fixtureReader) Env {
+func fixtureCopy(t *testing.T, fx fixtureReader) importer.Env {
 	t.Helper()
 	dst := t.TempDir()
 	if err := os.CopyFS(dst, os.DirFS(fx.dir)); err != nil {
@@ -32,7 +33,7 @@ func TestDriverImportsEachRuntime(t *testing.T) {
 	for _, fx := range fixtureReaders() {
 		t.Run(fx.reader.Runtime(), func(t *testing.T) {
 			s := openStore(t)
-			d := &Driver{Store: s, Sources: []Source{{Reader: fx.reader}}, Env: fixtureCopy(t, fx)}
+			d := &importer.Driver{Store: s, Sources: []importer.Source{{Reader: fx.reader}}, Env: fixtureCopy(t, fx)}
 			st := importPass(t, d)
 			runs := importedRuns(t, s)
 			if len(runs) != 3 || st.Runs != 3 {
@@ -89,7 +90,7 @@ func TestDriverReadsWhatWasAppended(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := openStore(t)
-			d := &Driver{Store: s, Sources: []Source{{Reader: fx.reader}}, Env: env}
+			d := &importer.Driver{Store: s, Sources: []importer.Source{{Reader: fx.reader}}, Env: env}
 			importPass(t, d)
 			before := len(importedRuns(t, s))
 			f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
@@ -110,7 +111,7 @@ func TestDriverReadsWhatWasAppended(t *testing.T) {
 				events += len(runEvents(t, s, r.ID))
 			}
 			whole := openStore(t)
-			importPass(t, &Driver{Store: whole, Sources: []Source{{Reader: fx.reader}}, Env: env})
+			importPass(t, &importer.Driver{Store: whole, Sources: []importer.Source{{Reader: fx.reader}}, Env: env})
 			var want int
 			for _, r := range importedRuns(t, whole) {
 				want += len(runEvents(t, whole, r.ID))
@@ -139,7 +140,7 @@ func TestDriverFollowsAnArchivedRollout(t *testing.T) {
 	fx := fixtureReaders()[0]
 	env := fixtureCopy(t, fx)
 	s := openStore(t)
-	d := &Driver{Store: s, Sources: []Source{{Reader: fx.reader}}, Env: env}
+	d := &importer.Driver{Store: s, Sources: []importer.Source{{Reader: fx.reader}}, Env: env}
 	importPass(t, d)
 	want := summarizeRuns(t, s)
 	arch := filepath.Join(env.Home, ".codex", "archived_sessions")
@@ -182,7 +183,7 @@ func TestDriverSkipsLaneOwnSessions(t *testing.T) {
 		t.Run(fx.reader.Runtime(), func(t *testing.T) {
 			env := fixtureCopy(t, fx)
 			probe := openStore(t)
-			importPass(t, &Driver{Store: probe, Sources: []Source{{Reader: fx.reader}}, Env: env})
+			importPass(t, &importer.Driver{Store: probe, Sources: []importer.Source{{Reader: fx.reader}}, Env: env})
 			var session string
 			for _, r := range importedRuns(t, probe) {
 				if r.Prompt == "write hello.txt" {
@@ -194,7 +195,7 @@ func TestDriverSkipsLaneOwnSessions(t *testing.T) {
 			if err := s.CreateRun(context.Background(), own); err != nil {
 				t.Fatal(err)
 			}
-			st := importPass(t, &Driver{Store: s, Sources: []Source{{Reader: fx.reader}}, Env: env})
+			st := importPass(t, &importer.Driver{Store: s, Sources: []importer.Source{{Reader: fx.reader}}, Env: env})
 			runs := importedRuns(t, s)
 			if len(runs) != 1 || runs[0].Prompt != "run the failing command" || st.LaneRuns != 1 {
 				t.Errorf("%d imported runs, stats %+v", len(runs), st)

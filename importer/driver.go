@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -574,7 +575,7 @@ func (d *Driver) runs(ctx context.Context, runtime, path string, b *Batch, rec *
 		byID[run.ID] = len(out.Runs)
 		out.Runs = append(out.Runs, store.ImportRun{Run: run, New: isNew, Events: p.Events})
 		st.Sessions++
-		if !contains(out.File.Runs, run.ID) {
+		if !slices.Contains(out.File.Runs, run.ID) {
 			out.File.Runs = append(out.File.Runs, run.ID)
 		}
 	}

@@ -3,7 +3,10 @@
 // history, incrementally: a file is read from where the last pass stopped,
 // whole lines only.
 //
-// Each runtime is a Reader. The Driver walks the Readers' roots, skips the
+// Each runtime is a Reader, pure and in the runtime's own folder
+// (runtimes/claude, runtimes/codex, … import.go), built on the helpers here
+// (ReadLines, AppendedLines, Parts, LoadState); the table of them is
+// lane/runtimes. The Driver walks the Readers' roots, skips the
 // files that did not change without reading them, hands each grown file to
 // its Reader from the stored Position, and commits what came back (the runs,
 // their new events and the file's new Position) in one transaction per file,

@@ -13,48 +13,48 @@ import (
 // Qwen Code share: reading the whole lines appended since a Position, and
 // gathering events into the Parts of a Batch.
 
-// appendedLines calls fn with each whole line of f after from (a copy: it
+// AppendedLines calls fn with each whole line of f after from (a copy: it
 // becomes an event's Raw), its byte offset and its line number, and
 // returns the Position after the last whole line. A line too long to
 // decode is counted in ps.
-func appendedLines(ctx context.Context, f File, from Position, ps *parts, fn func(line []byte, off, n int64)) (Position, int64, error) {
+func AppendedLines(ctx context.Context, f File, from Position, ps *Parts, fn func(line []byte, off, n int64)) (Position, int64, error) {
 	return ReadLines(ctx, f.Path, from, 0, func(off, n int64, line []byte) {
 		fn(bytes.Clone(line), off, n)
-	}, func(int64, int64) { ps.skip("line too long") })
+	}, func(int64, int64) { ps.Skip("line too long") })
 }
 
-// parts gathers a Read's events by segment of one session.
-type parts struct {
-	list    []Part
-	skipped map[string]int
-	// price estimates a usage's cost (nil: no estimate).
-	price func(model string, u trace.Usage) (float64, bool)
+// Parts gathers a Read's events by segment of one session.
+type Parts struct {
+	List    []Part
+	Skipped map[string]int
+	// Price estimates a usage's cost (nil: no estimate).
+	Price func(model string, u trace.Usage) (float64, bool)
 }
 
-// at returns the part of a session's segment, made on first use.
-func (p *parts) at(session string, segment int) *Part {
-	for i := range p.list {
-		if p.list[i].SessionID == session && p.list[i].Segment == segment {
-			return &p.list[i]
+// At returns the part of a session's segment, made on first use.
+func (p *Parts) At(session string, segment int) *Part {
+	for i := range p.List {
+		if p.List[i].SessionID == session && p.List[i].Segment == segment {
+			return &p.List[i]
 		}
 	}
-	p.list = append(p.list, Part{SessionID: session, Segment: segment})
-	return &p.list[len(p.list)-1]
+	p.List = append(p.List, Part{SessionID: session, Segment: segment})
+	return &p.List[len(p.List)-1]
 }
 
-// skip counts a line that did not normalize.
-func (p *parts) skip(reason string) {
-	if p.skipped == nil {
-		p.skipped = map[string]int{}
+// Skip counts a line that did not normalize.
+func (p *Parts) Skip(reason string) {
+	if p.Skipped == nil {
+		p.Skipped = map[string]int{}
 	}
-	p.skipped[reason]++
+	p.Skipped[reason]++
 }
 
-// add appends ev to part and keeps the run's counters and times: ToolCalls
+// Add appends ev to part and keeps the run's counters and times: ToolCalls
 // counts the main agent's calls, Turns its model responses (usage events),
 // Usage their tokens and CostUSD their estimated cost (none of these
 // runtimes writes a cost of its own but opencode).
-func (ps *parts) add(part *Part, ev trace.Event) {
+func (ps *Parts) Add(part *Part, ev trace.Event) {
 	if !ev.Time.IsZero() {
 		if part.Run.StartedAt.IsZero() || ev.Time.Before(part.Run.StartedAt) {
 			part.Run.StartedAt = ev.Time
@@ -73,8 +73,8 @@ func (ps *parts) add(part *Part, ev trace.Event) {
 	}
 	if ev.Kind == trace.KindUsage && ev.Usage != nil {
 		part.Run.Usage = part.Run.Usage.Add(*ev.Usage)
-		if ps.price != nil {
-			if usd, ok := ps.price(ev.Model, *ev.Usage); ok {
+		if ps.Price != nil {
+			if usd, ok := ps.Price(ev.Model, *ev.Usage); ok {
 				part.Run.CostUSD += usd
 				part.Run.CostEstimate = true
 			}
@@ -83,13 +83,13 @@ func (ps *parts) add(part *Part, ev trace.Event) {
 	part.Events = append(part.Events, ev)
 }
 
-// rawEvent is a line lane could not normalize, kept whole.
-func rawEvent(line []byte, off, n int64, subtype string) trace.Event {
+// RawEvent is a line lane could not normalize, kept whole.
+func RawEvent(line []byte, off, n int64, subtype string) trace.Event {
 	return trace.Event{Kind: trace.KindRaw, Subtype: subtype, Raw: line, Offset: off, Line: n, Text: subtype}
 }
 
-// timestamp reads an RFC 3339 time, zero when it is not one.
-func timestamp(s string) time.Time {
+// Timestamp reads an RFC 3339 time, zero when it is not one.
+func Timestamp(s string) time.Time {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}
@@ -97,25 +97,34 @@ func timestamp(s string) time.Time {
 	return t
 }
 
-// loadState decodes a reader's state from a Position (zero for a file
+// LoadState decodes a reader's state from a Position (zero for a file
 // never read).
-func loadState(from Position, st any) {
+func LoadState(from Position, st any) {
 	if len(from.State) > 0 {
 		_ = json.Unmarshal(from.State, st) // a state lane cannot read starts over
 	}
 }
 
-func saveState(st any) json.RawMessage {
+func SaveState(st any) json.RawMessage {
 	b, _ := json.Marshal(st) // plain structs of strings and numbers
 	return b
 }
 
-// jsonInput is a tool's input as the event's Input: the JSON given, or the
+// JSONInput is a tool's input as the event's Input: the JSON given, or the
 // text as a JSON string when it is not JSON.
-func jsonInput(s string) json.RawMessage {
+func JSONInput(s string) json.RawMessage {
 	if json.Valid([]byte(s)) {
 		return json.RawMessage(s)
 	}
 	b, _ := json.Marshal(s)
 	return b
+}
+
+// Roots is the one folder a runtime keeps its sessions under, none when
+// its home is unknown ("").
+func Roots(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	return []string{dir}
 }

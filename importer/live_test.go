@@ -1,10 +1,15 @@
-package importer
+package importer_test
 
 import (
 	"context"
 	"database/sql"
 	"flag"
 	"io/fs"
+	"lane/importer"
+	"lane/runtimes/codex"
+	"lane/runtimes/gemini"
+	"lane/runtimes/opencode"
+	"lane/runtimes/qwen"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -244,8 +249,8 @@ func TestImportedAgreesWithLiveLong(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the agent CLIs")
 	}
-	readers := map[string]Reader{"codex": Codex{Price: testPrice}, "gemini": Gemini{Price: testPrice},
-		"qwen": Qwen{Price: testPrice}, "opencode": Opencode{Price: testPrice}}
+	readers := map[string]importer.Reader{"codex": codex.Reader{Price: testPrice}, "gemini": gemini.Reader{Price: testPrice},
+		"qwen": qwen.Reader{Price: testPrice}, "opencode": opencode.Reader{Price: testPrice}}
 	for _, r := range liveRigs {
 		t.Run(r.runtime, func(t *testing.T) {
 			ls := runLive(t, r, testPrice)

@@ -1,8 +1,13 @@
-package importer
+package importer_test
 
 import (
 	"context"
 	"io/fs"
+	"lane/importer"
+	"lane/runtimes/codex"
+	"lane/runtimes/gemini"
+	"lane/runtimes/opencode"
+	"lane/runtimes/qwen"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,7 +21,7 @@ import (
 
 // fixtureReader is one of the four readers with its captured files.
 type fixtureReader struct {
-	reader Reader
+	reader importer.Reader
 	dir    string            // testdata/RUNTIME-VERSION
 	env    map[string]string // relative to dir
 	home   string
@@ -24,16 +29,16 @@ type fixtureReader struct {
 
 func fixtureReaders() []fixtureReader {
 	return []fixtureReader{
-		{reader: Codex{}, dir: "testdata/codex-0.171.0", home: "home"},
-		{reader: Gemini{}, dir: "testdata/gemini-0.61.0", home: "home", env: map[string]string{"GEMINI_CLI_HOME": "state/gemini"}},
-		{reader: Qwen{}, dir: "testdata/qwen-0.15.10", home: "home"},
-		{reader: Opencode{}, dir: "testdata/opencode-1.18.33", home: "home"},
+		{reader: codex.Reader{}, dir: "testdata/codex-0.171.0", home: "home"},
+		{reader: gemini.Reader{}, dir: "testdata/gemini-0.61.0", home: "home", env: map[string]string{"GEMINI_CLI_HOME": "state/gemini"}},
+		{reader: qwen.Reader{}, dir: "testdata/qwen-0.15.10", home: "home"},
+		{reader: opencode.Reader{}, dir: "testdata/opencode-1.18.33", home: "home"},
 	}
 }
 
 // envAt is the environment of a fixture, or of a live case's root.
-func envAt(root, home string, vars map[string]string) Env {
-	return Env{Home: filepath.Join(root, home), Getenv: func(k string) string {
+func envAt(root, home string, vars map[string]string) importer.Env {
+	return importer.Env{Home: filepath.Join(root, home), Getenv: func(k string) string {
 		if v, ok := vars[k]; ok {
 			return filepath.Join(root, v)
 		}
@@ -42,9 +47,9 @@ func envAt(root, home string, vars map[string]string) Env {
 }
 
 // sessionFiles are the files r takes for sessions under its roots.
-func sessionFiles(t *testing.T, r Reader, env Env) []File {
+func sessionFiles(t *testing.T, r importer.Reader, env importer.Env) []importer.File {
 	t.Helper()
-	var files []File
+	var files []importer.File
 	for _, root := range r.Roots(env) {
 		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !r.IsSession(p) {
@@ -52,7 +57,7 @@ func sessionFiles(t *testing.T, r Reader, env Env) []File {
 			}
 			fi, err := d.Info()
 			if err == nil {
-				files = append(files, File{Path: p, Size: fi.Size()})
+				files = append(files, importer.File{Path: p, Size: fi.Size()})
 			}
 			return nil
 		})
@@ -69,15 +74,15 @@ type importedRun struct {
 
 // importAll reads every session file of r whole and merges the parts
 // into runs, keyed by session id and segment, in order of start.
-func importAll(t *testing.T, r Reader, env Env) []*importedRun {
+func importAll(t *testing.T, r importer.Reader, env importer.Env) []*importedRun {
 	t.Helper()
 	files := sessionFiles(t, r, env)
 	if len(files) == 0 {
 		t.Fatalf("%s: no session files under %v", r.Runtime(), r.Roots(env))
 	}
-	var parts []Part
+	var parts []importer.Part
 	for _, f := range files {
-		b, err := r.Read(context.Background(), f, Position{})
+		b, err := r.Read(context.Background(), f, importer.Position{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +93,7 @@ func importAll(t *testing.T, r Reader, env Env) []*importedRun {
 
 // mergeParts adds parts up as the Batch's contract says: counters add,
 // the rest takes the latest value.
-func mergeParts(parts []Part) []*importedRun {
+func mergeParts(parts []importer.Part) []*importedRun {
 	byKey := map[string]*importedRun{}
 	var out []*importedRun
 	for _, p := range parts {
@@ -240,10 +245,10 @@ func TestIncrementalReadMatchesWholeRead(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				whole := readBytes(t, fx.reader, data, Position{})
+				whole := readBytes(t, fx.reader, data, importer.Position{})
 				step := max(1, len(data)/97) // ~100 cuts a file, some mid-line
 				for cut := 0; cut < len(data); cut += step {
-					first := readBytes(t, fx.reader, data[:cut], Position{})
+					first := readBytes(t, fx.reader, data[:cut], importer.Position{})
 					if first.Position.Offset > int64(cut) || first.Position.Offset > 0 && data[first.Position.Offset-1] != '\n' {
 						t.Fatalf("cut %d: position %d is not the end of a whole line", cut, first.Position.Offset)
 					}
@@ -266,13 +271,13 @@ func TestIncrementalReadMatchesWholeRead(t *testing.T) {
 }
 
 // readBytes reads data as a session file.
-func readBytes(t *testing.T, r Reader, data []byte, from Position) *Batch {
+func readBytes(t *testing.T, r importer.Reader, data []byte, from importer.Position) *importer.Batch {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "session.jsonl")
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := r.Read(context.Background(), File{Path: p, Size: int64(len(data))}, from)
+	b, err := r.Read(context.Background(), importer.File{Path: p, Size: int64(len(data))}, from)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +286,7 @@ func readBytes(t *testing.T, r Reader, data []byte, from Position) *Batch {
 
 // summarize is what the parts add up to, as text: each run's counters and
 // its events' kinds and offsets.
-func summarize(parts []Part) string {
+func summarize(parts []importer.Part) string {
 	var b strings.Builder
 	for _, r := range mergeParts(parts) {
 		b.WriteString(r.run.SessionID + " " + strings.TrimSpace(r.run.Prompt) + " " + string(r.run.Status) + " ")
@@ -305,10 +310,10 @@ func TestCorruptLineIsARawEvent(t *testing.T) {
 		t.Run(fx.reader.Runtime(), func(t *testing.T) {
 			f := sessionFiles(t, fx.reader, envAt(fx.dir, fx.home, fx.env))[0]
 			data, _ := os.ReadFile(f.Path)
-			good := readBytes(t, fx.reader, data, Position{})
+			good := readBytes(t, fx.reader, data, importer.Position{})
 			lines := strings.SplitAfter(string(data), "\n")
 			bad := strings.Join(lines[:2], "") + "{not json\n" + `{"type":"lane-test-unknown","payload":{"type":"x"}}` + "\n" + strings.Join(lines[2:], "")
-			b := readBytes(t, fx.reader, []byte(bad), Position{})
+			b := readBytes(t, fx.reader, []byte(bad), importer.Position{})
 			var raws []trace.Event
 			for _, p := range b.Parts {
 				for _, ev := range p.Events {
@@ -330,7 +335,7 @@ func TestCorruptLineIsARawEvent(t *testing.T) {
 	}
 }
 
-func countEvents(parts []Part) int {
+func countEvents(parts []importer.Part) int {
 	n := 0
 	for _, p := range parts {
 		n += len(p.Events)

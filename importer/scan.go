@@ -2,12 +2,12 @@ package importer
 
 import "bytes"
 
-// topLevelType returns the value of a JSON object's top-level "type"
+// TopLevelType returns the value of a JSON object's top-level "type"
 // member without decoding the rest: most of a transcript's bytes are in
 // lines (attachments, request snapshots) that only need to be recognised.
 // ok is false when the line is not an object lane can scan this way; the
 // caller then decodes it whole and reports what is wrong.
-func topLevelType(b []byte) (typ string, ok bool) {
+func TopLevelType(b []byte) (typ string, ok bool) {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return "", false

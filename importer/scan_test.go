@@ -1,6 +1,10 @@
-package importer
+package importer_test
 
-import "testing"
+import (
+	"testing"
+
+	"lane/importer"
+)
 
 func TestTopLevelType(t *testing.T) {
 	t.Parallel()
@@ -18,7 +22,7 @@ func TestTopLevelType(t *testing.T) {
 		{`[1]`, "", false},
 		{`{"type":1}`, "", false},
 	} {
-		typ, ok := topLevelType([]byte(c.line))
+		typ, ok := importer.TopLevelType([]byte(c.line))
 		if typ != c.typ || ok != c.ok {
 			t.Errorf("%s: %q %v, want %q %v", c.line, typ, ok, c.typ, c.ok)
 		}

@@ -1,4 +1,4 @@
-package importer
+package claude
 
 import (
 	"bytes"
@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"lane/importer"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,12 +17,12 @@ import (
 	"lane/trace"
 )
 
-// Claude reads Claude Code's transcripts: $CLAUDE_CONFIG_DIR/projects (or
+// Reader reads Reader Code's transcripts: $CLAUDE_CONFIG_DIR/projects (or
 // ~/.claude/projects), one <session>.jsonl per session in a folder per
 // project, and <session>/subagents/agent-<id>.jsonl for each subagent, whose
 // <id>.meta.json names the tool call that started it.
 //
-// What the files hold, from Claude Code 2.1.328's own (testdata): the
+// What the files hold, from Reader Code 2.1.328's own (testdata): the
 // conversation as user and assistant lines (each assistant line one content
 // block, the lines of one API response sharing message.id and requestId,
 // and its usage repeated on each), and bookkeeping lines (queue-operation,
@@ -29,19 +31,19 @@ import (
 // prompt that opens each invocation has turnPosition.promptIndex 0. The
 // session's cost so far is on each cost-state line (subagents included),
 // restored on resume.
-type Claude struct {
+type Reader struct {
 	// Price estimates a usage's cost when the transcript has none; nil
 	// leaves estimates at zero.
 	Price func(model string, u trace.Usage) (float64, bool)
-	// MaxLineSize bounds a line; zero means DefaultMaxLineSize.
+	// MaxLineSize bounds a line; zero means importer.DefaultMaxLineSize.
 	MaxLineSize int
 }
 
 // Runtime is "claude".
-func (Claude) Runtime() string { return "claude" }
+func (Reader) Runtime() string { return "claude" }
 
 // Roots is the projects folder of Claude Code's configuration folder.
-func (Claude) Roots(env Env) []string {
+func (Reader) Roots(env importer.Env) []string {
 	dir := env.Getenv("CLAUDE_CONFIG_DIR")
 	if dir == "" {
 		dir = filepath.Join(env.Home, ".claude")
@@ -50,7 +52,7 @@ func (Claude) Roots(env Env) []string {
 }
 
 // IsSession reports whether path is a transcript.
-func (Claude) IsSession(path string) bool { return strings.HasSuffix(path, ".jsonl") }
+func (Reader) IsSession(path string) bool { return strings.HasSuffix(path, ".jsonl") }
 
 // claudeState is what a Read leaves for the next one of the same file.
 type claudeState struct {
@@ -117,7 +119,7 @@ var claudeBookkeeping = []string{"queue-operation", "attachment", "api-request",
 	"summary", "custom-title", "ai-title", "tag", "agent-name", "progress", "pr-link", "worktree-state"}
 
 // Read reads the transcript from from.
-func (c Claude) Read(ctx context.Context, f File, from Position) (*Batch, error) {
+func (c Reader) Read(ctx context.Context, f importer.File, from importer.Position) (*importer.Batch, error) {
 	var st claudeState
 	if len(from.State) > 0 {
 		if err := json.Unmarshal(from.State, &st); err != nil {
@@ -126,10 +128,10 @@ func (c Claude) Read(ctx context.Context, f File, from Position) (*Batch, error)
 	} else {
 		st = newClaudeState(f.Path)
 	}
-	r := &claudeRead{c: c, path: f.Path, st: &st, batch: &Batch{Skipped: map[string]int{}}, parts: map[int]*Part{}}
+	r := &claudeRead{c: c, path: f.Path, st: &st, batch: &importer.Batch{Skipped: map[string]int{}}, parts: map[int]*importer.Part{}}
 	r.dec = streamjson.NewDecoder(&r.feed)
-	pos, lines, err := ReadLines(ctx, f.Path, from, c.MaxLineSize, r.line, func(off, n int64) {
-		r.skip(fmt.Sprintf("longer than %d bytes", cmpOr(c.MaxLineSize, DefaultMaxLineSize)))
+	pos, lines, err := importer.ReadLines(ctx, f.Path, from, c.MaxLineSize, r.line, func(off, n int64) {
+		r.skip(fmt.Sprintf("longer than %d bytes", cmpOr(c.MaxLineSize, importer.DefaultMaxLineSize)))
 	})
 	if err != nil && pos.Offset == from.Offset {
 		return nil, err
@@ -174,11 +176,11 @@ func newClaudeState(path string) claudeState {
 
 // claudeRead is one Read under way.
 type claudeRead struct {
-	c     Claude
+	c     Reader
 	path  string
 	st    *claudeState
-	batch *Batch
-	parts map[int]*Part
+	batch *importer.Batch
+	parts map[int]*importer.Part
 	order []int
 	feed  feed
 	dec   *streamjson.Decoder
@@ -200,14 +202,14 @@ func (f *feed) Read(p []byte) (int, error) {
 func (r *claudeRead) skip(why string) { r.batch.Skipped[why]++ }
 
 // part returns the part of the current invocation.
-func (r *claudeRead) part() *Part {
+func (r *claudeRead) part() *importer.Part {
 	seg := r.st.Segment
 	if r.st.Subagent {
 		seg = -1
 	}
 	p := r.parts[seg]
 	if p == nil {
-		p = &Part{SessionID: r.st.SessionID, Segment: max(seg, 0), Attach: r.st.Subagent}
+		p = &importer.Part{SessionID: r.st.SessionID, Segment: max(seg, 0), Attach: r.st.Subagent}
 		p.Run.Runtime = "claude"
 		r.parts[seg] = p
 		r.order = append(r.order, seg)
@@ -244,7 +246,7 @@ func (r *claudeRead) line(off, n int64, line []byte) {
 	case "system":
 		r.events(off, n, line, &l)
 	default:
-		if contains(claudeBookkeeping, l.Type) {
+		if slices.Contains(claudeBookkeeping, l.Type) {
 			r.skip("bookkeeping: " + l.Type)
 			return
 		}
@@ -256,17 +258,8 @@ func (r *claudeRead) line(off, n int64, line []byte) {
 // top-level type alone, so that request snapshots and attachments (most of
 // a transcript's bytes) are not decoded.
 func bookkeeping(line []byte) (string, bool) {
-	t, ok := topLevelType(line)
-	return t, ok && t != "cost-state" && contains(claudeBookkeeping, t)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	t, ok := importer.TopLevelType(line)
+	return t, ok && t != "cost-state" && slices.Contains(claudeBookkeeping, t)
 }
 
 func (r *claudeRead) user(off, n int64, line []byte, l *claudeLine) {
@@ -359,7 +352,7 @@ func (r *claudeRead) assistant(off, n int64, line []byte, l *claudeLine) {
 // count adds an API response's usage to the run once, however many lines
 // repeat it: by message id and request id (requestRef in 2.1.328), taking
 // each field's largest value.
-func (r *claudeRead) count(p *Part, l *claudeLine, ev trace.Event, main bool) {
+func (r *claudeRead) count(p *importer.Part, l *claudeLine, ev trace.Event, main bool) {
 	u := *ev.Usage
 	key := ev.MessageID + "/" + cmpStr(l.RequestID, l.RequestRef)
 	var prev *trace.Usage
@@ -451,7 +444,7 @@ func (r *claudeRead) decode(line []byte) []trace.Event {
 
 // touch widens the run's time span to the line's and takes its folder,
 // version and session.
-func (r *claudeRead) touch(p *Part, l *claudeLine) {
+func (r *claudeRead) touch(p *importer.Part, l *claudeLine) {
 	t := l.Timestamp
 	if t.IsZero() {
 		t = r.last
@@ -478,7 +471,7 @@ func (r *claudeRead) touch(p *Part, l *claudeLine) {
 
 // add appends a line's events to p: the first carries the line, all its
 // offset and number.
-func (r *claudeRead) add(p *Part, off, n int64, line []byte, l *claudeLine, evs []trace.Event) {
+func (r *claudeRead) add(p *importer.Part, off, n int64, line []byte, l *claudeLine, evs []trace.Event) {
 	t := l.Timestamp
 	if t.IsZero() {
 		t = r.last

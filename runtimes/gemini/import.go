@@ -1,34 +1,34 @@
-package importer
+package gemini
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"lane/importer"
 	"regexp"
 	"strconv"
 	"strings"
 
-	"lane/runtimes/gemini"
 	"lane/trace"
 )
 
-// Gemini reads Gemini CLI's session logs: $GEMINI_CLI_HOME (or ~)
+// Reader reads Reader CLI's session logs: $GEMINI_CLI_HOME (or ~)
 // .gemini/tmp/PROJECT/chats/session-DATE-ID8.jsonl. Each start of the CLI
 // on a session (a first run, or --resume) writes a header line, and each
 // becomes a run of its own. A message is written again when it gains its
 // tool calls' results: lines are de-duplicated by message id.
-type Gemini struct {
+type Reader struct {
 	// Price estimates a usage's cost; nil leaves runs unpriced.
 	Price func(model string, u trace.Usage) (float64, bool)
 }
 
-func (Gemini) Runtime() string { return "gemini" }
+func (Reader) Runtime() string { return "gemini" }
 
-func (Gemini) Roots(env Env) []string {
-	return roots(gemini.LogsRoot(env.Getenv("GEMINI_CLI_HOME"), env.Home))
+func (Reader) Roots(env importer.Env) []string {
+	return importer.Roots(LogsRoot(env.Getenv("GEMINI_CLI_HOME"), env.Home))
 }
 
-func (Gemini) IsSession(path string) bool { return gemini.IsSessionLog(path) }
+func (Reader) IsSession(path string) bool { return IsSessionLog(path) }
 
 // geminiState carries the segment and what of its messages was already
 // turned into events, since a message is written more than once.
@@ -79,13 +79,13 @@ type geminiRecord struct {
 		Args          json.RawMessage `json:"args"`
 		Status        string          `json:"status"`
 		ResultDisplay any             `json:"resultDisplay"`
-		Result        []geminiPart    `json:"result"`
+		Result        []LogPart       `json:"result"`
 	} `json:"toolCalls"`
 }
 
-// geminiPart is a part of a message, as the Gemini API (and Qwen Code's
+// LogPart is a part of a message, as the Gemini API (and Qwen Code's
 // log) has it.
-type geminiPart struct {
+type LogPart struct {
 	Text         string `json:"text"`
 	Thought      bool   `json:"thought"`
 	FunctionCall *struct {
@@ -109,7 +109,7 @@ func contentText(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
-	var ps []geminiPart
+	var ps []LogPart
 	_ = json.Unmarshal(raw, &ps)
 	var b strings.Builder
 	for _, p := range ps {
@@ -125,32 +125,32 @@ var (
 	workspaceDir = regexp.MustCompile(`Workspace Directories:\*\*\\n\s*- ([^\\"]+)`)
 )
 
-// shellFailed says whether a shell tool's output says it exited non-zero,
+// ShellFailed says whether a shell tool's output says it exited non-zero,
 // and with what; the runtimes report such a call as a success.
-func shellFailed(out string) (int, bool) {
-	code, ok := gemini.ShellExitCode(out)
+func ShellFailed(out string) (int, bool) {
+	code, ok := ShellExitCode(out)
 	return code, ok && code != 0
 }
 
-func (g Gemini) Read(ctx context.Context, f File, from Position) (*Batch, error) {
+func (g Reader) Read(ctx context.Context, f importer.File, from importer.Position) (*importer.Batch, error) {
 	st := geminiState{Segment: -1}
-	loadState(from, &st)
-	ps := parts{price: g.Price}
-	pos, n, err := appendedLines(ctx, f, from, &ps, func(line []byte, off, no int64) {
+	importer.LoadState(from, &st)
+	ps := importer.Parts{Price: g.Price}
+	pos, n, err := importer.AppendedLines(ctx, f, from, &ps, func(line []byte, off, no int64) {
 		g.line(&ps, &st, line, off, no)
 	})
 	if err != nil && pos.Offset == from.Offset {
 		return nil, err
 	}
-	pos.State = saveState(st)
-	return &Batch{Parts: ps.list, Position: pos, Lines: n, Skipped: ps.skipped}, nil
+	pos.State = importer.SaveState(st)
+	return &importer.Batch{Parts: ps.List, Position: pos, Lines: n, Skipped: ps.Skipped}, nil
 }
 
-func (Gemini) line(ps *parts, st *geminiState, line []byte, off, no int64) {
+func (Reader) line(ps *importer.Parts, st *geminiState, line []byte, off, no int64) {
 	var r geminiRecord
 	if json.Unmarshal(line, &r) != nil {
-		ps.skip("invalid JSON")
-		ps.add(ps.at(st.Session, max(st.Segment, 0)), rawEvent(line, off, no, "invalid JSON"))
+		ps.Skip("invalid JSON")
+		ps.Add(ps.At(st.Session, max(st.Segment, 0)), importer.RawEvent(line, off, no, "invalid JSON"))
 		return
 	}
 	if r.SessionID != "" && r.ID == "" || bytes.HasPrefix(r.Set, []byte(`{"sessionId"`)) {
@@ -181,30 +181,30 @@ func (Gemini) line(ps *parts, st *geminiState, line []byte, off, no int64) {
 			h.Time = r.Timestamp
 		}
 		st.Header, st.Prompt, st.Seen = nil, false, nil
-		ps.add(ps.at(st.Session, st.Segment), trace.Event{Kind: trace.KindSession, Subtype: "header", SessionID: st.Session,
-			Time: timestamp(h.Time), Raw: []byte(h.Raw), Offset: h.Offset, Line: h.Line, Cwd: st.Cwd})
+		ps.Add(ps.At(st.Session, st.Segment), trace.Event{Kind: trace.KindSession, Subtype: "header", SessionID: st.Session,
+			Time: importer.Timestamp(h.Time), Raw: []byte(h.Raw), Offset: h.Offset, Line: h.Line, Cwd: st.Cwd})
 	}
-	part := ps.at(st.Session, st.Segment)
+	part := ps.At(st.Session, st.Segment)
 	part.Run.Runtime, part.Run.SessionID = "gemini", st.Session
 	part.Run.Dir = st.Cwd
 	if r.Model != "" {
 		part.Run.Model = r.Model
 	}
-	base := trace.Event{Time: timestamp(r.Timestamp), SessionID: st.Session, MessageID: r.ID, Raw: line, Offset: off, Line: no}
+	base := trace.Event{Time: importer.Timestamp(r.Timestamp), SessionID: st.Session, MessageID: r.ID, Raw: line, Offset: off, Line: no}
 	evs, known := geminiEvents(st, part, base, &r)
 	if !known {
-		ps.skip("unknown type " + r.Type)
-		ps.add(part, rawEvent(line, off, no, r.Type))
+		ps.Skip("unknown type " + r.Type)
+		ps.Add(part, importer.RawEvent(line, off, no, r.Type))
 		return
 	}
 	for _, ev := range evs {
-		ps.add(part, ev)
+		ps.Add(part, ev)
 	}
 }
 
 // geminiEvents are the events a message line adds: those of its parts not
 // seen in an earlier writing of the same message.
-func geminiEvents(st *geminiState, part *Part, base trace.Event, r *geminiRecord) ([]trace.Event, bool) {
+func geminiEvents(st *geminiState, part *importer.Part, base trace.Event, r *geminiRecord) ([]trace.Event, bool) {
 	if st.Seen == nil {
 		st.Seen = map[string]bool{}
 	}
@@ -247,7 +247,7 @@ func geminiEvents(st *geminiState, part *Part, base trace.Event, r *geminiRecord
 			if first("call:" + tc.ID) {
 				ev := base
 				ev.Kind, ev.ToolUseID, ev.ToolName, ev.Input = trace.KindToolCall, tc.ID, tc.Name, tc.Args
-				ev.Call = gemini.Call(tc.Name, tc.Args)
+				ev.Call = Call(tc.Name, tc.Args)
 				evs = append(evs, ev)
 			}
 			if len(tc.Result) > 0 && first("result:"+tc.ID) {
@@ -279,7 +279,7 @@ func geminiEvents(st *geminiState, part *Part, base trace.Event, r *geminiRecord
 
 // geminiResult is a tool call's result; a shell command that exited
 // non-zero is an error, whatever the status says.
-func geminiResult(base trace.Event, id, name, status string, display any, result []geminiPart) trace.Event {
+func geminiResult(base trace.Event, id, name, status string, display any, result []LogPart) trace.Event {
 	ev := base
 	ev.Kind, ev.ToolUseID, ev.ToolName = trace.KindToolResult, id, name
 	var out string
@@ -292,18 +292,9 @@ func geminiResult(base trace.Event, id, name, status string, display any, result
 	if s, ok := display.(string); ok && s != "" {
 		ev.Output = s
 	}
-	if code, failed := shellFailed(out); failed {
+	if code, failed := ShellFailed(out); failed {
 		ev.IsError = true
 		ev.Output = strings.TrimRight(ev.Output, "\n") + "\n(exit code " + strconv.Itoa(code) + ")"
 	}
 	return ev
-}
-
-// roots is the one folder a runtime keeps its sessions under, none when
-// its home is unknown ("").
-func roots(dir string) []string {
-	if dir == "" {
-		return nil
-	}
-	return []string{dir}
 }

@@ -1,33 +1,34 @@
-package importer
+package qwen
 
 import (
 	"context"
 	"encoding/json"
+	"lane/importer"
+	"lane/runtimes/gemini"
 	"strconv"
 	"strings"
 
-	"lane/runtimes/qwen"
 	"lane/trace"
 )
 
-// Qwen reads Qwen Code's session logs: $QWEN_HOME (or ~/.qwen)
+// Reader reads Reader Code's session logs: $QWEN_HOME (or ~/.qwen)
 // projects/PROJECT/chats/SESSION.jsonl, one record a line, chained by
 // parentUuid. A resumed session is appended to the same file. Nothing marks
 // where one start of the CLI ends, so each prompt a person gave begins a run
 // of its own: exactly lane's runs for qwen -p, one run per prompt for an
 // interactive session.
-type Qwen struct {
+type Reader struct {
 	// Price estimates a usage's cost; nil leaves runs unpriced.
 	Price func(model string, u trace.Usage) (float64, bool)
 }
 
-func (Qwen) Runtime() string { return "qwen" }
+func (Reader) Runtime() string { return "qwen" }
 
-func (Qwen) Roots(env Env) []string {
-	return roots(qwen.LogsRoot(env.Getenv("QWEN_HOME"), env.Home))
+func (Reader) Roots(env importer.Env) []string {
+	return importer.Roots(LogsRoot(env.Getenv("QWEN_HOME"), env.Home))
 }
 
-func (Qwen) IsSession(path string) bool { return qwen.IsSessionLog(path) }
+func (Reader) IsSession(path string) bool { return IsSessionLog(path) }
 
 type qwenState struct {
 	Session string `json:"session,omitempty"`
@@ -45,7 +46,7 @@ type qwenRecord struct {
 	Version   string `json:"version"`
 	Model     string `json:"model"`
 	Message   *struct {
-		Parts []geminiPart `json:"parts"`
+		Parts []gemini.LogPart `json:"parts"`
 	} `json:"message"`
 	Usage *struct {
 		Prompt     int64 `json:"promptTokenCount"`
@@ -59,25 +60,25 @@ type qwenRecord struct {
 	} `json:"toolCallResult"`
 }
 
-func (q Qwen) Read(ctx context.Context, f File, from Position) (*Batch, error) {
+func (q Reader) Read(ctx context.Context, f importer.File, from importer.Position) (*importer.Batch, error) {
 	st := qwenState{Segment: -1}
-	loadState(from, &st)
-	ps := parts{price: q.Price}
-	pos, n, err := appendedLines(ctx, f, from, &ps, func(line []byte, off, no int64) {
+	importer.LoadState(from, &st)
+	ps := importer.Parts{Price: q.Price}
+	pos, n, err := importer.AppendedLines(ctx, f, from, &ps, func(line []byte, off, no int64) {
 		q.line(&ps, &st, line, off, no)
 	})
 	if err != nil && pos.Offset == from.Offset {
 		return nil, err
 	}
-	pos.State = saveState(st)
-	return &Batch{Parts: ps.list, Position: pos, Lines: n, Skipped: ps.skipped}, nil
+	pos.State = importer.SaveState(st)
+	return &importer.Batch{Parts: ps.List, Position: pos, Lines: n, Skipped: ps.Skipped}, nil
 }
 
-func (Qwen) line(ps *parts, st *qwenState, line []byte, off, no int64) {
+func (Reader) line(ps *importer.Parts, st *qwenState, line []byte, off, no int64) {
 	var r qwenRecord
 	if json.Unmarshal(line, &r) != nil {
-		ps.skip("invalid JSON")
-		ps.add(ps.at(st.Session, max(st.Segment, 0)), rawEvent(line, off, no, "invalid JSON"))
+		ps.Skip("invalid JSON")
+		ps.Add(ps.At(st.Session, max(st.Segment, 0)), importer.RawEvent(line, off, no, "invalid JSON"))
 		return
 	}
 	if r.SessionID != "" {
@@ -87,17 +88,17 @@ func (Qwen) line(ps *parts, st *qwenState, line []byte, off, no int64) {
 	if r.Type == "user" && r.Message != nil {
 		prompt = strings.TrimSpace(partsText(r.Message.Parts))
 	}
-	base := trace.Event{Time: timestamp(r.Timestamp), SessionID: st.Session, MessageID: r.UUID, Raw: line, Offset: off, Line: no}
+	base := trace.Event{Time: importer.Timestamp(r.Timestamp), SessionID: st.Session, MessageID: r.UUID, Raw: line, Offset: off, Line: no}
 	if prompt != "" || st.Segment < 0 {
 		st.Segment++
-		part := ps.at(st.Session, st.Segment)
+		part := ps.At(st.Session, st.Segment)
 		part.Run.Prompt = prompt
 		// Each run begins with the session, as a live run's init does.
 		ev := base
 		ev.Kind, ev.Subtype, ev.Cwd, ev.Version = trace.KindSession, "prompt", r.Cwd, r.Version
-		ps.add(part, ev)
+		ps.Add(part, ev)
 	}
-	part := ps.at(st.Session, st.Segment)
+	part := ps.At(st.Session, st.Segment)
 	part.Run.Runtime, part.Run.SessionID = "qwen", st.Session
 	if r.Cwd != "" {
 		part.Run.Dir = r.Cwd
@@ -110,16 +111,16 @@ func (Qwen) line(ps *parts, st *qwenState, line []byte, off, no int64) {
 	}
 	evs, known := qwenEvents(part, base, &r)
 	if !known {
-		ps.skip("unknown type " + r.Type + "/" + r.Subtype)
-		ps.add(part, rawEvent(line, off, no, r.Type+"/"+r.Subtype))
+		ps.Skip("unknown type " + r.Type + "/" + r.Subtype)
+		ps.Add(part, importer.RawEvent(line, off, no, r.Type+"/"+r.Subtype))
 		return
 	}
 	for _, ev := range evs {
-		ps.add(part, ev)
+		ps.Add(part, ev)
 	}
 }
 
-func partsText(ps []geminiPart) string {
+func partsText(ps []gemini.LogPart) string {
 	var b strings.Builder
 	for _, p := range ps {
 		if !p.Thought {
@@ -129,7 +130,7 @@ func partsText(ps []geminiPart) string {
 	return b.String()
 }
 
-func qwenEvents(part *Part, base trace.Event, r *qwenRecord) ([]trace.Event, bool) {
+func qwenEvents(part *importer.Part, base trace.Event, r *qwenRecord) ([]trace.Event, bool) {
 	var evs []trace.Event
 	switch r.Type {
 	case "user":
@@ -144,7 +145,7 @@ func qwenEvents(part *Part, base trace.Event, r *qwenRecord) ([]trace.Event, boo
 				switch {
 				case p.FunctionCall != nil:
 					ev.Kind, ev.ToolUseID, ev.ToolName, ev.Input = trace.KindToolCall, p.FunctionCall.ID, p.FunctionCall.Name, p.FunctionCall.Args
-					ev.Call = qwen.Call(p.FunctionCall.Name, p.FunctionCall.Args)
+					ev.Call = Call(p.FunctionCall.Name, p.FunctionCall.Args)
 				case p.Thought && p.Text != "":
 					ev.Kind, ev.Text = trace.KindThinking, p.Text
 				case p.Text != "":
@@ -177,7 +178,7 @@ func qwenEvents(part *Part, base trace.Event, r *qwenRecord) ([]trace.Event, boo
 			ev.Kind, ev.ToolUseID, ev.ToolName = trace.KindToolResult, fr.ID, fr.Name
 			ev.Output = fr.Response.Output + fr.Response.Error
 			ev.IsError = fr.Response.Error != "" || r.ToolCallResult != nil && r.ToolCallResult.Status == "error"
-			if code, failed := shellFailed(ev.Output); failed {
+			if code, failed := gemini.ShellFailed(ev.Output); failed {
 				ev.IsError = true
 				ev.Output = strings.TrimRight(ev.Output, "\n") + "\n(exit code " + strconv.Itoa(code) + ")"
 			}

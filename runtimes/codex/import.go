@@ -1,29 +1,29 @@
-package importer
+package codex
 
 import (
 	"context"
 	"encoding/json"
+	"lane/importer"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
-	"lane/runtimes/codex"
 	"lane/trace"
 )
 
-// Codex reads Codex CLI's rollouts: $CODEX_HOME (or ~/.codex)
+// Reader reads Reader CLI's rollouts: $CODEX_HOME (or ~/.codex)
 // sessions/YYYY/MM/DD/rollout-*.jsonl and archived_sessions/. One rollout is
 // one thread; a resumed thread (codex exec resume, codex resume) is appended
 // to the same file, and each invocation becomes a run of its own.
-type Codex struct {
+type Reader struct {
 	// Price estimates a usage's cost; nil leaves runs unpriced.
 	Price func(model string, u trace.Usage) (float64, bool)
 }
 
-func (Codex) Runtime() string { return "codex" }
+func (Reader) Runtime() string { return "codex" }
 
-func (Codex) Roots(env Env) []string {
+func (Reader) Roots(env importer.Env) []string {
 	home := env.Getenv("CODEX_HOME")
 	if home == "" {
 		home = filepath.Join(env.Home, ".codex")
@@ -31,7 +31,7 @@ func (Codex) Roots(env Env) []string {
 	return []string{filepath.Join(home, "sessions"), filepath.Join(home, "archived_sessions")}
 }
 
-func (Codex) IsSession(path string) bool {
+func (Reader) IsSession(path string) bool {
 	base := filepath.Base(path)
 	return strings.HasPrefix(base, "rollout-") && strings.HasSuffix(base, ".jsonl")
 }
@@ -106,27 +106,27 @@ type codexPayload struct {
 	} `json:"info"`
 }
 
-func (c Codex) Read(ctx context.Context, f File, from Position) (*Batch, error) {
+func (c Reader) Read(ctx context.Context, f importer.File, from importer.Position) (*importer.Batch, error) {
 	var st codexState
-	loadState(from, &st)
-	ps := parts{price: c.Price}
-	pos, n, err := appendedLines(ctx, f, from, &ps, func(line []byte, off, no int64) {
+	importer.LoadState(from, &st)
+	ps := importer.Parts{Price: c.Price}
+	pos, n, err := importer.AppendedLines(ctx, f, from, &ps, func(line []byte, off, no int64) {
 		c.line(&ps, &st, line, off, no)
 	})
 	if err != nil && pos.Offset == from.Offset {
 		return nil, err
 	}
-	pos.State = saveState(st)
-	return &Batch{Parts: ps.list, Position: pos, Lines: n, Skipped: ps.skipped}, nil
+	pos.State = importer.SaveState(st)
+	return &importer.Batch{Parts: ps.List, Position: pos, Lines: n, Skipped: ps.Skipped}, nil
 }
 
 // line reads one rollout line into the part of its segment.
-func (Codex) line(ps *parts, st *codexState, line []byte, off, no int64) {
+func (Reader) line(ps *importer.Parts, st *codexState, line []byte, off, no int64) {
 	var l codexLine
 	var p codexPayload
 	if json.Unmarshal(line, &l) != nil || json.Unmarshal(l.Payload, &p) != nil {
-		ps.skip("invalid JSON")
-		ps.add(ps.at(st.Session, st.Segment), rawEvent(line, off, no, "invalid JSON"))
+		ps.Skip("invalid JSON")
+		ps.Add(ps.At(st.Session, st.Segment), importer.RawEvent(line, off, no, "invalid JSON"))
 		return
 	}
 	// A new invocation of the thread announces its settings before its
@@ -142,25 +142,25 @@ func (Codex) line(ps *parts, st *codexState, line []byte, off, no int64) {
 	if l.Type == "turn_context" && p.Model != "" {
 		st.Model = p.Model
 	}
-	part := ps.at(st.Session, st.Segment)
+	part := ps.At(st.Session, st.Segment)
 	part.Run.Runtime, part.Run.SessionID = "codex", st.Session
 	part.Run.Model, part.Run.Dir, part.Run.RuntimeVer = st.Model, st.Cwd, st.Version
-	base := trace.Event{Time: timestamp(l.Timestamp), Raw: line, Offset: off, Line: no, SessionID: st.Session}
+	base := trace.Event{Time: importer.Timestamp(l.Timestamp), Raw: line, Offset: off, Line: no, SessionID: st.Session}
 	if resumed {
 		// The resumed thread begins a run, as thread.started does live.
 		ev := base
 		ev.Kind, ev.Subtype, ev.Cwd, ev.Version = trace.KindSession, "resume", st.Cwd, st.Version
-		ps.add(part, ev)
+		ps.Add(part, ev)
 		return
 	}
 	evs, known := codexEvents(st, part, base, l.Type, &p)
 	if !known {
-		ps.skip("unknown type " + l.Type + "/" + p.Type)
-		ps.add(part, rawEvent(line, off, no, l.Type+"/"+p.Type))
+		ps.Skip("unknown type " + l.Type + "/" + p.Type)
+		ps.Add(part, importer.RawEvent(line, off, no, l.Type+"/"+p.Type))
 		return
 	}
 	for _, ev := range evs {
-		ps.add(part, ev)
+		ps.Add(part, ev)
 	}
 }
 
@@ -169,7 +169,7 @@ var codexExit = regexp.MustCompile(`(?m)^Process exited with code (-?\d+)`)
 // codexEvents are the events of one line; known is false for a line of a
 // type lane does not know. Known lines with nothing to show (instructions,
 // settings, the world's state) give no event.
-func codexEvents(st *codexState, part *Part, base trace.Event, typ string, p *codexPayload) (evs []trace.Event, known bool) {
+func codexEvents(st *codexState, part *importer.Part, base trace.Event, typ string, p *codexPayload) (evs []trace.Event, known bool) {
 	ev := base
 	switch typ {
 	case "session_meta":
@@ -186,7 +186,7 @@ func codexEvents(st *codexState, part *Part, base trace.Event, typ string, p *co
 }
 
 // codexItem reads a response item: what went to and came from the model.
-func codexItem(st *codexState, part *Part, ev trace.Event, p *codexPayload) []trace.Event {
+func codexItem(st *codexState, part *importer.Part, ev trace.Event, p *codexPayload) []trace.Event {
 	switch p.Type {
 	case "message":
 		text := codexTexts(p.Content)
@@ -217,7 +217,7 @@ func codexItem(st *codexState, part *Part, ev trace.Event, p *codexPayload) []tr
 		if p.Type == "custom_tool_call" {
 			args = p.Input
 		}
-		ev.Input = jsonInput(args)
+		ev.Input = importer.JSONInput(args)
 		if p.Name == "exec_command" || p.Name == "shell" {
 			// As codex exec --json names it.
 			var a struct {
@@ -228,7 +228,7 @@ func codexItem(st *codexState, part *Part, ev trace.Event, p *codexPayload) []tr
 				ev.Input, _ = json.Marshal(map[string]any{"command": a.Cmd})
 			}
 		}
-		ev.Call = codex.Call(ev.ToolName, ev.Input)
+		ev.Call = Call(ev.ToolName, ev.Input)
 	case "function_call_output", "custom_tool_call_output":
 		ev.Kind, ev.ToolUseID = trace.KindToolResult, p.CallID
 		switch out := p.Output.(type) {
@@ -254,7 +254,7 @@ func codexItem(st *codexState, part *Part, ev trace.Event, p *codexPayload) []tr
 }
 
 // codexMsg reads an event message: Codex's account of the turn.
-func codexMsg(st *codexState, part *Part, ev trace.Event, p *codexPayload) ([]trace.Event, bool) {
+func codexMsg(st *codexState, part *importer.Part, ev trace.Event, p *codexPayload) ([]trace.Event, bool) {
 	switch p.Type {
 	case "task_started":
 		ev.Kind, ev.Subtype, ev.Text = trace.KindTask, "turn.started", "turn started"

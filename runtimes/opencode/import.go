@@ -1,10 +1,11 @@
-package importer
+package opencode
 
 import (
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"lane/importer"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -12,11 +13,10 @@ import (
 
 	_ "modernc.org/sqlite" // opencode's own database, read only
 
-	"lane/runtimes/opencode"
 	"lane/trace"
 )
 
-// Opencode reads opencode's SQLite database ($XDG_DATA_HOME or
+// Reader reads opencode's SQLite database ($XDG_DATA_HOME or
 // ~/.local/share, opencode/opencode.db), where 1.18 keeps its sessions:
 // tables session, message (one row a message, JSON in data) and part (the
 // message's text, tool calls and steps). It is opencode's file, not lane's
@@ -29,14 +29,14 @@ import (
 // does. Each user message begins a run (opencode run, and each --session
 // or --continue after it, sends one); a subagent's session is attached to
 // its parent's run.
-type Opencode struct {
+type Reader struct {
 	// Price estimates a usage's cost; nil leaves runs unpriced.
 	Price func(model string, u trace.Usage) (float64, bool)
 }
 
-func (Opencode) Runtime() string { return "opencode" }
+func (Reader) Runtime() string { return "opencode" }
 
-func (Opencode) Roots(env Env) []string {
+func (Reader) Roots(env importer.Env) []string {
 	data := env.Getenv("XDG_DATA_HOME")
 	if data == "" {
 		data = filepath.Join(env.Home, ".local", "share")
@@ -44,11 +44,11 @@ func (Opencode) Roots(env Env) []string {
 	return []string{filepath.Join(data, "opencode")}
 }
 
-func (Opencode) IsSession(path string) bool { return filepath.Base(path) == "opencode.db" }
+func (Reader) IsSession(path string) bool { return filepath.Base(path) == "opencode.db" }
 
 // Companions: what opencode writes goes to the write-ahead log first, and
 // into the database file only at a checkpoint.
-func (Opencode) Companions(path string) []string { return []string{path + "-wal"} }
+func (Reader) Companions(path string) []string { return []string{path + "-wal"} }
 
 // opencodeState is, per session, how far it was imported.
 type opencodeState struct {
@@ -66,9 +66,9 @@ type opencodeSession struct {
 	Created                         int64
 }
 
-func (o Opencode) Read(ctx context.Context, f File, from Position) (*Batch, error) {
+func (o Reader) Read(ctx context.Context, f importer.File, from importer.Position) (*importer.Batch, error) {
 	var st opencodeState
-	loadState(from, &st)
+	importer.LoadState(from, &st)
 	if st.Sessions == nil {
 		st.Sessions = map[string]*opencodeProgress{}
 	}
@@ -82,7 +82,7 @@ func (o Opencode) Read(ctx context.Context, f File, from Position) (*Batch, erro
 	if err != nil {
 		return nil, err
 	}
-	ps := parts{price: o.Price}
+	ps := importer.Parts{Price: o.Price}
 	var n int64
 	for _, s := range sessions {
 		got, err := o.session(ctx, db, &ps, &st, s)
@@ -91,8 +91,8 @@ func (o Opencode) Read(ctx context.Context, f File, from Position) (*Batch, erro
 		}
 		n += got
 	}
-	return &Batch{Parts: ps.list, Lines: n, Skipped: ps.skipped,
-		Position: Position{Offset: f.Size, Line: from.Line + n, State: saveState(st)}}, nil
+	return &importer.Batch{Parts: ps.List, Lines: n, Skipped: ps.Skipped,
+		Position: importer.Position{Offset: f.Size, Line: from.Line + n, State: importer.SaveState(st)}}, nil
 }
 
 func opencodeSessions(ctx context.Context, db *sql.DB) ([]opencodeSession, error) {
@@ -140,7 +140,7 @@ type opencodeRow struct {
 
 // session imports the messages of s after the last one imported, and says
 // how many.
-func (o Opencode) session(ctx context.Context, db *sql.DB, ps *parts, st *opencodeState, s opencodeSession) (int64, error) {
+func (o Reader) session(ctx context.Context, db *sql.DB, ps *importer.Parts, st *opencodeState, s opencodeSession) (int64, error) {
 	prog := st.Sessions[s.ID]
 	if prog == nil {
 		prog = &opencodeProgress{Segment: -1}
@@ -167,7 +167,7 @@ func (o Opencode) session(ctx context.Context, db *sql.DB, ps *parts, st *openco
 	var n int64
 	for _, m := range msgs {
 		if json.Unmarshal(m.data, &m.msg) != nil {
-			ps.skip("invalid JSON")
+			ps.Skip("invalid JSON")
 		} else if m.msg.Role == "assistant" && m.msg.Time.Completed == nil && m.msg.Error == nil {
 			break // still being written
 		}
@@ -181,7 +181,7 @@ func (o Opencode) session(ctx context.Context, db *sql.DB, ps *parts, st *openco
 }
 
 // message adds one message and its parts to its run.
-func (o Opencode) message(ctx context.Context, db *sql.DB, ps *parts, prog *opencodeProgress, s opencodeSession, m opencodeRow) error {
+func (o Reader) message(ctx context.Context, db *sql.DB, ps *importer.Parts, prog *opencodeProgress, s opencodeSession, m opencodeRow) error {
 	texts, evs, err := opencodeParts(ctx, db, s, m)
 	if err != nil {
 		return err
@@ -203,14 +203,14 @@ func (o Opencode) message(ctx context.Context, db *sql.DB, ps *parts, prog *open
 		prog.Segment++
 		prog.Cost = 0
 	}
-	part := ps.at(session, max(prog.Segment, 0))
+	part := ps.At(session, max(prog.Segment, 0))
 	part.Attach = attach
 	part.Run.Runtime, part.Run.SessionID, part.Run.Dir, part.Run.RuntimeVer = "opencode", session, s.Dir, s.Version
 	if m.msg.Role == "user" && !attach {
 		part.Run.Prompt = strings.Join(texts, "\n")
 		ev := evBase(s, m, m.data)
 		ev.Kind, ev.Cwd, ev.Version = trace.KindSession, s.Dir, s.Version
-		ps.add(part, ev)
+		ps.Add(part, ev)
 	}
 	if m.msg.Role == "assistant" {
 		if m.msg.ModelID != "" && !attach {
@@ -234,7 +234,7 @@ func (o Opencode) message(ctx context.Context, db *sql.DB, ps *parts, prog *open
 		}
 	}
 	for _, ev := range evs {
-		ps.add(part, ev)
+		ps.Add(part, ev)
 	}
 	return nil
 }
@@ -286,9 +286,9 @@ func opencodeParts(ctx context.Context, db *sql.DB, s opencodeSession, m opencod
 		}
 		base := evBase(s, m, data)
 		base.Time = ms(created)
-		var p opencode.Part
+		var p Part
 		if json.Unmarshal(data, &p) != nil {
-			evs = append(evs, rawEvent(data, 0, 0, "invalid JSON"))
+			evs = append(evs, importer.RawEvent(data, 0, 0, "invalid JSON"))
 			continue
 		}
 		if p.Type == "text" && p.Text != "" {
@@ -299,7 +299,7 @@ func opencodeParts(ctx context.Context, db *sql.DB, s opencodeSession, m opencod
 	return texts, evs, rows.Err()
 }
 
-func opencodePartEvents(ev trace.Event, role, model string, p *opencode.Part) []trace.Event {
+func opencodePartEvents(ev trace.Event, role, model string, p *Part) []trace.Event {
 	switch p.Type {
 	case "text":
 		if role != "assistant" || p.Text == "" {
@@ -326,11 +326,11 @@ func opencodePartEvents(ev trace.Event, role, model string, p *opencode.Part) []
 	case "tool":
 		st := p.State
 		if st == nil {
-			st = &opencode.State{}
+			st = &State{}
 		}
 		call := ev
 		call.Kind, call.ToolUseID, call.ToolName, call.Input = trace.KindToolCall, p.CallID, p.Tool, st.Input
-		call.Call = opencode.Call(p.Tool, st.Input)
+		call.Call = Call(p.Tool, st.Input)
 		if st.Time.Start > 0 {
 			call.Time = ms(st.Time.Start)
 		}
