@@ -91,7 +91,7 @@ func runReindex(ctx context.Context, f *Factory, opts *ReindexOptions) error {
 	}
 	tally := map[string]int{}
 	for _, run := range runs {
-		res, err := reindexRun(ctx, st, cfg, f.Getenv, run, opts.DryRun)
+		res, err := reindexRun(ctx, f.runtimes(), st, cfg, f.Getenv, run, opts.DryRun)
 		if err != nil {
 			return err
 		}
@@ -139,7 +139,7 @@ func reindexRuns(ctx context.Context, st *store.Store, opts *ReindexOptions) ([]
 }
 
 // reindexRun rebuilds one run and, unless dry, stores it.
-func reindexRun(ctx context.Context, st *store.Store, cfg *config.File, getenv func(string) string, run *trace.Run, dry bool) (ReindexResult, error) {
+func reindexRun(ctx context.Context, runtimes runner.Entries, st *store.Store, cfg *config.File, getenv func(string) string, run *trace.Run, dry bool) (ReindexResult, error) {
 	res := ReindexResult{RunID: run.ID, Runtime: run.Runtime}
 	evs, err := st.AllEvents(ctx, run.ID)
 	if err != nil {
@@ -149,7 +149,7 @@ func reindexRun(ctx context.Context, st *store.Store, cfg *config.File, getenv f
 	if err != nil {
 		return res, err
 	}
-	rd, err := runner.Redecode(run, evs, ro)
+	rd, err := runtimes.Redecode(run, evs, ro)
 	var nr *runner.NotRedecodableError
 	if errors.As(err, &nr) {
 		res.Action, res.Reason = "skipped", nr.Reason

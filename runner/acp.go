@@ -28,16 +28,16 @@ import (
 // idle watchdog sees no tool running). So a run that the agents' own yolo
 // modes serve keeps the stream and its accounting, even when a person
 // watches it (lane run): it can be cancelled, not steered (see oneWay).
-func useACP(o Options) bool { return o.interactive() && o.mode() != interact.ModeBypass }
+func useACP(o Options) bool { return o.Interactive() && o.Mode() != interact.ModeBypass }
 
 // cliCapability is what a run of an ACP-capable CLI is allowed: over ACP,
 // its permission mode and rules, which lane applies to every call the
 // agent asks about; else every tool (its own yolo mode).
 func cliCapability(o Options) trace.Capability {
 	if !useACP(o) {
-		return unattended(o)
+		return Unattended(o)
 	}
-	return trace.Capability{Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: o.AllowedTools, PermissionMode: string(o.mode())}
+	return trace.Capability{Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: o.AllowedTools, PermissionMode: string(o.Mode())}
 }
 
 // acpDialog is one ACP run's side of the conversation: it opens the
@@ -54,10 +54,10 @@ type acpDialog struct {
 	ready   chan struct{}
 	conn    *acp.Conn // set by source, before ready is closed
 
-	turns turnCounter // observe's: opencode's turns are not counted from steps in ACP
+	turns TurnCounter // observe's: opencode's turns are not counted from steps in ACP
 
 	mu     sync.Mutex
-	t      talk
+	t      Talk
 	notes  []note            // denials to tell the agent with the next prompt
 	asked  map[string]string // tool call id → the id of its request waiting for a person
 	asking context.Context   // ends with the turn: requests for approval pending then are cancelled
@@ -84,28 +84,28 @@ type acpSpec struct {
 }
 
 // acpDialogFor makes the dialog of an interactive run that speaks ACP.
-func acpDialogFor(spec acpSpec) func(o Options, run *trace.Run) dialog {
-	return func(o Options, run *trace.Run) dialog {
+func acpDialogFor(spec acpSpec) func(o Options, run *trace.Run) Dialog {
+	return func(o Options, run *trace.Run) Dialog {
 		if !useACP(o) {
 			return nil
 		}
 		return &acpDialog{o: o, run: run, spec: spec, ready: make(chan struct{}),
-			turns: turnCounter{limit: o.MaxTurns}, asked: map[string]string{}}
+			turns: TurnCounter{Limit: o.MaxTurns}, asked: map[string]string{}}
 	}
 }
 
-func (d *acpDialog) source(stdout io.Reader) EventSource {
+func (d *acpDialog) Source(stdout io.Reader) EventSource {
 	d.conn = acp.NewConn(stdout, acp.Options{MaxOutputSize: MaxEventOutput, Capture: d.capture})
 	close(d.ready)
 	return d.conn
 }
 
-// observe enforces --max-turns for the runtimes whose turns the runner
+// Observe enforces --max-turns for the runtimes whose turns the runner
 // counts from steps, which ACP does not show (opencode's).
-func (d *acpDialog) observe(ev trace.Event) {
-	if err := d.turns.observe(ev); err != nil {
+func (d *acpDialog) Observe(ev trace.Event) {
+	if err := d.turns.Observe(ev); err != nil {
 		d.mu.Lock()
-		stop := d.t.stop
+		stop := d.t.Stop
 		d.mu.Unlock()
 		if stop != nil {
 			stop(err)
@@ -113,7 +113,7 @@ func (d *acpDialog) observe(ev trace.Event) {
 	}
 }
 
-func (d *acpDialog) begin(ctx context.Context, stdin io.WriteCloser, t talk) {
+func (d *acpDialog) Begin(ctx context.Context, stdin io.WriteCloser, t Talk) {
 	select {
 	case <-d.ready:
 	case <-ctx.Done():
@@ -122,7 +122,7 @@ func (d *acpDialog) begin(ctx context.Context, stdin io.WriteCloser, t talk) {
 	d.mu.Lock()
 	d.t = t
 	d.mu.Unlock()
-	gate := d.o.newGate(d.run, d.post)
+	gate := d.o.NewGate(d.run, d.post)
 	d.conn.Start(stdin, d.permit(gate))
 	defer d.conn.Close()
 	if err := d.open(ctx); err != nil {
@@ -174,7 +174,7 @@ type steering struct {
 // converse prompts the task, then whatever is queued each time a turn
 // ends; it ends at a turn's end with nothing queued (after an interrupt,
 // once the linger has passed without a message), and posts the result.
-func (d *acpDialog) converse(ctx context.Context, t talk) {
+func (d *acpDialog) converse(ctx context.Context, t Talk) {
 	st := &steering{ch: d.o.Desk.Steering(ctx, d.run.ID)}
 	text := d.spec.prompt(d.o)
 	for {
@@ -207,7 +207,7 @@ func (d *acpDialog) converse(ctx context.Context, t talk) {
 }
 
 // turn sends one prompt and relays steering until its turn ends.
-func (d *acpDialog) turn(ctx context.Context, text string, st *steering, t talk) (sdk.PromptResponse, error) {
+func (d *acpDialog) turn(ctx context.Context, text string, st *steering, t Talk) (sdk.PromptResponse, error) {
 	asking, endAsks := context.WithCancel(ctx)
 	defer endAsks()
 	d.mu.Lock()
@@ -238,12 +238,12 @@ func (d *acpDialog) turn(ctx context.Context, text string, st *steering, t talk)
 
 // steer acts on s during a turn (interrupt is the turn's cancel) or
 // between turns (nil).
-func (d *acpDialog) steer(ctx context.Context, s interact.Steer, st *steering, t talk, interrupt context.CancelFunc) {
+func (d *acpDialog) steer(ctx context.Context, s interact.Steer, st *steering, t Talk, interrupt context.CancelFunc) {
 	switch s.Kind {
 	case interact.SteerCancel:
 		d.delivered(ctx, s)
 		st.cancelled = true
-		t.stop(ErrCancelled)
+		t.Stop(ErrCancelled)
 	case interact.SteerInterrupt:
 		d.interrupt(ctx, s, st, interrupt)
 		d.delivered(ctx, s)
@@ -293,8 +293,8 @@ func (d *acpDialog) next(ctx context.Context, st *steering) (text string, ok boo
 
 // linger keeps an interrupted run open for a message, up to --linger; it
 // reports whether one came.
-func (d *acpDialog) linger(ctx context.Context, st *steering, t talk) bool {
-	timer := time.NewTimer(d.o.linger())
+func (d *acpDialog) linger(ctx context.Context, st *steering, t Talk) bool {
+	timer := time.NewTimer(d.o.LingerWait())
 	defer timer.Stop()
 	for {
 		select {
@@ -388,3 +388,9 @@ func (d *acpDialog) unanswered(tc acp.ToolCall) {
 	d.post(trace.Event{Kind: trace.KindPermissionDecision, ToolUseID: tc.ID, ToolName: tc.Name,
 		Permission: &trace.Permission{ID: id, By: string(interact.ByLane), Message: "the turn ended before anyone answered"}})
 }
+
+// The optional parts of a dialog that acpDialog has.
+var (
+	_ Sourcer  = (*acpDialog)(nil)
+	_ Replayer = (*acpDialog)(nil)
+)

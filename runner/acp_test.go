@@ -160,8 +160,8 @@ func startACP(t *testing.T, runtime, capture string, o Options) *acpRun {
 	rt, _ := Lookup(runtime)
 	var mu sync.Mutex
 	var traffic strings.Builder
-	newDialog := rt.Process.newDialog
-	rt.Process.newDialog = func(o Options, run *trace.Run) dialog {
+	newDialog := rt.Process.NewDialog
+	rt.Process.NewDialog = func(o Options, run *trace.Run) Dialog {
 		d := newDialog(o, run)
 		if d == nil {
 			t.Errorf("%s: no ACP dialog for mode %s with a desk", runtime, o.PermissionMode)
@@ -583,10 +583,10 @@ func TestACPIsForTwoWayRuns(t *testing.T) {
 			if speaks != tt.acp || tt.acp && (su.Stdin != "" || strings.Contains(args, "yolo") || strings.Contains(args, "fix it")) {
 				t.Errorf("%s, %s: args %q, stdin %q", tt.name, name, args, su.Stdin)
 			}
-			if d := rt.Process.newDialog(o, &trace.Run{}); (d != nil) != (tt.acp && o.interactive()) {
+			if d := rt.Process.NewDialog(o, &trace.Run{}); (d != nil) != (tt.acp && o.Interactive()) {
 				t.Errorf("%s, %s: dialog %v", tt.name, name, d)
 			}
-			if c := rt.Process.Capability(o); tt.acp && c.PermissionMode != string(o.mode()) || !tt.acp && c.PermissionMode != "bypassPermissions" {
+			if c := rt.Process.Capability(o); tt.acp && c.PermissionMode != string(o.Mode()) || !tt.acp && c.PermissionMode != "bypassPermissions" {
 				t.Errorf("%s, %s: capability %+v", tt.name, name, c)
 			}
 		}

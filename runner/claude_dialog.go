@@ -50,16 +50,16 @@ type claudeDialog struct {
 	interrupts map[string]interact.Steer // by the request id of the interrupt
 }
 
-func newClaudeDialog(o Options, run *trace.Run) dialog {
+func newClaudeDialog(o Options, run *trace.Run) Dialog {
 	return &claudeDialog{
 		o: o, run: run, taskUUID: newClaudeUUID(), inbox: newClaudeInbox(),
 		messages: map[string]interact.Steer{}, announced: map[string]bool{}, interrupts: map[string]interact.Steer{},
 	}
 }
 
-// observe hands begin the events it acts on: the protocol's lines, the
+// Observe hands begin the events it acts on: the protocol's lines, the
 // main agent's results, and the tasks that outlive a turn.
-func (d *claudeDialog) observe(ev trace.Event) {
+func (d *claudeDialog) Observe(ev trace.Event) {
 	switch {
 	case ev.Kind == trace.KindRaw && isClaudeProtocol(ev.Subtype),
 		ev.Kind == trace.KindUserMessage, ev.Kind == trace.KindInterrupt,
@@ -69,20 +69,20 @@ func (d *claudeDialog) observe(ev trace.Event) {
 	}
 }
 
-// aside reports the lines that say nothing of whether Claude Code has
+// Aside reports the lines that say nothing of whether Claude Code has
 // given its final word: a command_lifecycle "completed" after a result
 // does not reopen the run (see processAttempt's finished).
-func (d *claudeDialog) aside(ev trace.Event) bool {
+func (d *claudeDialog) Aside(ev trace.Event) bool {
 	return ev.Kind == trace.KindRaw && isClaudeProtocol(ev.Subtype) || ev.Kind == trace.KindInterrupt ||
 		ev.Kind == trace.KindPermissionRequest || ev.Kind == trace.KindPermissionDecision
 }
 
-// work holds the idle watchdog while an interrupted run waits for a
+// Work holds the idle watchdog while an interrupted run waits for a
 // follow-up (--linger bounds that wait): from the result of a turn cut
 // short, until a message starts a turn or another result comes. Claude
 // Code ends an interrupted turn with a result of its own, so lane's
 // lingering, which such a result closes, does not serve.
-func (d *claudeDialog) work(ev trace.Event) (string, bool, bool) {
+func (d *claudeDialog) Work(ev trace.Event) (string, bool, bool) {
 	switch {
 	case ev.Kind == trace.KindResult && ev.ParentToolUseID == "" && ev.Result != nil &&
 		strings.HasPrefix(ev.Result.TerminalReason, "aborted"):
@@ -97,12 +97,12 @@ func isClaudeProtocol(subtype string) bool {
 	return strings.HasPrefix(subtype, "control_") || strings.HasPrefix(subtype, "command_lifecycle:")
 }
 
-// amend turns Claude Code's acknowledgments of what people sent into the
+// Amend turns Claude Code's acknowledgments of what people sent into the
 // run's events, in place, so that they sit in the trace where they
 // happened: the first command_lifecycle line of a message (queued, or
 // started should queued be missing) becomes its user_message, an
 // interrupt's control_response its interrupt.
-func (d *claudeDialog) amend(ev *trace.Event) {
+func (d *claudeDialog) Amend(ev *trace.Event) {
 	switch {
 	case ev.Kind != trace.KindRaw:
 		return
@@ -126,8 +126,8 @@ func (d *claudeDialog) amend(ev *trace.Event) {
 	}
 }
 
-// begin runs the conversation until ctx ends (Claude Code has exited).
-func (d *claudeDialog) begin(ctx context.Context, stdin io.WriteCloser, t talk) {
+// Begin runs the conversation until ctx ends (Claude Code has exited).
+func (d *claudeDialog) Begin(ctx context.Context, stdin io.WriteCloser, t Talk) {
 	var asks sync.WaitGroup
 	defer asks.Wait()
 	in := &claudeStdin{f: stdin}
@@ -160,7 +160,7 @@ func (d *claudeDialog) begin(ctx context.Context, stdin io.WriteCloser, t talk) 
 			}
 			c.onSteer(ctx, s)
 		case <-c.lingerC():
-			slog.Debug("no follow-up after the interrupt", "run", d.run.ID, "linger", d.o.linger())
+			slog.Debug("no follow-up after the interrupt", "run", d.run.ID, "linger", d.o.LingerWait())
 			c.end()
 		}
 	}
@@ -170,7 +170,7 @@ func (d *claudeDialog) begin(ctx context.Context, stdin io.WriteCloser, t talk) 
 // goroutine but for asking, which the goroutines that ask share.
 type claudeConversation struct {
 	d    *claudeDialog
-	t    talk
+	t    Talk
 	in   *claudeStdin
 	asks *sync.WaitGroup
 
@@ -230,7 +230,7 @@ func (c *claudeConversation) onResult() {
 	switch {
 	case len(c.pending) > 0 || len(c.afterStop) > 0 || len(c.tasks) > 0:
 	case c.interrupted || c.stopping > 0:
-		c.linger = time.NewTimer(c.d.o.linger())
+		c.linger = time.NewTimer(c.d.o.LingerWait())
 	default:
 		c.end()
 	}
@@ -339,7 +339,7 @@ func (c *claudeConversation) onSteer(ctx context.Context, s interact.Steer) {
 		if by == "" {
 			by = "a person"
 		}
-		c.t.stop(fmt.Errorf("%w by %s", ErrCancelled, by))
+		c.t.Stop(fmt.Errorf("%w by %s", ErrCancelled, by))
 		c.delivered(ctx, s)
 	case interact.SteerInterrupt:
 		if !c.running {
@@ -454,11 +454,11 @@ func (c *claudeConversation) decide(ctx context.Context, ctl streamjson.Control)
 		return streamjson.Allow(ctl.RequestID, r.Input, nil)
 	}
 	var asked trace.Event // the gate's permission_request
-	gate := c.d.o.newGate(c.d.run, func(ev trace.Event) {
+	gate := c.d.o.NewGate(c.d.run, func(ev trace.Event) {
 		if ev.Kind == trace.KindPermissionRequest {
 			asked = ev
 		}
-		c.t.post(ev)
+		c.t.Post(ev)
 	})
 	dec, err := gate.Ask(ctx, interact.Request{
 		ToolUseID: r.ToolUseID, Tool: r.ToolName, Summary: claudeSummary(r), Input: r.Input,
@@ -468,7 +468,7 @@ func (c *claudeConversation) decide(ctx context.Context, ctl streamjson.Control)
 		if errors.Is(context.Cause(ctx), errAskCancelled) && asked.Permission != nil {
 			// The request is over without an answer: say so, which also
 			// lets the idle watchdog run again.
-			c.t.post(trace.Event{Kind: trace.KindPermissionDecision, ToolUseID: r.ToolUseID, ToolName: r.ToolName,
+			c.t.Post(trace.Event{Kind: trace.KindPermissionDecision, ToolUseID: r.ToolUseID, ToolName: r.ToolName,
 				Permission: &trace.Permission{ID: asked.Permission.ID, By: string(interact.ByLane), Message: errAskCancelled.Error()}})
 		} else if ctx.Err() == nil {
 			slog.Warn("ask for approval", "run", c.d.run.ID, "tool", r.ToolName, "err", err)
@@ -615,3 +615,10 @@ func newClaudeUUID() string {
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
+
+// The optional parts of a dialog that claudeDialog has.
+var (
+	_ Amender = (*claudeDialog)(nil)
+	_ Worker  = (*claudeDialog)(nil)
+	_ Asider  = (*claudeDialog)(nil)
+)

@@ -76,7 +76,7 @@ func TestClaudeArgsInteractive(t *testing.T) {
 		if slices.Contains(args, "--") || slices.Contains(args, "-fix it") {
 			t.Errorf("%s: the task is on the command line: %q", tc.mode, args)
 		}
-		if i := slices.Index(args, "--permission-mode"); i < 0 || args[i+1] != string(o.mode()) {
+		if i := slices.Index(args, "--permission-mode"); i < 0 || args[i+1] != string(o.Mode()) {
 			t.Errorf("%s: permission mode %q", tc.mode, args)
 		}
 		if got := strings.Contains(joined, "--permission-prompt-tool stdio"); got != tc.asks {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"lane/runtimes/gemini"
 	"lane/runtimes/qwen"
 	"lane/trace"
 )
@@ -144,10 +145,10 @@ func TestTurnCounter(t *testing.T) {
 		{"opencode counts steps", true, 2, []trace.Event{step, call, result, call, result, step, text, step}, 7},
 	}
 	for _, tt := range tests {
-		c := turnCounter{limit: tt.limit, steps: tt.steps}
+		c := TurnCounter{Limit: tt.limit, Steps: tt.steps}
 		got := -1
 		for i, ev := range tt.events {
-			if err := c.observe(ev); err != nil && got < 0 {
+			if err := c.Observe(ev); err != nil && got < 0 {
 				got = i
 			}
 		}
@@ -285,7 +286,7 @@ func TestShellLogFindsTheExitCodeTheStreamLeftOut(t *testing.T) {
 	path := filepath.Join(chats, "sess-1234-abcd.jsonl")
 	os.WriteFile(path, []byte(logLine("c1", "Command: false\nOutput: (empty)\nExit Code: 1\nSignal: 0")+logLine("c2", "Command: true\nOutput: ok\nExit Code: 0")), 0o600)
 
-	l := newShellLog(qwenLogs([]string{"HOME=" + home}))
+	l := newShellLog(qwenLogs([]string{"HOME=" + home}), gemini.ShellExitCode)
 	evs := []trace.Event{
 		{Kind: trace.KindSession, SessionID: "sess-1234-abcd"},
 		{Kind: trace.KindToolCall, ToolUseID: "c1", ToolName: "run_shell_command", Call: qwen.Call("run_shell_command", nil)},
@@ -338,7 +339,7 @@ func TestShellLogOnRealCaptures(t *testing.T) {
 			entry, _ := Lookup(name)
 			src := entry.Process.NewSource(stream)
 			logPath := filepath.Join("testdata", "sessionlogs", rt+".session.jsonl")
-			l := newShellLog(func(string) []string { return []string{logPath} })
+			l := newShellLog(func(string) []string { return []string{logPath} }, gemini.ShellExitCode)
 			var failed, passed []string
 			for {
 				evs, err := src.Next()

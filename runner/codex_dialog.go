@@ -47,15 +47,15 @@ type codexInbound struct {
 	result  *trace.Result      // turn/completed: the run's result so far
 }
 
-func newCodexDialog(o Options, run *trace.Run) dialog {
+func newCodexDialog(o Options, run *trace.Run) Dialog {
 	return &codexDialog{
 		o: o, run: run, flagged: map[int64]codexInbound{}, ready: make(chan struct{}, 1),
-		tally: codex.Tally{Model: o.pricedModel(), PriorUsage: o.PriorSessionUsage},
+		tally: codex.Tally{Model: o.PricedModel(), PriorUsage: o.PriorSessionUsage},
 	}
 }
 
-// source decodes stdout, flagging the lines that the dialog acts on.
-func (d *codexDialog) source(stdout io.Reader) EventSource {
+// Source decodes stdout, flagging the lines that the dialog acts on.
+func (d *codexDialog) Source(stdout io.Reader) EventSource {
 	dec := codex.NewAppDecoder(stdout)
 	dec.MaxOutputSize = MaxEventOutput
 	return &codexSource{d: d, dec: dec}
@@ -95,9 +95,9 @@ func (s *codexSource) Next() ([]trace.Event, error) {
 	return evs, err
 }
 
-// observe keeps the tally and hands a flagged message to begin once its
+// Observe keeps the tally and hands a flagged message to begin once its
 // line's first event is being recorded. It never blocks.
-func (d *codexDialog) observe(ev trace.Event) {
+func (d *codexDialog) Observe(ev trace.Event) {
 	d.tally.Observe(ev)
 	if ev.Raw == nil || ev.Line == 0 {
 		return
@@ -128,16 +128,16 @@ func (d *codexDialog) takeMail() []codexInbound {
 	return mail
 }
 
-// begin opens the thread and the first turn, then serves Codex and the
+// Begin opens the thread and the first turn, then serves Codex and the
 // run's steering until the run is over.
-func (d *codexDialog) begin(ctx context.Context, stdin io.WriteCloser, t talk) {
+func (d *codexDialog) Begin(ctx context.Context, stdin io.WriteCloser, t Talk) {
 	ctx, cancel := context.WithCancel(ctx)
 	var approvals sync.WaitGroup
 	defer approvals.Wait()
 	defer cancel() // before the wait: a request still waiting for a person ends with the run
 	s := &codexSession{
 		d: d, t: t, conn: &codexConn{w: stdin, pending: map[string]codexPending{}},
-		gate: d.o.newGate(d.run, func(ev trace.Event) { t.post(ev) }),
+		gate: d.o.NewGate(d.run, func(ev trace.Event) { t.Post(ev) }),
 	}
 	if err := s.open(); err != nil {
 		s.fail(err)
@@ -177,7 +177,7 @@ func (d *codexDialog) begin(ctx context.Context, stdin io.WriteCloser, t talk) {
 // conn and gate, which approvals share).
 type codexSession struct {
 	d    *codexDialog
-	t    talk
+	t    Talk
 	conn *codexConn
 	gate *interact.Gate
 
@@ -207,7 +207,7 @@ func (s *codexSession) open() error {
 		Model: o.Model, Cwd: o.Dir, DeveloperInstructions: o.AppendSystemPrompt,
 		ApprovalPolicy: codex.ApprovalNever, Sandbox: codex.SandboxFullAccess,
 	}
-	if o.mode() != interact.ModeBypass {
+	if o.Mode() != interact.ModeBypass {
 		p.ApprovalPolicy = codex.ApprovalUntrusted // Codex asks; lane's policy and people answer
 	}
 	method := codex.MethodThreadStart
@@ -221,7 +221,7 @@ func (s *codexSession) open() error {
 // fail ends the dialog on an error of lane's or of the protocol, recorded
 // as a fatal error of the run (Codex then exits as its stdin closes).
 func (s *codexSession) fail(err error) {
-	s.t.post(trace.Event{Kind: trace.KindError, Subtype: "error", ErrorKind: trace.ErrorCrash,
+	s.t.Post(trace.Event{Kind: trace.KindError, Subtype: "error", ErrorKind: trace.ErrorCrash,
 		Text: "codex app-server: " + err.Error()})
 	s.over = true
 }
@@ -308,7 +308,7 @@ func (s *codexSession) answered(ctx context.Context, m codex.Message) {
 // delivered records follow-up messages that reached Codex.
 func (s *codexSession) delivered(ctx context.Context, steers []interact.Steer) {
 	for _, st := range steers {
-		s.t.post(trace.Event{Kind: trace.KindUserMessage, Text: st.Text, By: string(st.From)})
+		s.t.Post(trace.Event{Kind: trace.KindUserMessage, Text: st.Text, By: string(st.From)})
 		s.markDelivered(ctx, st)
 	}
 }
@@ -321,7 +321,7 @@ func (s *codexSession) turnEnded(interrupted bool) {
 	case len(s.queued) > 0:
 		s.nextTurn()
 	case interrupted:
-		s.linger = time.After(s.d.o.linger())
+		s.linger = time.After(s.d.o.LingerWait())
 	case s.steering > 0:
 		s.endAfterSteers = true // a turn/steer on its way may yet open the next turn
 	default:
@@ -337,14 +337,14 @@ func (s *codexSession) lingered() bool {
 		s.end()
 		return true
 	}
-	s.t.stop(fmt.Errorf("%w: the turn was interrupted and no message followed within %s", ErrCancelled, s.d.o.linger()))
+	s.t.Stop(fmt.Errorf("%w: the turn was interrupted and no message followed within %s", ErrCancelled, s.d.o.LingerWait()))
 	return true
 }
 
 // end posts the run's result; returning from begin then closes stdin.
 func (s *codexSession) end() {
 	if s.result != nil {
-		s.t.post(trace.Event{Kind: trace.KindResult, Result: s.result})
+		s.t.Post(trace.Event{Kind: trace.KindResult, Result: s.result})
 	}
 	s.over = true
 }
@@ -372,7 +372,7 @@ func (s *codexSession) steer(ctx context.Context, st interact.Steer) bool {
 	switch st.Kind {
 	case interact.SteerCancel:
 		s.markDelivered(ctx, st)
-		s.t.stop(ErrCancelled)
+		s.t.Stop(ErrCancelled)
 		return true
 	case interact.SteerInterrupt:
 		// With no live turn there is nothing to stop: it is spent all the same.
@@ -411,7 +411,7 @@ func (s *codexSession) interrupt(st interact.Steer) {
 		s.fail(err)
 		return
 	}
-	s.t.post(trace.Event{Kind: trace.KindInterrupt, By: string(st.From)})
+	s.t.Post(trace.Event{Kind: trace.KindInterrupt, By: string(st.From)})
 }
 
 func (s *codexSession) markDelivered(ctx context.Context, st interact.Steer) {
@@ -545,3 +545,6 @@ func (c *codexConn) send(m codex.Message) error {
 	}
 	return nil
 }
+
+// codexDialog reads app-server's stdout itself.
+var _ Sourcer = (*codexDialog)(nil)

@@ -148,7 +148,7 @@ func (c versionCacheFile) remember(path, out string) {
 	}
 	cache := c.read()
 	cache[path] = versionEntry{Size: st.Size(), ModTime: st.ModTime().UnixNano(), Output: out}
-	if err := writeJSON(string(c), cache); err != nil {
+	if err := WriteJSON(string(c), cache); err != nil {
 		slog.Debug("remember runtime version", "err", err)
 	}
 }

@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 )
 
-// hermeticConfig makes home/sub a runtime's configuration folder for a
+// HermeticConfig makes home/sub a runtime's configuration folder for a
 // hermetic run: it holds copies of the user's login files (logins, from
 // the user's folder user) and nothing else. It returns the folder and the
 // entries of setup the user has, which the run leaves out.
-func hermeticConfig(home, sub, user string, logins, setup []string) (dir string, excluded []string, err error) {
+func HermeticConfig(home, sub, user string, logins, setup []string) (dir string, excluded []string, err error) {
 	dir = filepath.Join(home, sub)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", nil, err
@@ -22,7 +22,7 @@ func hermeticConfig(home, sub, user string, logins, setup []string) (dir string,
 		return dir, nil, nil
 	}
 	for _, name := range logins {
-		if err := copyIfThere(filepath.Join(user, name), filepath.Join(dir, name)); err != nil {
+		if err := CopyIfThere(filepath.Join(user, name), filepath.Join(dir, name)); err != nil {
 			return "", nil, fmt.Errorf("copy the login %s: %w", name, err)
 		}
 	}
@@ -34,10 +34,10 @@ func hermeticConfig(home, sub, user string, logins, setup []string) (dir string,
 	return dir, excluded, nil
 }
 
-// copyIfThere copies the file src to dst (owner-only), when src exists and
+// CopyIfThere copies the file src to dst (owner-only), when src exists and
 // dst does not yet: a later run of the same session keeps what the runtime
 // wrote there (a refreshed token).
-func copyIfThere(src, dst string) error {
+func CopyIfThere(src, dst string) error {
 	data, err := os.ReadFile(src)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -59,15 +59,15 @@ func copyIfThere(src, dst string) error {
 	return f.Close()
 }
 
-// writeSignInSettings writes dst, a settings.json holding defaults and,
+// WriteSignInSettings writes dst, a settings.json holding defaults and,
 // from the user's settings.json src (unless src is "" or not there), the
 // sign-in alone (security.auth: which login or key the user chose), so that a hermetic
 // run of Gemini CLI or Qwen Code signs in as the user's own runs do
 // without their MCP servers, tools, hooks or model choices.
-func writeSignInSettings(src, dst string, defaults map[string]any) error {
+func WriteSignInSettings(src, dst string, defaults map[string]any) error {
 	settings := maps.Clone(defaults)
 	if src == "" {
-		return writeJSON(dst, settings)
+		return WriteJSON(dst, settings)
 	}
 	if b, err := os.ReadFile(src); err == nil {
 		var user struct {
@@ -83,16 +83,16 @@ func writeSignInSettings(src, dst string, defaults map[string]any) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("read the sign-in of %s: %w", src, err)
 	}
-	return writeJSON(dst, settings)
+	return WriteJSON(dst, settings)
 }
 
-// userDir is the runtime's configuration folder in env: the variable
+// UserDir is the runtime's configuration folder in env: the variable
 // override's value when set, else sub under HOME, else "".
-func userDir(env []string, override, sub string) string {
-	if v := lookupEnv(env, override); v != "" {
+func UserDir(env []string, override, sub string) string {
+	if v := LookupEnv(env, override); v != "" {
 		return v
 	}
-	if h := lookupEnv(env, "HOME"); h != "" {
+	if h := LookupEnv(env, "HOME"); h != "" {
 		return filepath.Join(h, sub)
 	}
 	return ""

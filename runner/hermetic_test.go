@@ -25,7 +25,7 @@ func writeFiles(t *testing.T, root string, files map[string]string) {
 // hermeticVar is the value of name among add, the hermetic run's variables.
 func hermeticVar(t *testing.T, add []string, name string) string {
 	t.Helper()
-	v := lookupEnv(add, name)
+	v := LookupEnv(add, name)
 	if v == "" {
 		t.Fatalf("the hermetic run's variables %v lack %s", add, name)
 	}
@@ -133,7 +133,7 @@ func TestOpencodeHermeticConfigHome(t *testing.T) {
 	if entries, err := os.ReadDir(filepath.Join(cfg, "opencode")); err != nil || len(entries) != 0 {
 		t.Errorf("the hermetic config folder holds %v (%v), want nothing", entries, err)
 	}
-	if lookupEnv(add, "OPENCODE_DISABLE_CLAUDE_CODE") != "1" {
+	if LookupEnv(add, "OPENCODE_DISABLE_CLAUDE_CODE") != "1" {
 		t.Errorf("variables %v: Claude Code's files are not turned off", add)
 	}
 	if !slices.Equal(excluded, []string{"opencode.json", "AGENTS.md", "~/.claude/CLAUDE.md"}) {

@@ -85,7 +85,7 @@ func localAttempt(o Options, n int) (*attempt, error) {
 				prompt = "" // the task is in the history already
 			}
 			ac := ac
-			if o.interactive() {
+			if o.Interactive() {
 				sctx, endSteering := context.WithCancel(ctx) // the desk's steering ends with the loop
 				defer endSteering()
 				o.converse(sctx, &ac, run)
@@ -117,7 +117,7 @@ func localAttempt(o Options, n int) (*attempt, error) {
 func (o Options) converse(ctx context.Context, ac *agent.Config, run *trace.Run) {
 	judged := o
 	judged.Dir = ac.Dir // the folder as the model sees it, symlinks resolved
-	gate := judged.newGate(run, nil)
+	gate := judged.NewGate(run, nil)
 	ac.Approve = func(ctx context.Context, call provider.ToolCall, emit func(trace.Event)) (interact.Decision, error) {
 		return approveLocal(ctx, *gate, ac.Dir, call, emit)
 	}
@@ -127,7 +127,7 @@ func (o Options) converse(ctx context.Context, ac *agent.Config, run *trace.Run)
 			slog.Warn("record a delivered message", "run", run.ID, "steer", s.ID, "err", err)
 		}
 	}
-	ac.Linger = o.linger()
+	ac.Linger = o.LingerWait()
 }
 
 // approveLocal passes one call of lane's own tools through the gate, whose

@@ -82,15 +82,15 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		inv = o.Within(inv)
 	}
 	tally := p.NewJudge(o)
-	turns := turnCounter{limit: o.MaxTurns, steps: p.StepTurns}
+	turns := TurnCounter{Limit: o.MaxTurns, Steps: p.StepTurns}
 	if !rt.EnforcesTurns {
-		turns.limit = 0
+		turns.Limit = 0
 	}
 	// finished: the runtime's last word so far is its final one, so a
 	// watchdog that fires now only ends its lingering (a result printed
 	// after lane's interrupt does not count: see Exit.Settled).
 	var finished bool
-	var dlg dialog
+	var dlg Dialog
 	a := &attempt{
 		run: &trace.Run{
 			ParentRunID: o.ParentRunID,
@@ -107,16 +107,16 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 			return supervise(ctx, supervision{
 				inv: inv, watchdogs: o.Watchdogs, shim: o.Shim, newSource: p.NewSource, emit: emit,
 				settled: func() bool { return finished },
-				work:    dialogWork(dlg, processWork(p.StepTurns, o.interactive())),
+				work:    dialogWork(dlg, processWork(p.StepTurns, o.Interactive())),
 				dialog:  dlg,
 			})
 		},
 		observe: func(ev trace.Event) error {
 			if dlg != nil {
-				dlg.observe(ev)
+				dlg.Observe(ev)
 			}
 			tally.Observe(ev)
-			if as, ok := dlg.(asider); ev.Kind != trace.KindStderr && !(ok && as.aside(ev)) {
+			if as, ok := dlg.(Asider); ev.Kind != trace.KindStderr && !(ok && as.Aside(ev)) {
 				finished = p.Final(ev)
 			}
 			if p.StopOn != nil {
@@ -124,7 +124,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 					return err
 				}
 			}
-			return turns.observe(ev)
+			return turns.Observe(ev)
 		},
 		finish: func(run *trace.Run, ex Exit) {
 			if !judgeStop(run, ex, authHintFor(p, o)) {
@@ -136,13 +136,13 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		next:      continueSession,
 		cleanup:   func() { os.RemoveAll(conf) },
 	}
-	if p.newDialog != nil && o.interactive() {
-		dlg = p.newDialog(o, a.run)
-		if am, ok := dlg.(amender); ok {
-			a.amend = am.amend
+	if p.NewDialog != nil && o.Interactive() {
+		dlg = p.NewDialog(o, a.run)
+		if am, ok := dlg.(Amender); ok {
+			a.amend = am.Amend
 		}
 	}
-	if o.interactive() {
+	if o.Interactive() {
 		a.run.Capability.Steer = twoWaySteer()
 		if dlg == nil {
 			dlg = newOneWay(o, a.run, su.Stdin)
@@ -150,7 +150,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		}
 	}
 	if p.ShellLog != nil {
-		a.amend = newShellLog(p.ShellLog(env)).amend
+		a.amend = newShellLog(p.ShellLog.Files(env), p.ShellLog.ExitCode).amend
 	}
 	return a, nil
 }
@@ -176,17 +176,17 @@ func authHintFor(p *Process, o Options) string {
 	return p.AuthHint
 }
 
-// unattended is the capability of an agent CLI run headless with every tool
+// Unattended is the capability of an agent CLI run headless with every tool
 // approved (its own yolo or bypass mode): a headless run cannot answer
 // prompts.
-func unattended(o Options) trace.Capability {
+func Unattended(o Options) trace.Capability {
 	return trace.Capability{Dir: o.Dir, AddDirs: o.AddDirs, PermissionMode: "bypassPermissions"}
 }
 
-// authRefusal is the cause to stop a run on: an API refusal of the
+// AuthRefusal is the cause to stop a run on: an API refusal of the
 // credentials, which no retry of the runtime's will cure, reported as a
 // retry or as an error of the main agent.
-func authRefusal(ev trace.Event) error {
+func AuthRefusal(ev trace.Event) error {
 	switch {
 	case ev.Kind == trace.KindRetry && ev.Retry != nil && (ev.Retry.ErrorStatus == 401 || ev.Retry.ErrorStatus == 403):
 		return &AuthError{Status: ev.Retry.ErrorStatus, Message: ev.Retry.Error}
@@ -200,9 +200,9 @@ func authRefusal(ev trace.Event) error {
 	return nil
 }
 
-// applyVerdict sets the run's status from a runtime's verdict, saying how a
+// ApplyVerdict sets the run's status from a runtime's verdict, saying how a
 // crash ended.
-func applyVerdict(run *trace.Run, v trace.Verdict, ex Exit) {
+func ApplyVerdict(run *trace.Run, v trace.Verdict, ex Exit) {
 	run.Status, run.ErrorKind = v.Status, v.ErrorKind
 	run.ErrorMessage, run.ErrorHint, run.Contradiction = v.Message, v.Hint, v.Contradiction
 	if v.ErrorKind == trace.ErrorCrash {
@@ -237,9 +237,9 @@ func processWork(steps, interactive bool) func(trace.Event) (string, bool, bool)
 
 // dialogWork is the dialog's account of the work in flight when it keeps
 // one (see worker), else work.
-func dialogWork(dlg dialog, work func(trace.Event) (string, bool, bool)) func(trace.Event) (string, bool, bool) {
-	if w, ok := dlg.(worker); ok {
-		return w.work
+func dialogWork(dlg Dialog, work func(trace.Event) (string, bool, bool)) func(trace.Event) (string, bool, bool) {
+	if w, ok := dlg.(Worker); ok {
+		return w.Work
 	}
 	return work
 }
@@ -264,24 +264,24 @@ func stepWork(steps bool) func(trace.Event) (string, bool, bool) {
 	}
 }
 
-// turnCounter counts the main agent's model turns from its events and says
+// TurnCounter counts the main agent's model turns from its events and says
 // when one begins past the limit (if it has one). A turn begins with the
 // first model output (text, thinking or a tool call) after a tool result,
 // or with a step_start for runtimes that mark their steps.
-type turnCounter struct {
-	limit       int
-	steps       bool
+type TurnCounter struct {
+	Limit       int
+	Steps       bool
 	turns       int
 	afterResult bool
 }
 
-func (c *turnCounter) observe(ev trace.Event) error {
+func (c *TurnCounter) Observe(ev trace.Event) error {
 	if ev.ParentToolUseID != "" {
 		return nil
 	}
 	began := false
 	switch {
-	case c.steps:
+	case c.Steps:
 		began = ev.Kind == trace.KindTask && ev.Subtype == "step_start"
 	case ev.Kind == trace.KindToolResult:
 		c.afterResult = true
@@ -293,50 +293,50 @@ func (c *turnCounter) observe(ev trace.Event) error {
 		return nil
 	}
 	c.turns++
-	if c.limit > 0 && c.turns > c.limit {
-		return &MaxTurnsError{Limit: c.limit}
+	if c.Limit > 0 && c.turns > c.Limit {
+		return &MaxTurnsError{Limit: c.Limit}
 	}
 	return nil
 }
 
-// keyFrom is the environment value for the API key of a CLI pointed at an
+// KeyFrom is the environment value for the API key of a CLI pointed at an
 // endpoint: the variable o.KeyEnv names, or a placeholder for servers that
 // want none (Ollama) but a CLI that insists on one.
-func (o Options) keyFrom(env []string) string {
+func (o Options) KeyFrom(env []string) string {
 	if o.KeyEnv != "" {
-		if v := lookupEnv(env, o.KeyEnv); v != "" {
+		if v := LookupEnv(env, o.KeyEnv); v != "" {
 			return v
 		}
 	}
 	return "lane-no-key"
 }
 
-// promptWithAddition is the task with --append-system-prompt before it,
+// PromptWithAddition is the task with --append-system-prompt before it,
 // for the CLIs that have no flag of their own for it.
-func (o Options) promptWithAddition() string {
+func (o Options) PromptWithAddition() string {
 	if o.AppendSystemPrompt == "" {
 		return o.Prompt
 	}
 	return o.AppendSystemPrompt + "\n\n" + o.Prompt
 }
 
-// pricedModel is the model a run's usage is priced as.
-func (o Options) pricedModel() string {
+// PricedModel is the model a run's usage is priced as.
+func (o Options) PricedModel() string {
 	if o.Model != "" {
 		return o.Model
 	}
 	return o.Label
 }
 
-// price is o.Price, or a price list that knows no model.
-func (o Options) price() func(string, trace.Usage) (float64, bool) {
+// Pricer is o.Price, or a Pricer list that knows no model.
+func (o Options) Pricer() func(string, trace.Usage) (float64, bool) {
 	if o.Price != nil {
 		return o.Price
 	}
 	return func(string, trace.Usage) (float64, bool) { return 0, false }
 }
 
-func lookupEnv(env []string, name string) string {
+func LookupEnv(env []string, name string) string {
 	v := ""
 	for _, kv := range env {
 		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
@@ -346,7 +346,7 @@ func lookupEnv(env []string, name string) string {
 	return v
 }
 
-func isSemver(out string) bool {
+func IsSemver(out string) bool {
 	line, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
 	parts := strings.SplitN(strings.TrimPrefix(line, "v"), ".", 3)
 	if len(parts) != 3 {
@@ -360,10 +360,10 @@ func isSemver(out string) bool {
 	return true
 }
 
-// writeJSON writes v as a configuration file of lane's. It replaces the
+// WriteJSON writes v as a configuration file of lane's. It replaces the
 // file at once (a rename), as runs in parallel may read lane's lasting
 // runtime homes while another run writes them.
-func writeJSON(path string, v any) error {
+func WriteJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err

@@ -63,8 +63,8 @@ func (r *Redecoded) Unchanged(old *trace.Run) bool {
 // where they were. A run's status is judged again only when the runtime
 // ended it on its own (see keepsVerdict): a stop by lane is lane's
 // judgement, not the runtime's lines'.
-func Redecode(run *trace.Run, stored []trace.Event, ro RedecodeOptions) (*Redecoded, error) {
-	rt, ok := Lookup(run.Runtime)
+func (es Entries) Redecode(run *trace.Run, stored []trace.Event, ro RedecodeOptions) (*Redecoded, error) {
+	rt, ok := es.Lookup(run.Runtime)
 	switch {
 	case !ok:
 		return nil, &NotRedecodableError{"unknown runtime " + fmt.Sprintf("%q", run.Runtime)}
@@ -76,14 +76,14 @@ func Redecode(run *trace.Run, stored []trace.Event, ro RedecodeOptions) (*Redeco
 		return nil, &NotRedecodableError{"the run is " + string(run.Status)}
 	}
 	o := redecodeOptions(run, ro)
-	newSource, err := redecodeSource(rt, o, run)
+	newSource, replay, err := redecodeSource(rt, o, run)
 	if err != nil {
 		return nil, err
 	}
 	segs, laneErr := segment(stored, run)
 	lines := 0
 	for _, s := range segs {
-		if s.line() {
+		if s.IsLine() {
 			lines++
 		}
 	}
@@ -91,23 +91,23 @@ func Redecode(run *trace.Run, stored []trace.Event, ro RedecodeOptions) (*Redeco
 		return nil, &NotRedecodableError{"no raw lines stored"}
 	}
 	var decoded map[int][]trace.Event
-	if newSource == nil {
-		decoded = redecodeACP(run, segs)
+	if replay != nil {
+		decoded = replay.Replay(run, segs)
 	} else if decoded, err = decodeLines(newSource, segs); err != nil {
 		return nil, err
 	}
 	out := &Redecoded{Run: ptrCopy(run)}
 	var evs []trace.Event
 	for i, s := range segs {
-		fresh := s.events
-		if s.line() && !s.laneKind() {
+		fresh := s.Events
+		if s.IsLine() && !s.laneKind() {
 			fresh = decoded[i]
-			retime(fresh, s.events)
+			retime(fresh, s.Events)
 			if rt.Process.ShellLog != nil {
-				keepExitCodes(fresh, s.events)
+				keepExitCodes(fresh, s.Events)
 			}
 		}
-		out.count(s.events, fresh)
+		out.count(s.Events, fresh)
 		evs = append(evs, fresh...)
 	}
 	p := rt.Process
@@ -163,49 +163,54 @@ func twoWayRun(run *trace.Run) bool {
 	return slices.Contains(run.Capability.Steer, string(interact.SteerMessage))
 }
 
+// A Replayer is a dialog whose stored lines cannot be decoded alone: an
+// ACP connection's answers are read against lane's requests, which are not
+// stored. Replay decodes the run's segments again, re-creating what it
+// sent, and returns the fresh events of each line, by segment.
+type Replayer interface {
+	Replay(run *trace.Run, segs []Segment) map[int][]trace.Event
+}
+
 // redecodeSource is the decoder the run's stdout was read with: its
 // dialog's when the dialog reads stdout itself (codex app-server), else
-// the runtime's; nil for an ACP connection (see redecodeACP).
-func redecodeSource(rt *Runtime, o Options, run *trace.Run) (func(io.Reader) EventSource, error) {
+// the runtime's; or the dialog that replays the run (see Replayer).
+func redecodeSource(rt *Runtime, o Options, run *trace.Run) (func(io.Reader) EventSource, Replayer, error) {
 	p := rt.Process
-	if p.newDialog == nil || !o.interactive() {
-		return p.NewSource, nil
+	if p.NewDialog == nil || !o.Interactive() {
+		return p.NewSource, nil, nil
 	}
-	dlg := p.newDialog(o, ptrCopy(run))
-	switch d := dlg.(type) {
-	case *acpDialog:
-		// ACP's answers are read against lane's requests, which are not
-		// stored: see redecodeACP.
-		return nil, nil
-	case sourcer:
-		return d.source, nil
+	switch d := p.NewDialog(o, ptrCopy(run)).(type) {
+	case Replayer:
+		return nil, d, nil
+	case Sourcer:
+		return d.Source, nil, nil
 	}
-	return p.NewSource, nil
+	return p.NewSource, nil, nil
 }
 
 // segment is a part of a stored trace: one runtime line and the events
 // decoded from it, or one event lane made itself.
-type segmentPart struct {
-	events []trace.Event
-	raw    []byte // the runtime's line; nil for lane's events
-	lineNo int64  // its line number in the runtime's output
+type Segment struct {
+	Events []trace.Event
+	Raw    []byte // the runtime's line; nil for lane's events
+	LineNo int64  // its line number in the runtime's output
 }
 
-func (s segmentPart) line() bool { return s.raw != nil }
+func (s Segment) IsLine() bool { return s.Raw != nil }
 
 // laneKind reports a line whose event lane rewrote as its own (a message's
 // or an interrupt's acknowledgment, see claudeDialog.amend): lane's
 // reading of it stands.
-func (s segmentPart) laneKind() bool {
-	for _, ev := range s.events {
-		if laneMade(ev.Kind) {
+func (s Segment) laneKind() bool {
+	for _, ev := range s.Events {
+		if LaneMade(ev.Kind) {
 			return true
 		}
 	}
 	return false
 }
 
-func laneMade(k trace.Kind) bool {
+func LaneMade(k trace.Kind) bool {
 	switch k {
 	case trace.KindStderr, trace.KindPermissionRequest, trace.KindPermissionDecision,
 		trace.KindUserMessage, trace.KindInterrupt, trace.KindTranscript:
@@ -217,7 +222,7 @@ func laneMade(k trace.Kind) bool {
 // segment cuts stored into runtime lines and lane's events, and takes out
 // lane's closing error event (runAttempt's, which repeats the run's error
 // message), which is made again from the new verdict.
-func segment(stored []trace.Event, run *trace.Run) ([]segmentPart, *trace.Event) {
+func segment(stored []trace.Event, run *trace.Run) ([]Segment, *trace.Event) {
 	var laneErr *trace.Event
 	if n := len(stored); n > 0 {
 		last := stored[n-1]
@@ -226,7 +231,7 @@ func segment(stored []trace.Event, run *trace.Run) ([]segmentPart, *trace.Event)
 			stored = stored[:n-1]
 		}
 	}
-	var segs []segmentPart
+	var segs []Segment
 	var prevLine int64
 	for _, ev := range stored {
 		cur := len(segs) - 1
@@ -236,12 +241,12 @@ func segment(stored []trace.Event, run *trace.Run) ([]segmentPart, *trace.Event)
 			if n == 0 {
 				n = prevLine + 1 // a payload that lost its line number
 			}
-			segs = append(segs, segmentPart{events: []trace.Event{ev}, raw: ev.Raw, lineNo: n})
+			segs = append(segs, Segment{Events: []trace.Event{ev}, Raw: ev.Raw, LineNo: n})
 			prevLine = n
-		case cur >= 0 && segs[cur].line() && ev.Line != 0 && ev.Line == segs[cur].lineNo && !laneMade(ev.Kind):
-			segs[cur].events = append(segs[cur].events, ev)
+		case cur >= 0 && segs[cur].IsLine() && ev.Line != 0 && ev.Line == segs[cur].LineNo && !LaneMade(ev.Kind):
+			segs[cur].Events = append(segs[cur].Events, ev)
 		default:
-			segs = append(segs, segmentPart{events: []trace.Event{ev}})
+			segs = append(segs, Segment{Events: []trace.Event{ev}})
 		}
 	}
 	return segs, laneErr
@@ -250,14 +255,14 @@ func segment(stored []trace.Event, run *trace.Run) ([]segmentPart, *trace.Event)
 // decodeLines feeds the runtime lines of segs, in order, to one decoder
 // and returns each line's events by segment, with the line numbers the
 // runtime's output had.
-func decodeLines(newSource func(io.Reader) EventSource, segs []segmentPart) (map[int][]trace.Event, error) {
+func decodeLines(newSource func(io.Reader) EventSource, segs []Segment) (map[int][]trace.Event, error) {
 	var buf bytes.Buffer
 	var bySeq []int // the segment of each line fed, from line 1
 	for i, s := range segs {
-		if !s.line() {
+		if !s.IsLine() {
 			continue
 		}
-		buf.Write(s.raw)
+		buf.Write(s.Raw)
 		buf.WriteByte('\n')
 		bySeq = append(bySeq, i)
 	}
@@ -274,7 +279,7 @@ func decodeLines(newSource func(io.Reader) EventSource, segs []segmentPart) (map
 			if i < 0 {
 				i = bySeq[0]
 			}
-			ev.Line = segs[i].lineNo
+			ev.Line = segs[i].LineNo
 			ev.CapOutput(MaxEventOutput)
 			out[i] = append(out[i], ev)
 			last = i
@@ -346,12 +351,12 @@ func sameEvent(a, b trace.Event) bool {
 // processAttempt's finish do, from the exit code it recorded.
 func judgeAgain(run *trace.Run, p *Process, o Options, evs []trace.Event) {
 	tally := p.NewJudge(o)
-	turns := turnCounter{steps: p.StepTurns}
+	turns := TurnCounter{Steps: p.StepTurns}
 	var stderr []string
 	run.Permissions = trace.PermissionCounts{}
 	for _, ev := range evs {
 		tally.Observe(ev)
-		_ = turns.observe(ev) // no limit: a turn limit's stop is kept as it was
+		_ = turns.Observe(ev) // no limit: a turn limit's stop is kept as it was
 		if ev.Kind == trace.KindStderr {
 			stderr = append(stderr, ev.Text)
 		}

@@ -34,13 +34,13 @@ type acpAsk struct {
 	options []sdk.PermissionOption
 }
 
-func redecodeACP(run *trace.Run, segs []segmentPart) map[int][]trace.Event {
+func (d *acpDialog) Replay(run *trace.Run, segs []Segment) map[int][]trace.Event {
 	r := &acpReplay{run: run, dec: acp.NewDecoder(), asks: map[string]acpAsk{}, out: map[int][]trace.Event{}}
 	r.dec.MaxOutputSize = MaxEventOutput
 	r.version(segs)
 	for i, s := range segs {
-		if !s.line() {
-			r.lane(s.events)
+		if !s.IsLine() {
+			r.lane(s.Events)
 			continue
 		}
 		r.received(i, s)
@@ -52,11 +52,11 @@ func redecodeACP(run *trace.Run, segs []segmentPart) map[int][]trace.Event {
 // keepToolNames gives each call the name its stored events have (its
 // tool_call's, else any other's): opencode names a call in its first
 // update, a line that gave no event and so was not stored.
-func keepToolNames(out map[int][]trace.Event, segs []segmentPart) {
+func keepToolNames(out map[int][]trace.Event, segs []Segment) {
 	names := map[string]string{}
 	for _, s := range segs {
-		for _, ev := range s.events {
-			if ev.ToolUseID == "" || ev.ToolName == "" || laneMade(ev.Kind) {
+		for _, ev := range s.Events {
+			if ev.ToolUseID == "" || ev.ToolName == "" || LaneMade(ev.Kind) {
 				continue
 			}
 			if _, ok := names[ev.ToolUseID]; !ok || ev.Kind == trace.KindToolCall {
@@ -75,9 +75,9 @@ func keepToolNames(out map[int][]trace.Event, segs []segmentPart) {
 
 // version tells the decoder the agent's version, as the stored session
 // event has it.
-func (r *acpReplay) version(segs []segmentPart) {
+func (r *acpReplay) version(segs []Segment) {
 	for _, s := range segs {
-		for _, ev := range s.events {
+		for _, ev := range s.Events {
 			if ev.Kind == trace.KindSession && ev.Version != "" {
 				r.exchange(sdk.AgentMethodInitialize, nil, map[string]any{"agentInfo": map[string]string{"name": "", "version": ev.Version}})
 				return
@@ -167,9 +167,9 @@ type acpLine struct {
 	} `json:"error"`
 }
 
-func (r *acpReplay) received(i int, s segmentPart) {
+func (r *acpReplay) received(i int, s Segment) {
 	var m acpLine
-	if json.Unmarshal(s.raw, &m) == nil {
+	if json.Unmarshal(s.Raw, &m) == nil {
 		switch {
 		case m.Method == sdk.ClientMethodSessionRequestPermission:
 			r.asks[m.Params.ToolCall.ToolCallID] = acpAsk{id: m.ID, options: m.Params.Options}
@@ -177,9 +177,9 @@ func (r *acpReplay) received(i int, s segmentPart) {
 			r.request(m)
 		}
 	}
-	evs := r.dec.Received(s.lineNo, s.raw)
+	evs := r.dec.Received(s.LineNo, s.Raw)
 	if len(evs) > 0 {
-		evs[0].Raw = s.raw
+		evs[0].Raw = s.Raw
 	}
 	r.out[i] = evs
 }

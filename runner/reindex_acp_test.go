@@ -116,7 +116,7 @@ func TestRedecodeACPCaptures(t *testing.T) {
 			if session != "" {
 				run.ParentRunID = "p"
 			}
-			rd, err := Redecode(&run, live, RedecodeOptions{})
+			rd, err := Runtimes().Redecode(&run, live, RedecodeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

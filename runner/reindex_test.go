@@ -72,7 +72,7 @@ func TestRedecodeRestoresEvents(t *testing.T) {
 			src := c.source
 			if src == nil {
 				var err error
-				if src, err = redecodeSource(codex, redecodeOptions(&run, RedecodeOptions{}), &run); err != nil {
+				if src, _, err = redecodeSource(codex, redecodeOptions(&run, RedecodeOptions{}), &run); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -81,7 +81,7 @@ func TestRedecodeRestoresEvents(t *testing.T) {
 				t.Fatalf("only %d events in %s", len(live), c.file)
 			}
 			// What the run was judged as, from its events.
-			first, err := Redecode(&run, live, RedecodeOptions{})
+			first, err := Runtimes().Redecode(&run, live, RedecodeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +94,7 @@ func TestRedecodeRestoresEvents(t *testing.T) {
 					first.Added, first.Removed, first.Changed)
 			}
 			judged := first.Run
-			again, err := Redecode(judged, live, RedecodeOptions{})
+			again, err := Runtimes().Redecode(judged, live, RedecodeOptions{})
 			if err != nil || !again.Unchanged(judged) {
 				t.Fatalf("a second redecoding changed the run: %v %+v", err, RunChanges(judged, again.Run))
 			}
@@ -115,7 +115,7 @@ func TestRedecodeRestoresEvents(t *testing.T) {
 			}
 			bad := *judged
 			bad.Turns, bad.ToolCalls, bad.Usage = 99, 99, trace.Usage{InputTokens: 1}
-			fixed, err := Redecode(&bad, damaged, RedecodeOptions{})
+			fixed, err := Runtimes().Redecode(&bad, damaged, RedecodeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +156,7 @@ func TestRedecodeRefuses(t *testing.T) {
 		{"running", trace.Run{Runtime: "claude", Status: trace.StatusRunning}, nil},
 	} {
 		c.run.ID = "r"
-		if _, err := Redecode(&c.run, c.evs, RedecodeOptions{}); !errors.Is(err, ErrNotRedecodable) {
+		if _, err := Runtimes().Redecode(&c.run, c.evs, RedecodeOptions{}); !errors.Is(err, ErrNotRedecodable) {
 			t.Errorf("%s: %v, want ErrNotRedecodable", c.name, err)
 		}
 	}
@@ -181,7 +181,7 @@ func TestRedecodeKeepsExitCodesFromSessionLogs(t *testing.T) {
 	}
 	zero := 0
 	run := trace.Run{ID: "r", Runtime: "gemini", Model: "gemini-2.5-flash", Status: trace.StatusSucceeded, ExitCode: &zero}
-	rd, err := Redecode(&run, live, RedecodeOptions{})
+	rd, err := Runtimes().Redecode(&run, live, RedecodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestRedecodeVerdicts(t *testing.T) {
 			run := c.run
 			run.ID, run.Runtime, run.ExitCode = "r", "claude", &zero
 			stored := closing(live, run.ErrorKind, run.ErrorMessage)
-			rd, err := Redecode(&run, stored, RedecodeOptions{})
+			rd, err := Runtimes().Redecode(&run, stored, RedecodeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

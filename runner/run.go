@@ -237,7 +237,7 @@ func runAttempts(ctx context.Context, rt *Runtime, o Options, rec Recorder) (*tr
 func (rt *Runtime) newAttempt(o Options, n int) (*attempt, error) {
 	if rt.inProcess != nil {
 		a, err := rt.inProcess(o, n)
-		if err == nil && o.interactive() {
+		if err == nil && o.Interactive() {
 			a.run.Capability.Steer = twoWaySteer()
 		}
 		return a, err

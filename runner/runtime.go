@@ -64,19 +64,31 @@ type Process struct {
 	// first model output after a tool result; an open step is work in
 	// flight for the idle watchdog.
 	StepTurns bool
-	// ShellLog, when set, finds the runtime's session logs in a run's
-	// environment, for the exit codes its stream leaves out.
-	ShellLog func(env []string) func(session string) []string
+	// ShellLog, when set, reads the runtime's session logs for the exit
+	// codes of shell calls its stream leaves out.
+	ShellLog *ShellLog
 	// AuthHint is what to check when the model API refuses the key.
 	AuthHint string
 	// Capability is what a run is allowed, as recorded with it.
 	Capability func(o Options) trace.Capability
-	// newDialog, when set, makes an interactive run (Options.Desk set)
+	// NewDialog, when set, makes an interactive run (Options.Desk set)
 	// two-way: the dialog owns the runtime's stdin (see dialog). run is the
 	// attempt's record; its ID is set once the run is recorded. It may
 	// return nil: that run is driven one way, and a person can only cancel
 	// it (see oneWay).
-	newDialog func(o Options, run *trace.Run) dialog
+	NewDialog func(o Options, run *trace.Run) Dialog
+}
+
+// ShellLog is where a runtime's session logs are and how they say a
+// shell call's exit code (Gemini CLI and Qwen Code report a command that
+// exited non-zero as a success in their streams; their logs keep "Exit
+// Code: N").
+type ShellLog struct {
+	// Files finds, in a run's environment, the log files of a session (a
+	// glob: lane knows the session id, not the folder the runtime chose).
+	Files func(env []string) func(session string) []string
+	// ExitCode reads the exit code from a shell call's output in the log.
+	ExitCode func(output string) (code int, ok bool)
 }
 
 // RunsElsewhere says whether lane can start the runtime somewhere else

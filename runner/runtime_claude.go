@@ -49,14 +49,14 @@ func claudeRuntime() *Runtime {
 				return d
 			},
 			NewJudge:  func(o Options) Judge { return &claudeJudge{o: o} },
-			newDialog: newClaudeDialog,
+			NewDialog: newClaudeDialog,
 			Final:     func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
 			// Claude Code retries a refused key for minutes; the first
 			// refusal is enough to know. (Its final word on a refusal is
 			// left to the judge, which weighs the result's fields.)
 			StopOn: func(ev trace.Event) error {
 				if ev.Kind == trace.KindRetry {
-					return authRefusal(ev)
+					return AuthRefusal(ev)
 				}
 				return nil
 			},
@@ -85,7 +85,7 @@ func ReadOnlyTools() []string { return []string{"Read", "Glob", "Grep"} }
 // as a flag; in an interactive run it goes on stdin instead.
 func ClaudeArgs(o Options) []string {
 	args := []string{"-p", "--output-format", "stream-json", "--verbose"}
-	if o.interactive() {
+	if o.Interactive() {
 		args = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}
 	}
 	if o.Model != "" {
@@ -96,13 +96,13 @@ func ClaudeArgs(o Options) []string {
 		args = append(args, "--add-dir", d)
 	}
 	switch {
-	case o.interactive():
+	case o.Interactive():
 		// Said even when it is lane's default: Claude Code's own would ask.
-		args = append(args, "--permission-mode", string(o.mode()))
+		args = append(args, "--permission-mode", string(o.Mode()))
 	case o.PermissionMode != "":
 		args = append(args, "--permission-mode", o.PermissionMode)
 	}
-	asks := o.interactive() && claudeAsks(o.mode())
+	asks := o.Interactive() && claudeAsks(o.Mode())
 	if asks {
 		// Claude Code's questions come to lane as control requests.
 		args = append(args, "--permission-prompt-tool", "stdio")
@@ -138,7 +138,7 @@ func ClaudeArgs(o Options) []string {
 	if o.MaxTurns > 0 {
 		args = append(args, "--max-turns", strconv.Itoa(o.MaxTurns))
 	}
-	if o.interactive() {
+	if o.Interactive() {
 		return args
 	}
 	return append(args, "--", o.Prompt)
@@ -182,12 +182,12 @@ func claudeUserSetup() []string {
 // (ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN) passes as it does for any
 // run.
 func claudeHermetic(o Options, env []string) (add, excluded []string, err error) {
-	user := userDir(env, "CLAUDE_CONFIG_DIR", ".claude")
-	dir, excluded, err := hermeticConfig(o.HermeticHome, "claude", user, []string{".credentials.json"}, claudeUserSetup())
+	user := UserDir(env, "CLAUDE_CONFIG_DIR", ".claude")
+	dir, excluded, err := HermeticConfig(o.HermeticHome, "claude", user, []string{".credentials.json"}, claudeUserSetup())
 	if err != nil {
 		return nil, nil, err
 	}
-	if h := lookupEnv(env, "HOME"); h != "" && lookupEnv(env, "CLAUDE_CONFIG_DIR") == "" {
+	if h := LookupEnv(env, "HOME"); h != "" && LookupEnv(env, "CLAUDE_CONFIG_DIR") == "" {
 		if _, err := os.Lstat(filepath.Join(h, ".claude.json")); err == nil {
 			excluded = append(excluded, ".claude.json")
 		}
@@ -259,10 +259,10 @@ func (j *claudeJudge) Judge(run *trace.Run, ex Exit) {
 			return
 		}
 		run.Status, run.ErrorKind = trace.StatusCancelled, trace.ErrorCancelled
-		run.ErrorMessage = fmt.Sprintf("the turn was interrupted (by %s) and no message followed within %s", orSomeone(j.cutBy), j.o.linger())
+		run.ErrorMessage = fmt.Sprintf("the turn was interrupted (by %s) and no message followed within %s", orSomeone(j.cutBy), j.o.LingerWait())
 		return
 	}
-	applyVerdict(run, tally.Judge(ex.Code), ex)
+	ApplyVerdict(run, tally.Judge(ex.Code), ex)
 }
 
 func orSomeone(by string) string {

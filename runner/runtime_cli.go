@@ -2,9 +2,9 @@ package runner
 
 import "lane/trace"
 
-// cliTally is what lane reads from an agent CLI's accounting of a run: the
+// CLITally is what lane reads from an agent CLI's accounting of a run: the
 // Tally of its decoder package under runtimes/.
-type cliTally interface {
+type CLITally interface {
 	Observe(trace.Event)
 	SessionID() string
 	Usage() trace.Usage
@@ -15,23 +15,23 @@ type cliTally interface {
 	Judge(exitCode int) trace.Verdict
 }
 
-// cliJudge judges an agent CLI's run from its decoder's tally.
-type cliJudge struct {
-	o     Options
-	tally cliTally
+// CLIJudge judges an agent CLI's run from its decoder's tally.
+type CLIJudge struct {
+	Options Options
+	Tally   CLITally
 }
 
-func (j *cliJudge) Observe(ev trace.Event) { j.tally.Observe(ev) }
+func (j *CLIJudge) Observe(ev trace.Event) { j.Tally.Observe(ev) }
 
-func (j *cliJudge) Judge(run *trace.Run, ex Exit) { applyVerdict(run, j.tally.Judge(ex.Code), ex) }
+func (j *CLIJudge) Judge(run *trace.Run, ex Exit) { ApplyVerdict(run, j.Tally.Judge(ex.Code), ex) }
 
-func (j *cliJudge) Account(run *trace.Run, laneTurns int) {
-	if id := j.tally.SessionID(); id != "" {
+func (j *CLIJudge) Account(run *trace.Run, laneTurns int) {
+	if id := j.Tally.SessionID(); id != "" {
 		run.SessionID = id
 	}
 	// Turns are model turns for every runtime, for comparison (Codex
 	// counts a whole exec as one turn).
-	run.Usage, run.Turns, run.ToolCalls = j.tally.Usage(), max(j.tally.Turns(), laneTurns), j.tally.ToolCalls()
-	run.CostUSD, run.CostEstimate = j.tally.Cost(j.o.price())
-	run.ResultText = j.tally.ResultText()
+	run.Usage, run.Turns, run.ToolCalls = j.Tally.Usage(), max(j.Tally.Turns(), laneTurns), j.Tally.ToolCalls()
+	run.CostUSD, run.CostEstimate = j.Tally.Cost(j.Options.Pricer())
+	run.ResultText = j.Tally.ResultText()
 }

@@ -36,7 +36,7 @@ func codexRuntime() *Runtime {
 				return d
 			},
 			NewJudge: func(o Options) Judge {
-				return &cliJudge{o: o, tally: &codex.Tally{Model: o.pricedModel(), PriorUsage: o.PriorSessionUsage}}
+				return &CLIJudge{Options: o, Tally: &codex.Tally{Model: o.PricedModel(), PriorUsage: o.PriorSessionUsage}}
 			},
 			// exec's turn ends it; an app-server run ends with the result
 			// its dialog posts (a turn's end may be followed by another).
@@ -44,10 +44,10 @@ func codexRuntime() *Runtime {
 				return ev.Kind == trace.KindResult ||
 					(ev.Kind == trace.KindUsage || ev.Kind == trace.KindError) && (ev.Subtype == "turn.completed" || ev.Subtype == "turn.failed")
 			},
-			StopOn:     authRefusal,
+			StopOn:     AuthRefusal,
 			AuthHint:   codex.AuthHint,
 			Capability: codexCapability,
-			newDialog:  codexDialogFor,
+			NewDialog:  codexDialogFor,
 		},
 	}
 }
@@ -57,7 +57,7 @@ func codexRuntime() *Runtime {
 // an endpoint is a provider given with -c overrides (Codex speaks only the
 // Responses API to it).
 func codexSetup(o Options, conf string) (Setup, error) {
-	if o.twoWay() {
+	if o.TwoWay() {
 		args, env := codexProvider(o)
 		return Setup{Args: append([]string{"app-server"}, args...), Env: env}, nil
 	}
@@ -93,23 +93,23 @@ func codexProvider(o Options) (args, env []string) {
 		"-c", `model_providers.lane={name="lane",base_url=` + tomlString(o.BaseURL) +
 			`,env_key=` + tomlString(codexKeyEnv) + `,wire_api="responses"}`,
 	}
-	return args, []string{codexKeyEnv + "=" + o.keyFrom(o.Env)}
+	return args, []string{codexKeyEnv + "=" + o.KeyFrom(o.Env)}
 }
 
 // codexCapability is what a Codex run may do: everything, unattended;
 // what its permission mode and rules allow, in an interactive run, where
 // Codex asks lane before its commands and patches.
 func codexCapability(o Options) trace.Capability {
-	if !o.twoWay() {
-		return unattended(o)
+	if !o.TwoWay() {
+		return Unattended(o)
 	}
-	return trace.Capability{Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: o.AllowedTools, PermissionMode: string(o.mode())}
+	return trace.Capability{Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: o.AllowedTools, PermissionMode: string(o.Mode())}
 }
 
 // codexDialogFor is the dialog of a two-way Codex run; other runs, a
 // bench's unattended attempts, keep codex exec (see Options.twoWay).
-func codexDialogFor(o Options, run *trace.Run) dialog {
-	if !o.twoWay() {
+func codexDialogFor(o Options, run *trace.Run) Dialog {
+	if !o.TwoWay() {
 		return nil
 	}
 	return newCodexDialog(o, run)
@@ -120,8 +120,8 @@ func codexDialogFor(o Options, run *trace.Run) dialog {
 // config.toml (providers, MCP servers, profiles), prompts, skills and rules
 // stay out. Its sessions stay there for the attempt's later tries.
 func codexHermetic(o Options, env []string) (add, excluded []string, err error) {
-	user := userDir(env, "CODEX_HOME", ".codex")
-	dir, excluded, err := hermeticConfig(o.HermeticHome, "codex", user, []string{"auth.json"},
+	user := UserDir(env, "CODEX_HOME", ".codex")
+	dir, excluded, err := HermeticConfig(o.HermeticHome, "codex", user, []string{"auth.json"},
 		[]string{"AGENTS.md", "AGENTS.override.md", "config.toml", "prompts", "skills", "rules"})
 	if err != nil {
 		return nil, nil, err

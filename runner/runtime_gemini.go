@@ -30,7 +30,7 @@ func geminiRuntime() *Runtime {
 		},
 		Describe: gemini.Call,
 		Process: &Process{
-			Binary: BinarySpec{VersionOK: isSemver, Want: "a version number"},
+			Binary: BinarySpec{VersionOK: IsSemver, Want: "a version number"},
 			Setup:  geminiSetup,
 			NewSource: func(r io.Reader) EventSource {
 				d := gemini.NewDecoder(r)
@@ -39,19 +39,19 @@ func geminiRuntime() *Runtime {
 			},
 			NewJudge: func(o Options) Judge {
 				if useACP(o) {
-					return &cliJudge{o: o, tally: &acp.Tally{Model: o.pricedModel()}}
+					return &CLIJudge{Options: o, Tally: &acp.Tally{Model: o.PricedModel()}}
 				}
-				return &cliJudge{o: o, tally: &gemini.Tally{}}
+				return &CLIJudge{Options: o, Tally: &gemini.Tally{}}
 			},
 			Final:      func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
-			StopOn:     authRefusal,
-			ShellLog:   geminiLogs,
+			StopOn:     AuthRefusal,
+			ShellLog:   &ShellLog{Files: geminiLogs, ExitCode: gemini.ShellExitCode},
 			AuthHint:   gemini.AuthHint,
 			Capability: cliCapability,
 			Hermetic:   geminiHermetic,
 			// In a container: its key, endpoint, home and switches.
 			ContainerEnv: []string{"GEMINI_", "GOOGLE_"},
-			newDialog:    acpDialogFor(acpSpec{prompt: Options.promptWithAddition, beforeLoad: geminiLoadMoveAside}),
+			NewDialog:    acpDialogFor(acpSpec{prompt: Options.PromptWithAddition, beforeLoad: geminiLoadMoveAside}),
 		},
 	}
 }
@@ -85,19 +85,19 @@ func geminiSetup(o Options, conf string) (Setup, error) {
 		if o.StateDir != "" {
 			home = geminiStateHome(o)
 		}
-		if err := writeJSON(filepath.Join(home, ".gemini", "settings.json"), geminiSettings); err != nil {
+		if err := WriteJSON(filepath.Join(home, ".gemini", "settings.json"), geminiSettings); err != nil {
 			return Setup{}, err
 		}
 		env = append(env,
 			"GEMINI_CLI_HOME="+home,
 			"GOOGLE_GEMINI_BASE_URL="+o.BaseURL,
-			"GEMINI_API_KEY="+o.keyFrom(o.Env))
+			"GEMINI_API_KEY="+o.KeyFrom(o.Env))
 	}
 	if useACP(o) {
 		return Setup{Args: args, Env: env}, nil
 	}
 	// One argument, so that a task starting with "-" stays a task.
-	return Setup{Args: append(args, "--prompt="+o.promptWithAddition()), Env: env}, nil
+	return Setup{Args: append(args, "--prompt="+o.PromptWithAddition()), Env: env}, nil
 }
 
 // geminiSettings is the settings.json of lane's Gemini CLI home: API-key
@@ -184,13 +184,13 @@ var geminiUserSetup = []string{"GEMINI.md", "settings.json", "extensions", "comm
 // alone; a run lane points at an endpoint keeps lane's (an API key). Its
 // sessions stay there for the attempt's later tries.
 func geminiHermetic(o Options, env []string) (add, excluded []string, err error) {
-	base := cmp.Or(lookupEnv(o.Env, "GEMINI_CLI_HOME"), lookupEnv(o.Env, "HOME"))
+	base := cmp.Or(LookupEnv(o.Env, "GEMINI_CLI_HOME"), LookupEnv(o.Env, "HOME"))
 	user := ""
 	if base != "" {
 		user = filepath.Join(base, ".gemini")
 	}
 	home := filepath.Join(o.HermeticHome, "gemini")
-	dir, excluded, err := hermeticConfig(home, ".gemini", user, []string{"oauth_creds.json", "google_accounts.json"}, geminiUserSetup)
+	dir, excluded, err := HermeticConfig(home, ".gemini", user, []string{"oauth_creds.json", "google_accounts.json"}, geminiUserSetup)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -199,8 +199,16 @@ func geminiHermetic(o Options, env []string) (add, excluded []string, err error)
 		src, defaults = filepath.Join(user, "settings.json"), maps.Clone(geminiSettings)
 		delete(defaults, "security") // the user's sign-in, or what the environment says
 	}
-	if err := writeSignInSettings(src, filepath.Join(dir, "settings.json"), defaults); err != nil {
+	if err := WriteSignInSettings(src, filepath.Join(dir, "settings.json"), defaults); err != nil {
 		return nil, nil, err
 	}
 	return []string{"GEMINI_CLI_HOME=" + home}, excluded, nil
+}
+
+// geminiLogs are Gemini CLI's session logs of a session:
+// $GEMINI_CLI_HOME/.gemini/tmp/PROJECT/chats/session-DATE-ID8.jsonl
+// ($HOME when GEMINI_CLI_HOME is not set).
+func geminiLogs(env []string) func(string) []string {
+	root := gemini.LogsRoot(LookupEnv(env, "GEMINI_CLI_HOME"), LookupEnv(env, "HOME"))
+	return func(session string) []string { return gemini.SessionLogs(root, session) }
 }

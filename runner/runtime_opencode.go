@@ -23,7 +23,7 @@ func opencodeRuntime() *Runtime {
 		},
 		Describe: opencode.Call,
 		Process: &Process{
-			Binary: BinarySpec{Extra: []string{filepath.Join(".opencode", "bin", "opencode")}, VersionOK: isSemver, Want: "a version number"},
+			Binary: BinarySpec{Extra: []string{filepath.Join(".opencode", "bin", "opencode")}, VersionOK: IsSemver, Want: "a version number"},
 			Setup:  opencodeSetup,
 			NewSource: func(r io.Reader) EventSource {
 				d := opencode.NewDecoder(r)
@@ -32,15 +32,15 @@ func opencodeRuntime() *Runtime {
 			},
 			NewJudge: func(o Options) Judge {
 				if useACP(o) {
-					return &cliJudge{o: o, tally: &acp.Tally{Model: o.pricedModel()}}
+					return &CLIJudge{Options: o, Tally: &acp.Tally{Model: o.PricedModel()}}
 				}
-				return &cliJudge{o: o, tally: &opencode.Tally{Model: o.pricedModel()}}
+				return &CLIJudge{Options: o, Tally: &opencode.Tally{Model: o.PricedModel()}}
 			},
 			Final: func(ev trace.Event) bool {
 				return ev.Kind == trace.KindResult || // ACP's, lane's own
 					ev.Kind == trace.KindTask && ev.Subtype == "step_finish" && ev.Result != nil && ev.Result.StopReason == "stop"
 			},
-			StopOn:     authRefusal,
+			StopOn:     AuthRefusal,
 			StepTurns:  true,
 			AuthHint:   opencode.AuthHint,
 			Capability: cliCapability,
@@ -48,7 +48,7 @@ func opencodeRuntime() *Runtime {
 			// opencode's own binary is native (the npm package's launcher
 			// is replaced by it at install).
 			ContainerEnv: []string{"OPENCODE_", opencodeKeyEnv + "=", "XDG_CONFIG_HOME=", "PWD="},
-			newDialog:    acpDialogFor(acpSpec{prompt: Options.promptWithAddition}),
+			NewDialog:    acpDialogFor(acpSpec{prompt: Options.PromptWithAddition}),
 		},
 	}
 }
@@ -80,7 +80,7 @@ func opencodeSetup(o Options, conf string) (Setup, error) {
 	}
 	// opencode works in $PWD, not only in its working directory.
 	env = append(env, "PWD="+o.Dir, "OPENCODE_DISABLE_AUTOUPDATE=1")
-	return Setup{Args: args, Env: env, Stdin: o.promptWithAddition()}, nil
+	return Setup{Args: args, Env: env, Stdin: o.PromptWithAddition()}, nil
 }
 
 // opencodeACPSetup: `opencode acp`, whose model (ACP has no flag for it)
@@ -122,7 +122,7 @@ func opencodeProvider(o Options) (provider map[string]any, model string, env []s
 			"models":  map[string]any{o.Model: map[string]any{"name": o.Model}},
 		},
 	}
-	return provider, "lane/" + o.Model, []string{"OPENCODE_DISABLE_MODELS_FETCH=1", opencodeKeyEnv + "=" + o.keyFrom(o.Env)}
+	return provider, "lane/" + o.Model, []string{"OPENCODE_DISABLE_MODELS_FETCH=1", opencodeKeyEnv + "=" + o.KeyFrom(o.Env)}
 }
 
 // writeOpencodeConfig writes the run's config file, which opencode merges
@@ -133,7 +133,7 @@ func writeOpencodeConfig(conf string, fields map[string]any) (string, error) {
 	for k, v := range fields {
 		cfg[k] = v
 	}
-	if err := writeJSON(file, cfg); err != nil {
+	if err := WriteJSON(file, cfg); err != nil {
 		return "", err
 	}
 	return "OPENCODE_CONFIG=" + file, nil
@@ -171,14 +171,14 @@ var opencodeUserSetup = []string{"opencode.json", "opencode.jsonc", "config.json
 // is a file of lane's and unaffected.
 func opencodeHermetic(o Options, env []string) (add, excluded []string, err error) {
 	user := ""
-	if base := userDir(o.Env, "XDG_CONFIG_HOME", ".config"); base != "" {
+	if base := UserDir(o.Env, "XDG_CONFIG_HOME", ".config"); base != "" {
 		user = filepath.Join(base, "opencode")
 	}
 	home := filepath.Join(o.HermeticHome, "opencode-config")
-	if _, excluded, err = hermeticConfig(home, "opencode", user, nil, opencodeUserSetup); err != nil {
+	if _, excluded, err = HermeticConfig(home, "opencode", user, nil, opencodeUserSetup); err != nil {
 		return nil, nil, err
 	}
-	if h := lookupEnv(o.Env, "HOME"); h != "" {
+	if h := LookupEnv(o.Env, "HOME"); h != "" {
 		if _, err := os.Lstat(filepath.Join(h, ".claude", "CLAUDE.md")); err == nil {
 			excluded = append(excluded, "~/.claude/CLAUDE.md")
 		}

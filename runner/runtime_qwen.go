@@ -14,6 +14,7 @@ import (
 
 	"lane/internal/jsonl"
 	"lane/runtimes/acp"
+	"lane/runtimes/gemini"
 	"lane/runtimes/qwen"
 	"lane/trace"
 )
@@ -29,7 +30,7 @@ func qwenRuntime() *Runtime {
 		},
 		Describe: qwen.Call,
 		Process: &Process{
-			Binary: BinarySpec{VersionOK: isSemver, Want: "a version number"},
+			Binary: BinarySpec{VersionOK: IsSemver, Want: "a version number"},
 			Setup:  qwenSetup,
 			NewSource: func(r io.Reader) EventSource {
 				d := qwen.NewDecoder(r)
@@ -38,19 +39,19 @@ func qwenRuntime() *Runtime {
 			},
 			NewJudge: func(o Options) Judge {
 				if useACP(o) {
-					return &cliJudge{o: o, tally: &acp.Tally{Model: o.pricedModel()}}
+					return &CLIJudge{Options: o, Tally: &acp.Tally{Model: o.PricedModel()}}
 				}
-				return &cliJudge{o: o, tally: &qwen.Tally{}}
+				return &CLIJudge{Options: o, Tally: &qwen.Tally{}}
 			},
 			Final:      func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
-			StopOn:     authRefusal,
-			ShellLog:   qwenLogs,
+			StopOn:     AuthRefusal,
+			ShellLog:   &ShellLog{Files: qwenLogs, ExitCode: gemini.ShellExitCode},
 			AuthHint:   qwen.AuthHint,
 			Capability: cliCapability,
 			Hermetic:   qwenHermetic,
 			// In a container: its endpoint, key, home, settings and folder.
 			ContainerEnv: []string{"QWEN_", "OPENAI_", "PWD="},
-			newDialog: acpDialogFor(acpSpec{
+			NewDialog: acpDialogFor(acpSpec{
 				prompt:    func(o Options) string { return o.Prompt }, // it takes --append-system-prompt itself
 				beforeEnd: qwenRecorded,
 			}),
@@ -85,12 +86,12 @@ func qwenSetup(o Options, conf string) (Setup, error) {
 	}
 	if o.BaseURL != "" {
 		settings := filepath.Join(conf, "settings.json")
-		if err := writeJSON(settings, qwenSettings); err != nil {
+		if err := WriteJSON(settings, qwenSettings); err != nil {
 			return Setup{}, err
 		}
 		args = append(args, "--auth-type", "openai")
 		env = append(env, "QWEN_CODE_SYSTEM_SETTINGS_PATH="+settings,
-			"OPENAI_BASE_URL="+o.BaseURL, "OPENAI_API_KEY="+o.keyFrom(o.Env))
+			"OPENAI_BASE_URL="+o.BaseURL, "OPENAI_API_KEY="+o.KeyFrom(o.Env))
 		if o.Model != "" {
 			env = append(env, "OPENAI_MODEL="+o.Model)
 		}
@@ -190,8 +191,8 @@ var qwenUserSetup = []string{"QWEN.md", "settings.json", "extensions", "commands
 // openai) whatever the settings say. Its sessions stay there for the
 // attempt's later tries.
 func qwenHermetic(o Options, env []string) (add, excluded []string, err error) {
-	user := userDir(o.Env, "QWEN_HOME", ".qwen")
-	dir, excluded, err := hermeticConfig(o.HermeticHome, "qwen", user, []string{"oauth_creds.json"}, qwenUserSetup)
+	user := UserDir(o.Env, "QWEN_HOME", ".qwen")
+	dir, excluded, err := HermeticConfig(o.HermeticHome, "qwen", user, []string{"oauth_creds.json"}, qwenUserSetup)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -199,8 +200,15 @@ func qwenHermetic(o Options, env []string) (add, excluded []string, err error) {
 	if user != "" && o.BaseURL == "" {
 		src = filepath.Join(user, "settings.json")
 	}
-	if err := writeSignInSettings(src, filepath.Join(dir, "settings.json"), map[string]any{"$version": qwenSettings["$version"]}); err != nil {
+	if err := WriteSignInSettings(src, filepath.Join(dir, "settings.json"), map[string]any{"$version": qwenSettings["$version"]}); err != nil {
 		return nil, nil, err
 	}
 	return []string{"QWEN_HOME=" + dir}, excluded, nil
+}
+
+// qwenLogs are Qwen Code's session logs of a session:
+// $QWEN_HOME/projects/PROJECT/chats/ID.jsonl ($HOME/.qwen by default).
+func qwenLogs(env []string) func(string) []string {
+	root := qwen.LogsRoot(LookupEnv(env, "QWEN_HOME"), LookupEnv(env, "HOME"))
+	return func(session string) []string { return qwen.SessionLogs(root, session) }
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"lane/runtimes/gemini"
-	"lane/runtimes/qwen"
 	"lane/trace"
 )
 
@@ -24,6 +22,8 @@ type shellLog struct {
 	// files lists the log files of a session (a glob: lane knows the
 	// session id, not the project folder name the runtime chose).
 	files func(sessionID string) []string
+	// exitCode reads a shell call's exit code from its output in the log.
+	parseExit func(output string) (int, bool)
 
 	session string
 	shell   map[string]bool  // tool call id → whether it runs a command
@@ -31,8 +31,8 @@ type shellLog struct {
 	read    map[string]int64 // bytes of each file already read
 }
 
-func newShellLog(files func(string) []string) *shellLog {
-	return &shellLog{files: files, shell: map[string]bool{}, exits: map[string]int{}, read: map[string]int64{}}
+func newShellLog(files func(string) []string, exitCode func(string) (int, bool)) *shellLog {
+	return &shellLog{files: files, parseExit: exitCode, shell: map[string]bool{}, exits: map[string]int{}, read: map[string]int64{}}
 }
 
 // How long amend waits for the log to catch up with the stream: the two
@@ -131,7 +131,7 @@ func (l *shellLog) scan(line []byte) {
 				out, _ := resp["output"].(string)
 				if id != "" {
 					// Gemini CLI says "Exit Code: N" only when N is not 0.
-					code, _ := gemini.ShellExitCode(out)
+					code, _ := l.parseExit(out)
 					l.exits[id] = code
 				}
 			}
@@ -145,19 +145,4 @@ func (l *shellLog) scan(line []byte) {
 		}
 	}
 	walk(v)
-}
-
-// geminiLogs are Gemini CLI's session logs of a session:
-// $GEMINI_CLI_HOME/.gemini/tmp/PROJECT/chats/session-DATE-ID8.jsonl
-// ($HOME when GEMINI_CLI_HOME is not set).
-func geminiLogs(env []string) func(string) []string {
-	root := gemini.LogsRoot(lookupEnv(env, "GEMINI_CLI_HOME"), lookupEnv(env, "HOME"))
-	return func(session string) []string { return gemini.SessionLogs(root, session) }
-}
-
-// qwenLogs are Qwen Code's session logs of a session:
-// $QWEN_HOME/projects/PROJECT/chats/ID.jsonl ($HOME/.qwen by default).
-func qwenLogs(env []string) func(string) []string {
-	root := qwen.LogsRoot(lookupEnv(env, "QWEN_HOME"), lookupEnv(env, "HOME"))
-	return func(session string) []string { return qwen.SessionLogs(root, session) }
 }

@@ -17,13 +17,13 @@ type oneWay struct {
 	stdin string // what the runtime reads on stdin, written once
 }
 
-func newOneWay(o Options, run *trace.Run, stdin string) dialog {
+func newOneWay(o Options, run *trace.Run, stdin string) Dialog {
 	return &oneWay{o: o, run: run, stdin: stdin}
 }
 
-func (d *oneWay) observe(trace.Event) {}
+func (d *oneWay) Observe(trace.Event) {}
 
-func (d *oneWay) begin(ctx context.Context, stdin io.WriteCloser, t talk) {
+func (d *oneWay) Begin(ctx context.Context, stdin io.WriteCloser, t Talk) {
 	if d.stdin != "" {
 		_, _ = io.WriteString(stdin, d.stdin)
 	}
@@ -32,7 +32,7 @@ func (d *oneWay) begin(ctx context.Context, stdin io.WriteCloser, t talk) {
 	// store refuses anything else at once, with a word on lane resume.
 	for s := range d.o.Desk.Steering(ctx, d.run.ID) {
 		if s.Kind == interact.SteerCancel {
-			t.stop(ErrCancelled)
+			t.Stop(ErrCancelled)
 		}
 		_ = d.o.Desk.Delivered(context.WithoutCancel(ctx), s)
 	}

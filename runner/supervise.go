@@ -89,7 +89,7 @@ type supervision struct {
 	// flight other than a tool call (see newWatch).
 	work func(ev trace.Event) (key string, opens, closes bool)
 	// dialog, when not nil, owns the runtime's stdin (see dialog).
-	dialog dialog
+	dialog Dialog
 }
 
 // supervise runs s.inv, turns its stdout into events with s.newSource, and
@@ -106,8 +106,8 @@ func supervise(ctx context.Context, s supervision) (Exit, error) {
 		return Exit{}, err
 	}
 	newSource := s.newSource
-	if src, ok := s.dialog.(sourcer); ok {
-		newSource = src.source
+	if src, ok := s.dialog.(Sourcer); ok {
+		newSource = src.Source
 	}
 	sv := &supervisor{
 		s:      s,
@@ -130,8 +130,8 @@ func (sv *supervisor) converse(ctx context.Context) Exit {
 	posted := make(chan trace.Event)
 	stops := make(chan error, 1)
 	sv.posted, sv.stops = posted, stops
-	t := talk{
-		post: func(ev trace.Event) bool {
+	t := Talk{
+		Post: func(ev trace.Event) bool {
 			select {
 			case posted <- ev:
 				return true
@@ -139,7 +139,7 @@ func (sv *supervisor) converse(ctx context.Context) Exit {
 				return false
 			}
 		},
-		stop: func(cause error) {
+		Stop: func(cause error) {
 			select {
 			case stops <- cause:
 			default: // a stop is on its way already
@@ -150,7 +150,7 @@ func (sv *supervisor) converse(ctx context.Context) Exit {
 	go func() {
 		defer close(done)
 		defer sv.rt.stdin.Close()
-		sv.s.dialog.begin(dctx, sv.rt.stdin, t)
+		sv.s.dialog.Begin(dctx, sv.rt.stdin, t)
 	}()
 	ex := sv.run(ctx)
 	endDialog()
