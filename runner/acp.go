@@ -81,6 +81,8 @@ type acpSpec struct {
 	// beforeEnd, when set, runs after the last turn, before the agent's
 	// stdin is closed.
 	beforeEnd func(ctx context.Context, o Options, session string)
+	// exitCode reads a shell call's exit code (see acp.Decoder.ExitCode).
+	exitCode func(rawOutput any, output string) (int, bool)
 }
 
 // acpDialogFor makes the dialog of an interactive run that speaks ACP.
@@ -95,7 +97,7 @@ func acpDialogFor(spec acpSpec) func(o Options, run *trace.Run) Dialog {
 }
 
 func (d *acpDialog) Source(stdout io.Reader) EventSource {
-	d.conn = acp.NewConn(stdout, acp.Options{MaxOutputSize: MaxEventOutput, Capture: d.capture})
+	d.conn = acp.NewConn(stdout, acp.Options{MaxOutputSize: MaxEventOutput, ExitCode: d.spec.exitCode, Capture: d.capture})
 	close(d.ready)
 	return d.conn
 }

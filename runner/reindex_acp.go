@@ -36,6 +36,7 @@ type acpAsk struct {
 
 func (d *acpDialog) Replay(run *trace.Run, segs []Segment) map[int][]trace.Event {
 	r := &acpReplay{run: run, dec: acp.NewDecoder(), asks: map[string]acpAsk{}, out: map[int][]trace.Event{}}
+	r.dec.ExitCode = d.spec.exitCode
 	r.dec.MaxOutputSize = MaxEventOutput
 	r.version(segs)
 	for i, s := range segs {

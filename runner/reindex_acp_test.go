@@ -12,6 +12,8 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"lane/runtimes/acp"
+	"lane/runtimes/gemini"
+	"lane/runtimes/opencode"
 	"lane/trace"
 )
 
@@ -28,6 +30,10 @@ func acpRecorded(t *testing.T, file string) (evs []trace.Event, dir, session str
 	}
 	d := acp.NewDecoder()
 	d.MaxOutputSize = MaxEventOutput
+	d.ExitCode = gemini.ACPExitCode // Gemini CLI and Qwen Code, its fork
+	if strings.HasSuffix(file, "_opencode.acp") {
+		d.ExitCode = opencode.ACPExitCode
+	}
 	asks := map[string]string{}             // rpc id → tool call
 	options := map[string]map[string]bool{} // rpc id → option id → allows
 	prompts := map[string]bool{}

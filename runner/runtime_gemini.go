@@ -51,7 +51,7 @@ func geminiRuntime() *Runtime {
 			Hermetic:   geminiHermetic,
 			// In a container: its key, endpoint, home and switches.
 			ContainerEnv: []string{"GEMINI_", "GOOGLE_"},
-			NewDialog:    acpDialogFor(acpSpec{prompt: Options.PromptWithAddition, beforeLoad: geminiLoadMoveAside}),
+			NewDialog:    acpDialogFor(acpSpec{prompt: Options.PromptWithAddition, beforeLoad: geminiLoadMoveAside, exitCode: gemini.ACPExitCode}),
 		},
 	}
 }

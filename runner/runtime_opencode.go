@@ -48,7 +48,7 @@ func opencodeRuntime() *Runtime {
 			// opencode's own binary is native (the npm package's launcher
 			// is replaced by it at install).
 			ContainerEnv: []string{"OPENCODE_", opencodeKeyEnv + "=", "XDG_CONFIG_HOME=", "PWD="},
-			NewDialog:    acpDialogFor(acpSpec{prompt: Options.PromptWithAddition}),
+			NewDialog:    acpDialogFor(acpSpec{prompt: Options.PromptWithAddition, exitCode: opencode.ACPExitCode}),
 		},
 	}
 }

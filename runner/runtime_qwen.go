@@ -54,6 +54,7 @@ func qwenRuntime() *Runtime {
 			NewDialog: acpDialogFor(acpSpec{
 				prompt:    func(o Options) string { return o.Prompt }, // it takes --append-system-prompt itself
 				beforeEnd: qwenRecorded,
+				exitCode:  gemini.ACPExitCode, // Qwen Code's output is Gemini CLI's, its fork's
 			}),
 		},
 	}

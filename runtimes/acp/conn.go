@@ -22,6 +22,9 @@ type Options struct {
 	// MaxOutputSize a tool's output in the events.
 	MaxLineSize   int
 	MaxOutputSize int
+	// ExitCode is the Decoder's: how the runtime says a shell call's exit
+	// code.
+	ExitCode func(rawOutput any, output string) (code int, ok bool)
 	// Capture, when set, receives the traffic of both directions, one
 	// message a line: "> " before lane's, "< " before the agent's.
 	Capture io.Writer
@@ -76,7 +79,9 @@ type Conn struct {
 
 // NewConn starts reading the agent's stdout.
 func NewConn(stdout io.Reader, opt Options) *Conn {
-	c := &Conn{dec: NewDecoder(), lines: jsonl.NewReader(stdout), opt: opt, out: make(chan []trace.Event, 16), done: make(chan struct{})}
+	dec := NewDecoder()
+	dec.ExitCode = opt.ExitCode
+	c := &Conn{dec: dec, lines: jsonl.NewReader(stdout), opt: opt, out: make(chan []trace.Event, 16), done: make(chan struct{})}
 	c.dec.MaxOutputSize = opt.MaxOutputSize
 	c.lines.MaxLineSize = opt.MaxLineSize
 	c.fwdR, c.fwdW = io.Pipe()

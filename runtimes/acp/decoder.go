@@ -26,7 +26,6 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
-	"lane/runtimes/gemini"
 	"lane/trace"
 )
 
@@ -45,6 +44,11 @@ type Decoder struct {
 	// MaxOutputSize, when positive, bounds the Output of tool events (see
 	// trace.Event.CapOutput).
 	MaxOutputSize int
+	// ExitCode, when set, reads a shell call's exit code from its
+	// rawOutput or its output text, as the runtime writes it (opencode's
+	// metadata, Gemini CLI's and Qwen Code's "Exit Code: N"); ACP itself
+	// has none. The runtime's entry says how.
+	ExitCode func(rawOutput any, output string) (code int, ok bool)
 
 	mu        sync.Mutex
 	pending   map[string]request // lane's requests waiting for their response, by id
@@ -412,7 +416,11 @@ func (d *Decoder) toolUpdate(id string, kind *sdk.ToolKind, title *string, rawIn
 		if out == "" {
 			out = outputString(rawOutput)
 		}
-		code, hasCode := exitCode(rawOutput, out)
+		var code int
+		var hasCode bool
+		if d.ExitCode != nil {
+			code, hasCode = d.ExitCode(rawOutput, out)
+		}
 		isErr := st == sdk.ToolCallStatusFailed || (hasCode && code != 0)
 		if hasCode && code != 0 && !strings.Contains(out, "Exit Code: "+strconv.Itoa(code)) {
 			out = strings.TrimRight(out, "\n") + "\n(exit code " + strconv.Itoa(code) + ")"
@@ -810,17 +818,4 @@ func outputString(raw any) string {
 		}
 	}
 	return ""
-}
-
-// exitCode is a shell tool's exit code: opencode's rawOutput.metadata.exit,
-// or the "Exit Code: N" line Qwen Code's output holds.
-func exitCode(rawOutput any, out string) (int, bool) {
-	if m, ok := rawOutput.(map[string]any); ok {
-		if md, ok := m["metadata"].(map[string]any); ok {
-			if n, ok := md["exit"].(float64); ok {
-				return int(n), true
-			}
-		}
-	}
-	return gemini.ShellExitCode(out)
 }

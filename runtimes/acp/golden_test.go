@@ -11,6 +11,8 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"lane/internal/goldentest"
+	"lane/runtimes/gemini"
+	"lane/runtimes/opencode"
 	"lane/trace"
 )
 
@@ -23,9 +25,10 @@ const captureDir = "testdata/captures"
 
 // replay decodes a capture as a connection does, and ends it with the
 // result lane makes from the last prompt's answer.
-func replay(t *testing.T, data []byte) (evs []trace.Event, calls []ToolCall) {
+func replay(t *testing.T, data []byte, exitCode func(any, string) (int, bool)) (evs []trace.Event, calls []ToolCall) {
 	t.Helper()
 	d := NewDecoder()
+	d.ExitCode = exitCode
 	var n int64
 	prompts := map[string]bool{} // ids of lane's session/prompt requests
 	var stop sdk.StopReason
@@ -81,7 +84,7 @@ func TestGolden(t *testing.T) {
 	for _, name := range goldentest.Files(t, captureDir, ".acp") {
 		t.Run(name, func(t *testing.T) {
 			data := goldentest.Read(t, filepath.Join(captureDir, name+".acp"))
-			evs, calls := replay(t, data)
+			evs, calls := replay(t, data, exitCodeOf(name))
 			for i, ev := range evs {
 				if ev.Kind == trace.KindRaw {
 					t.Errorf("event %d: a line lane could not decode: %s", i, ev.Text)
@@ -114,7 +117,7 @@ func TestCapturesSayWhatTheyShow(t *testing.T) {
 	for _, cli := range []string{"gemini", "qwen", "opencode"} {
 		t.Run(cli, func(t *testing.T) {
 			get := func(name string) ([]trace.Event, []ToolCall) {
-				return replay(t, goldentest.Read(t, filepath.Join(captureDir, name+"_"+cli+".acp")))
+				return replay(t, goldentest.Read(t, filepath.Join(captureDir, name+"_"+cli+".acp")), exitCodeOf(cli))
 			}
 			evs, calls := get("approve")
 			if len(calls) != 1 || calls[0].Call().Tool != "Bash" || calls[0].Call().Command != "echo hi > hello.txt" {
@@ -156,4 +159,13 @@ func count(evs []trace.Event, match func(trace.Event) bool) int {
 		}
 	}
 	return n
+}
+
+// exitCodeOf is how the CLI a capture (or a CLI) is named for says a shell
+// call's exit code, as its entry tells the decoder.
+func exitCodeOf(name string) func(any, string) (int, bool) {
+	if strings.HasSuffix(name, "opencode") {
+		return opencode.ACPExitCode
+	}
+	return gemini.ACPExitCode // Gemini CLI and Qwen Code, its fork
 }

@@ -406,3 +406,7 @@ func classify(typ, msg string) (trace.ErrorKind, int) {
 	}
 	return trace.ErrorAgent, status
 }
+
+// ACPExitCode is a shell call's exit code over ACP: the "Exit Code: N" line
+// of its output (acp.Decoder.ExitCode).
+func ACPExitCode(_ any, output string) (int, bool) { return ShellExitCode(output) }

@@ -67,3 +67,16 @@ func Call(tool string, input json.RawMessage) *trace.Call {
 	}
 	return c
 }
+
+// ACPExitCode is a shell call's exit code over ACP: opencode puts it in the
+// call's rawOutput, as metadata.exit (acp.Decoder.ExitCode).
+func ACPExitCode(rawOutput any, _ string) (int, bool) {
+	if m, ok := rawOutput.(map[string]any); ok {
+		if md, ok := m["metadata"].(map[string]any); ok {
+			if n, ok := md["exit"].(float64); ok {
+				return int(n), true
+			}
+		}
+	}
+	return 0, false
+}
