@@ -42,9 +42,7 @@ func Call(tool string, args json.RawMessage) *trace.Call {
 		c.Target = in.Name
 	}
 	if c.Kind == trace.CallRead || c.Kind == trace.CallWrite || c.Kind == trace.CallEdit || c.Kind == trace.CallSearch {
-		if in.Path != "" {
-			c.Paths = []string{in.Path}
-		}
+		c.Paths = trace.Paths(in.Path)
 	}
 	return c
 }

@@ -43,11 +43,7 @@ func Call(tool string, input json.RawMessage) *trace.Call {
 	if tool == "TodoWrite" && in.Todos != nil {
 		c.Target = trace.Count(len(in.Todos), "todo")
 	}
-	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
-		if p != "" {
-			c.Paths = append(c.Paths, p)
-		}
-	}
+	c.Paths = trace.Paths(in.FilePath, in.NotebookPath, in.Path)
 	return c
 }
 

@@ -63,3 +63,14 @@ func Count(n int, noun string) string {
 	}
 	return s
 }
+
+// Paths are the paths given that are not empty, for Call.Paths.
+func Paths(ps ...string) []string {
+	var out []string
+	for _, p := range ps {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -57,11 +57,7 @@ func Call(tool string, input json.RawMessage) *trace.Call {
 	default:
 		return c
 	}
-	for _, p := range append([]string{in.FilePath, in.AbsolutePath, in.Path, in.DirPath}, in.Paths...) {
-		if p != "" {
-			c.Paths = append(c.Paths, p)
-		}
-	}
+	c.Paths = trace.Paths(append([]string{in.FilePath, in.AbsolutePath, in.Path, in.DirPath}, in.Paths...)...)
 	return c
 }
 

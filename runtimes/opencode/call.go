@@ -60,11 +60,7 @@ func Call(tool string, input json.RawMessage) *trace.Call {
 	default:
 		return c
 	}
-	for _, p := range []string{in.FilePath, in.Path} {
-		if p != "" {
-			c.Paths = append(c.Paths, p)
-		}
-	}
+	c.Paths = trace.Paths(in.FilePath, in.Path)
 	return c
 }
 

@@ -1,0 +1,32 @@
+package codex
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"lane/trace"
+)
+
+func TestCall(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		tool, input string
+		want        trace.Call
+	}{
+		{"command_execution", `{"command":"/bin/bash -lc ls"}`, trace.Call{Kind: trace.CallShell, Tool: "Bash", Command: "/bin/bash -lc ls"}},
+		{"command_execution", `{"command":["bash","-lc","ls"]}`, trace.Call{Kind: trace.CallShell, Tool: "Bash", Command: "bash -lc ls"}}, // a session file's
+		{"file_change", `{"changes":[{"path":"/p/new.go","kind":"add"}]}`, trace.Call{Kind: trace.CallWrite, Tool: "Write", Paths: []string{"/p/new.go"}}},
+		{"file_change", `{"changes":[{"path":"/p/a.go","kind":"add"},{"path":"/p/b.go","kind":"update"}]}`,
+			trace.Call{Kind: trace.CallEdit, Tool: "Edit", Paths: []string{"/p/a.go", "/p/b.go"}}},
+		{"file_change", `{"changes":{"/p/b.go":{},"/p/a.go":{}}}`, trace.Call{Kind: trace.CallEdit, Tool: "Edit", Paths: []string{"/p/a.go", "/p/b.go"}}}, // the older map
+		{"file_change", `{"changes":[]}`, trace.Call{Kind: trace.CallEdit, Tool: "Edit"}},
+		{"apply_patch", `"*** Begin Patch\n*** Update File: a.go\n@@\n-x\n+y\n*** End Patch"`, trace.Call{Kind: trace.CallEdit, Tool: "Edit", Paths: []string{"a.go"}}},
+		{"web_search", `{"query":"codex"}`, trace.Call{Kind: trace.CallFetch, Tool: "WebSearch", URL: "codex"}},
+		{"mcp__github__create_issue", `{"title":"x"}`, trace.Call{Kind: trace.CallOther, Tool: "mcp__github__create_issue"}},
+	} {
+		if got := Call(tc.tool, json.RawMessage(tc.input)); !reflect.DeepEqual(*got, tc.want) {
+			t.Errorf("Call(%s, %s) = %+v, want %+v", tc.tool, tc.input, *got, tc.want)
+		}
+	}
+}

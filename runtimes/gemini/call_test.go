@@ -1,0 +1,34 @@
+package gemini
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"lane/trace"
+)
+
+func TestCall(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		tool, input string
+		want        trace.Call
+	}{
+		{"run_shell_command", `{"command":"make test","description":"run"}`, trace.Call{Kind: trace.CallShell, Tool: "Bash", Command: "make test"}},
+		{"read_file", `{"absolute_path":"/p/a.go"}`, trace.Call{Kind: trace.CallRead, Tool: "Read", Paths: []string{"/p/a.go"}}},
+		{"read_many_files", `{"paths":["a.go","b.go"]}`, trace.Call{Kind: trace.CallRead, Tool: "Read", Paths: []string{"a.go", "b.go"}}},
+		{"list_directory", `{"dir_path":"src"}`, trace.Call{Kind: trace.CallRead, Tool: "LS", Paths: []string{"src"}}},
+		{"write_file", `{"file_path":"/p/new.go","content":"x"}`, trace.Call{Kind: trace.CallWrite, Tool: "Write", Paths: []string{"/p/new.go"}}},
+		{"replace", `{"file_path":"/p/a.go","old_string":"x","new_string":"y"}`, trace.Call{Kind: trace.CallEdit, Tool: "Edit", Paths: []string{"/p/a.go"}}},
+		{"glob", `{"pattern":"**/*.go","dir_path":"cmd"}`, trace.Call{Kind: trace.CallSearch, Tool: "Glob", Target: "**/*.go", Paths: []string{"cmd"}}},
+		{"grep_search", `{"pattern":"TODO"}`, trace.Call{Kind: trace.CallSearch, Tool: "Grep", Target: "TODO"}},
+		{"web_fetch", `{"prompt":"summarize https://go.dev"}`, trace.Call{Kind: trace.CallFetch, Tool: "WebFetch", URL: "summarize https://go.dev"}},
+		{"google_web_search", `{"query":"acp"}`, trace.Call{Kind: trace.CallFetch, Tool: "WebSearch", URL: "acp"}},
+		{"write_todos", `{"todos":[{},{}]}`, trace.Call{Kind: trace.CallOther, Tool: "write_todos", Target: "2 todos"}},
+		{"save_memory", `{"fact":"x"}`, trace.Call{Kind: trace.CallOther, Tool: "save_memory"}},
+	} {
+		if got := Call(tc.tool, json.RawMessage(tc.input)); !reflect.DeepEqual(*got, tc.want) {
+			t.Errorf("Call(%s, %s) = %+v, want %+v", tc.tool, tc.input, *got, tc.want)
+		}
+	}
+}
