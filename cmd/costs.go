@@ -53,7 +53,7 @@ func NewCmdCosts(f *Factory, runF func(context.Context, *CostsOptions) error) *c
 	fl.StringVar(&opts.By, "by", string(store.ByDay), "group by "+strings.Join(groups, ", "))
 	fl.StringVar(&opts.Since, "since", "", "only runs started on or after this day (YYYY-MM-DD or YYYYMMDD)")
 	fl.StringVar(&opts.Until, "until", "", "only runs started on or before this day (YYYY-MM-DD or YYYYMMDD)")
-	fl.StringVar(&opts.Runtime, "runtime", "", "only runs on this runtime (claude, codex, gemini, opencode, qwen, local)")
+	fl.StringVar(&opts.Runtime, "runtime", "", "only runs on this runtime ("+strings.Join(f.runtimes().Names(), ", ")+")")
 	fl.StringVar(&opts.TimeZone, "timezone", "", "time zone of the days, weeks and months, and of --since/--until (default the local one)")
 	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text, json or csv")
 	return c

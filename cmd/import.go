@@ -34,9 +34,16 @@ type ImportOptions struct {
 // NewCmdImport builds `lane import`.
 func NewCmdImport(f *Factory, runF func(context.Context, *ImportOptions) error) *cobra.Command {
 	opts := &ImportOptions{}
+	var names, titles []string
+	for _, r := range runtimes.Readers(nil) {
+		names = append(names, r.Runtime())
+		if rt, ok := f.runtimes().Lookup(r.Runtime()); ok {
+			titles = append(titles, rt.Title)
+		}
+	}
 	c := &cobra.Command{
 		Use:   "import [--from RUNTIME [PATH…]] [--watch]",
-		Short: "Import the sessions agent CLIs wrote on their own (Claude Code, Codex, Gemini CLI, Qwen Code, opencode)",
+		Short: "Import the sessions agent CLIs wrote on their own (" + strings.Join(titles, ", ") + ")",
 		Long: "Import reads the session files each runtime writes where it always does, incrementally: a second\n" +
 			"import reads only what was appended. Imported sessions are runs marked imported (lane runs --imported).",
 		RunE: func(c *cobra.Command, args []string) error {
@@ -53,7 +60,7 @@ func NewCmdImport(f *Factory, runF func(context.Context, *ImportOptions) error) 
 			return runImport(c.Context(), f, opts)
 		},
 	}
-	c.Flags().StringVar(&opts.From, "from", "", "only this runtime (claude, codex, gemini, qwen, opencode)")
+	c.Flags().StringVar(&opts.From, "from", "", "only this runtime ("+strings.Join(names, ", ")+")")
 	c.Flags().BoolVar(&opts.Watch, "watch", false, "keep importing as sessions are written, until Ctrl-C")
 	return c
 }

@@ -48,6 +48,18 @@ type Factory struct {
 	dbPath   string
 }
 
+// agentCLIs are the names of the table's runtimes that a model is named
+// after with RUNTIME:MODEL: all but the default and lane's own loop.
+func (f *Factory) agentCLIs() []string {
+	var names []string
+	for _, rt := range f.runtimes() {
+		if rt.Name != runner.DefaultRuntime && !rt.Local {
+			names = append(names, rt.Name)
+		}
+	}
+	return names
+}
+
 // runtimes is the table the commands read.
 func (f *Factory) runtimes() runner.Entries {
 	if f.Runtimes == nil {

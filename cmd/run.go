@@ -146,7 +146,7 @@ func defaultModelOfRuntime(f *Factory, c *cobra.Command, opts *RunOptions) {
 func addRunFlags(f *Factory, c *cobra.Command, opts *RunOptions) {
 	fl := c.Flags()
 	fl.StringVar(&opts.Dir, "dir", ".", "folder the agent works in")
-	fl.StringVar(&opts.Model, "model", "sonnet", "a Claude model (sonnet, opus, haiku, claude-…), PROVIDER:MODEL for the local loop, or RUNTIME:MODEL (codex, gemini, opencode, qwen)")
+	fl.StringVar(&opts.Model, "model", "sonnet", "a Claude model (sonnet, opus, haiku, claude-…), PROVIDER:MODEL for the local loop, or RUNTIME:MODEL ("+strings.Join(f.agentCLIs(), ", ")+")")
 	fl.StringSliceVar(&opts.AddDirs, "add-dir", nil, "further folders the agent may use")
 	fl.StringVar(&opts.AppendSystemPrompt, "append-system-prompt", "", "text appended to the runtime's system prompt")
 	fl.IntVar(&opts.MaxTurns, "max-turns", 0, "stop after this many agent turns (0: no limit)")

@@ -42,7 +42,7 @@ func NewCmdRuns(f *Factory, runF func(context.Context, *RunsOptions) error) *cob
 	fl := c.Flags()
 	fl.StringVar(&opts.Status, "status", "", "only runs with this status (running, succeeded, failed, cancelled, timed_out, interrupted)")
 	fl.StringVar(&opts.Model, "model", "", "only runs of this model")
-	fl.StringVar(&opts.Runtime, "runtime", "", "only runs on this runtime (claude, codex, gemini, opencode, qwen, local)")
+	fl.StringVar(&opts.Runtime, "runtime", "", "only runs on this runtime ("+strings.Join(f.runtimes().Names(), ", ")+")")
 	fl.StringVar(&opts.Dir, "dir", "", "only runs in this folder")
 	fl.BoolVar(&opts.Imported, "imported", false, "only sessions read by lane import")
 	fl.IntVarP(&opts.Limit, "limit", "n", 20, "how many runs to list")
