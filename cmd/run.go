@@ -160,7 +160,7 @@ func addRunFlags(f *Factory, c *cobra.Command, opts *RunOptions) {
 func addRuntimeFlags(f *Factory, c *cobra.Command, opts *RunOptions) {
 	fl := c.Flags()
 	fl.StringSliceVar(&opts.AllowedTools, "allowed-tools", nil, "tools (and permission rules) the agent may use without asking (default "+
-		strings.Join(runner.DefaultAllowedTools(), ",")+"; in the modes that ask, "+strings.Join(runner.ReadOnlyTools(), ",")+")")
+		strings.Join(interact.DefaultAllowRules(), ",")+"; in the modes that ask, "+strings.Join(interact.ReadOnlyRules(), ",")+")")
 	fl.StringVar(&opts.PermissionMode, "permission-mode", "bypassPermissions", "bypassPermissions (approve every tool call), default (ask a person for anything --allowed-tools does not allow), acceptEdits (edits in the folder approved, the rest asks) or plan (no changes), for every runtime")
 	fl.DurationVar(&opts.ApprovalTimeout, "approval-timeout", interact.DefaultApprovalTimeout, "deny a tool call that nobody approved within this time")
 	fl.DurationVar(&opts.Linger, "linger", runner.DefaultLinger, "after an interrupt, how long the run waits for a follow-up message before it ends")
@@ -428,9 +428,9 @@ func allowRules(cfg *config.File, opts *RunOptions) []string {
 	allowed := opts.AllowedTools
 	switch {
 	case allowed == nil && asks:
-		allowed = runner.ReadOnlyTools()
+		allowed = interact.ReadOnlyRules()
 	case allowed == nil:
-		allowed = runner.DefaultAllowedTools()
+		allowed = interact.DefaultAllowRules()
 	}
 	if !asks || len(cfg.Permissions.Allow) == 0 {
 		return allowed

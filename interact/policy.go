@@ -308,3 +308,14 @@ func (p *Policy) inside(paths []string) bool {
 	}
 	return true
 }
+
+// DefaultAllowRules are what a run may use without asking unless told
+// otherwise (--allowed-tools), on every runtime: its calls are named as
+// Claude Code names its tools (trace.Call.Tool).
+func DefaultAllowRules() []string {
+	return []string{"Read", "Write", "Edit", "Bash", "Glob", "Grep"}
+}
+
+// ReadOnlyRules are what a run in a mode that asks may use without asking
+// unless told otherwise: reading and searching.
+func ReadOnlyRules() []string { return []string{"Read", "Glob", "Grep"} }

@@ -71,15 +71,6 @@ func claudeRuntime() *Runtime {
 	}
 }
 
-// DefaultAllowedTools is what a Claude run may use unless told otherwise.
-func DefaultAllowedTools() []string {
-	return []string{"Read", "Write", "Edit", "Bash", "Glob", "Grep"}
-}
-
-// ReadOnlyTools are what a run in a mode that asks may use without asking
-// unless told otherwise: reading and searching.
-func ReadOnlyTools() []string { return []string{"Read", "Glob", "Grep"} }
-
 // ClaudeArgs builds the command line for one Claude Code invocation. The
 // task goes last, after "--", so that a task starting with "-" is not read
 // as a flag; in an interactive run it goes on stdin instead.
