@@ -77,7 +77,7 @@ func runDashboard(ctx context.Context, f *Factory, opts *DashboardOptions) error
 		return fmt.Errorf("listen on %s: %w", opts.Addr, err)
 	}
 	srv, err := dashboard.New(dashboard.Config{Store: st, Addr: ln.Addr().String(), Token: token, LaneBin: self, DBPath: dbPath,
-		DescribeCalls: f.runtimes().DescribeCalls})
+		DescribeCalls: f.runtimes().DescribeCalls, ModelProvider: f.runtimes().ModelProvider})
 	if err != nil {
 		ln.Close()
 		return usageErrorf(err)

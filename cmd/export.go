@@ -98,7 +98,7 @@ func runExport(ctx context.Context, f *Factory, opts *ExportOptions) error {
 	if opts.Format == export.FormatATIF {
 		return export.WriteATIF(ctx, f.IO.Out, st, runs, atif)
 	}
-	return export.Write(ctx, f.IO.Out, st, opts.Format, runs, export.Options{Content: opts.Content})
+	return export.Write(ctx, f.IO.Out, st, opts.Format, runs, export.Options{Content: opts.Content, RuntimeProvider: f.runtimes().ModelProvider})
 }
 
 // listPrice prices one model response: the config file's prices, then

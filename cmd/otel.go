@@ -30,6 +30,8 @@ func addOTelFlags(fl *pflag.FlagSet, o *OTelOptions) {
 type otelSink struct {
 	exp     *telemetry.Exporter
 	content bool
+	// provider names a runtime's model provider (the table's word).
+	provider func(runtime string) string
 }
 
 // startOTel starts the export when an endpoint is set by flag or
@@ -52,7 +54,7 @@ func startOTel(ctx context.Context, f *Factory, o *OTelOptions) (*otelSink, erro
 	if err != nil {
 		return nil, usageErrorf(err)
 	}
-	return &otelSink{exp: exp, content: o.Content}, nil
+	return &otelSink{exp: exp, content: o.Content, provider: f.runtimes().ModelProvider}, nil
 }
 
 // close sends what is left, within the flush timeout.
@@ -84,7 +86,7 @@ type otelRun struct {
 
 func (o *otelRun) begin() {
 	if o != nil {
-		o.b = telemetry.NewBuilder(telemetry.Options{Content: o.sink.content, Bench: o.bench})
+		o.b = telemetry.NewBuilder(telemetry.Options{Content: o.sink.content, Bench: o.bench, RuntimeProvider: o.sink.provider})
 	}
 }
 

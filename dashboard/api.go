@@ -264,7 +264,7 @@ func (s *Server) exportRun(w http.ResponseWriter, r *http.Request) {
 func (s *Server) exportAs(w http.ResponseWriter, r *http.Request, run *trace.Run, format string) {
 	var b bytes.Buffer
 	content := r.URL.Query().Get("content") == "1"
-	if err := export.Write(r.Context(), &b, s.st, format, []*trace.Run{run}, export.Options{Content: content}); err != nil {
+	if err := export.Write(r.Context(), &b, s.st, format, []*trace.Run{run}, export.Options{Content: content, RuntimeProvider: s.cfg.ModelProvider}); err != nil {
 		writeStoreError(w, err)
 		return
 	}

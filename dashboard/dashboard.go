@@ -104,6 +104,9 @@ type Config struct {
 	// events that are not yet (trace.Call), as the runtime's decoder would:
 	// events stored before decoders described calls.
 	DescribeCalls func(runtime string, evs []trace.Event)
+	// ModelProvider, when set, names a runtime's model provider in the
+	// OTLP export (export.Options.RuntimeProvider).
+	ModelProvider func(runtime string) string
 }
 
 // Server is the dashboard. Handler serves requests; Run follows the database

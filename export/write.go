@@ -23,6 +23,9 @@ type Options struct {
 	// Content puts prompts and tool contents into OTLP spans.
 	Content bool
 	Version string
+	// RuntimeProvider names a runtime's model provider for the spans
+	// (telemetry.Options.RuntimeProvider).
+	RuntimeProvider func(runtime string) string
 }
 
 // Write writes runs in format (FormatJSONL, FormatMarkdown, FormatOTLP),
@@ -59,7 +62,7 @@ func Write(ctx context.Context, w io.Writer, src Source, format string, runs []*
 	case FormatOTLP:
 		all := make([]telemetry.RunSpans, 0, len(runs))
 		for _, run := range runs {
-			rs, err := Spans(ctx, src, run, opts.Content)
+			rs, err := Spans(ctx, src, run, opts)
 			if err != nil {
 				return err
 			}
@@ -71,8 +74,8 @@ func Write(ctx context.Context, w io.Writer, src Source, format string, runs []*
 }
 
 // Spans are a stored run's spans, with its bench attempt when it was one.
-func Spans(ctx context.Context, src Source, run *trace.Run, content bool) (telemetry.RunSpans, error) {
-	opts := telemetry.Options{Content: content}
+func Spans(ctx context.Context, src Source, run *trace.Run, eo Options) (telemetry.RunSpans, error) {
+	opts := telemetry.Options{Content: eo.Content, RuntimeProvider: eo.RuntimeProvider}
 	a, err := src.AttemptOfRun(ctx, run.ID)
 	switch {
 	case err == nil:

@@ -471,3 +471,13 @@ func TestDescribeCallsOfStoredEvents(t *testing.T) {
 		t.Errorf("an unknown runtime's call was described: %+v", unknown[0].Call)
 	}
 }
+
+// The runtimes' model providers are the table's word, for OpenTelemetry.
+func TestModelProviderOfTheTable(t *testing.T) {
+	t.Parallel()
+	for runtime, want := range map[string]string{"claude": "anthropic", "codex": "openai", "gemini": "gcp.gemini", "opencode": "", "no-such": ""} {
+		if got := Runtimes().ModelProvider(runtime); got != want {
+			t.Errorf("%s: %q, want %q", runtime, got, want)
+		}
+	}
+}

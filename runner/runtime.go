@@ -137,6 +137,15 @@ func (es Entries) Table() descriptor.Table {
 // Names lists the runtimes' names, in order.
 func (es Entries) Names() []string { return es.Table().Names() }
 
+// ModelProvider is the gen_ai.provider.name of the runtime's models when
+// their names do not say (see descriptor.Descriptor.ModelProvider).
+func (es Entries) ModelProvider(runtime string) string {
+	if rt, ok := es.Lookup(runtime); ok {
+		return rt.ModelProvider
+	}
+	return ""
+}
+
 // Lookup, Table and Names read lane's own runtimes.
 func Lookup(name string) (*Runtime, bool) { return Runtimes().Lookup(name) }
 func Table() descriptor.Table             { return Runtimes().Table() }

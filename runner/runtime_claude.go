@@ -26,6 +26,7 @@ func claudeRuntime() *Runtime {
 		Descriptor: descriptor.Descriptor{
 			Name: "claude", Title: "Claude Code", Package: "@anthropic-ai/claude-code",
 			DefaultModel: "sonnet", Fallback: true,
+			ModelProvider: "anthropic",
 		},
 		Describe: streamjson.Call,
 		Process: &Process{

@@ -21,6 +21,7 @@ func codexRuntime() *Runtime {
 		Descriptor: descriptor.Descriptor{
 			Name: "codex", Title: "Codex", Package: "@openai/codex",
 			EndpointAPI: "openai-responses", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
+			ModelProvider: "openai",
 		},
 		Describe: codex.Call,
 		Process: &Process{

@@ -27,6 +27,7 @@ func geminiRuntime() *Runtime {
 		Descriptor: descriptor.Descriptor{
 			Name: "gemini", Title: "Gemini CLI", Package: "@google/gemini-cli",
 			EndpointAPI: "gemini", KeyEnv: "GEMINI_API_KEY", EnforcesTurns: true,
+			ModelProvider: "gcp.gemini",
 		},
 		Describe: gemini.Call,
 		Process: &Process{

@@ -46,6 +46,11 @@ type Options struct {
 	// outputs. Off by default: traces leave the machine.
 	Content bool
 	Bench   *Bench
+	// RuntimeProvider, when set, names the gen_ai.provider.name of a
+	// runtime's models when a model's name does not say (the runtimes'
+	// table knows: descriptor.Descriptor.ModelProvider); "" or nil leaves
+	// the runtime's own name.
+	RuntimeProvider func(runtime string) string
 }
 
 // Builder turns a run's events, as they come, into spans. It keeps only
@@ -169,7 +174,7 @@ func (b *Builder) Spans(run *trace.Run) RunSpans {
 		}
 		return root
 	}
-	provider := Provider(run.Runtime, run.Model)
+	provider := b.provider(run)
 	for i, t := range b.turns {
 		rs.Spans = append(rs.Spans, b.chatSpan(run, t, i, parentOf(t.parent), provider))
 	}
@@ -186,7 +191,7 @@ func (b *Builder) runSpan(run *trace.Run, id oteltrace.SpanID, start, end time.T
 		keyOperationName.String(OpInvokeAgent),
 		keyAgentName.String(agent),
 		keyAgentID.String(run.ID),
-		keyProviderName.String(Provider(run.Runtime, run.Model)),
+		keyProviderName.String(b.provider(run)),
 		keyRequestModel.String(run.Model),
 		keyRunID.String(run.ID),
 		keyFolder.String(run.Dir),
@@ -315,9 +320,24 @@ func messages(role, text string) string {
 	return string(b)
 }
 
-// Provider is the gen_ai.provider.name of a run's model: the company
-// whose API served it, as the conventions name them.
-func Provider(runtime, model string) string {
+// provider is the gen_ai.provider.name of a run's model: from its name,
+// else as the runtime's table says, else the runtime's name.
+func (b *Builder) provider(run *trace.Run) string {
+	if p := Provider(run.Model); p != "" {
+		return p
+	}
+	if b.opts.RuntimeProvider != nil {
+		if p := b.opts.RuntimeProvider(run.Runtime); p != "" {
+			return p
+		}
+	}
+	return run.Runtime
+}
+
+// Provider is the gen_ai.provider.name of a model, the company whose API
+// served it as the conventions name them, when its name says; "" when it
+// does not.
+func Provider(model string) string {
 	m := strings.ToLower(model)
 	if p, _, ok := strings.Cut(m, ":"); ok {
 		// PROVIDER:MODEL (the local loop) or RUNTIME:MODEL.
@@ -337,15 +357,7 @@ func Provider(runtime, model string) string {
 	case strings.HasPrefix(m, "qwen"):
 		return "qwen"
 	}
-	switch runtime {
-	case "claude":
-		return "anthropic"
-	case "codex":
-		return "openai"
-	case "gemini":
-		return "gcp.gemini"
-	}
-	return runtime
+	return ""
 }
 
 // TraceID is a run's trace: the same for its live export and any later

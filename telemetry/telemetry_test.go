@@ -265,3 +265,27 @@ func BenchmarkExportHangingCollector(b *testing.B) {
 	b.StopTimer()
 	exp.Shutdown(ctx)
 }
+
+// A model whose name does not say its provider gets the one the runtimes'
+// table names for its runtime, else the runtime's own name.
+func TestProviderOfARunsModel(t *testing.T) {
+	t.Parallel()
+	table := func(runtime string) string { return map[string]string{"codex": "openai"}[runtime] }
+	for _, tc := range []struct {
+		runtime, model string
+		opts           Options
+		want           string
+	}{
+		{"claude", "sonnet", Options{}, "anthropic"},     // the name says
+		{"local", "ollama:qwen2.5", Options{}, "ollama"}, // PROVIDER:MODEL
+		{"codex", "", Options{RuntimeProvider: table}, "openai"},
+		{"codex", "", Options{}, "codex"},
+		{"opencode", "big-pickle", Options{RuntimeProvider: table}, "opencode"},
+	} {
+		run := &trace.Run{ID: "r", Runtime: tc.runtime, Model: tc.model}
+		spans := NewBuilder(tc.opts).Spans(run)
+		if got := attr(spans.Spans[0], "gen_ai.provider.name"); got != tc.want {
+			t.Errorf("%s %q: provider %q, want %q", tc.runtime, tc.model, got, tc.want)
+		}
+	}
+}

@@ -22,6 +22,10 @@ type Descriptor struct {
 	// another. "" when lane does not point it anywhere.
 	EndpointAPI string
 	KeyEnv      string
+	// ModelProvider is the gen_ai.provider.name (OpenTelemetry's) of the
+	// models the runtime runs when a model's name does not say: Claude
+	// Code's are anthropic's. "" leaves the runtime's own name.
+	ModelProvider string
 	// Local marks lane's own loop: it runs PROVIDER:MODEL names in-process,
 	// and resumes from the transcript it stored with the run.
 	Local bool
