@@ -197,3 +197,13 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// Transcript decodes a transcript event's raw JSON (the whole
+// conversation, which the loop records at its end) for lane resume.
+func Transcript(ev trace.Event) ([]provider.Message, error) {
+	var msgs []provider.Message
+	if err := json.Unmarshal(ev.Raw, &msgs); err != nil {
+		return nil, fmt.Errorf("decode transcript of run %s: %w", ev.RunID, err)
+	}
+	return msgs, nil
+}

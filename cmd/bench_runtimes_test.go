@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"lane/config"
-	"lane/runner"
+	"lane/runtimes"
 )
 
 // Which runtimes a bench checks for before its first attempt: the agent
@@ -21,7 +21,7 @@ func TestCheckBenchRuntimes(t *testing.T) {
 	f.Getenv = func(k string) string {
 		return map[string]string{"LANE_CODEX_BIN": missing, "LANE_CLAUDE_BIN": missing, "HOME": t.TempDir()}[k]
 	}
-	cfg := &config.File{Runtimes: runner.Table()}
+	cfg := &config.File{Runtimes: runtimes.Entries().Table()}
 	for _, tc := range []struct {
 		name     string
 		models   []string

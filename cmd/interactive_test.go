@@ -10,7 +10,7 @@ import (
 
 	"lane/config"
 	"lane/internal/proc"
-	"lane/runner"
+	"lane/runtimes"
 	"lane/store"
 	"lane/trace"
 )
@@ -152,7 +152,7 @@ func TestSendInterruptCancelQueueSteering(t *testing.T) {
 }
 
 func TestAllowRules(t *testing.T) {
-	cfg := &config.File{Runtimes: runner.Table(), Permissions: config.Permissions{Allow: []string{"Bash(git status:*)"}}}
+	cfg := &config.File{Runtimes: runtimes.Entries().Table(), Permissions: config.Permissions{Allow: []string{"Bash(git status:*)"}}}
 	for _, tt := range []struct {
 		mode    string
 		allowed []string

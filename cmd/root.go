@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"lane/broker"
+	"lane/runtimes"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -63,7 +64,7 @@ func (f *Factory) agentCLIs() []string {
 // runtimes is the table the commands read.
 func (f *Factory) runtimes() runner.Entries {
 	if f.Runtimes == nil {
-		return runner.Runtimes()
+		return runtimes.Entries()
 	}
 	return f.Runtimes
 }

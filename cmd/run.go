@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lane/agent"
 	"lane/broker"
 	"lane/config"
 	"lane/interact"
@@ -322,7 +323,7 @@ func newJob(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, 
 		if err != nil {
 			return runner.Job{}, fmt.Errorf("run %s left no transcript to resume: %w", opts.ParentRunID, err)
 		}
-		if o.History, err = runner.Transcript(*ev); err != nil {
+		if o.History, err = agent.Transcript(*ev); err != nil {
 			return runner.Job{}, err
 		}
 	}

@@ -1,18 +1,17 @@
 package config
 
 import (
+	"lane/runtimes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"lane/runner"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestResolve(t *testing.T) {
-	f := &File{Runtimes: runner.Table(), Endpoints: map[string]Endpoint{
+	f := &File{Runtimes: runtimes.Entries().Table(), Endpoints: map[string]Endpoint{
 		"gpu": {API: "openai", BaseURL: "http://gpu:8000/v1", KeyEnv: "GPU_KEY", ContextWindow: 32768},
 		"gem": {API: "gemini", BaseURL: "http://gem:9000"},
 	}}
@@ -73,28 +72,28 @@ func TestResolve(t *testing.T) {
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.yaml")
-	if f, err := Load(path, runner.Table()); err != nil || f.Fallback != "" {
+	if f, err := Load(path, runtimes.Entries().Table()); err != nil || f.Fallback != "" {
 		t.Fatalf("missing file: %+v %v", f, err)
 	}
 	os.WriteFile(path, []byte(""), 0o600)
-	if _, err := Load(path, runner.Table()); err != nil {
+	if _, err := Load(path, runtimes.Entries().Table()); err != nil {
 		t.Fatalf("empty file: %v", err)
 	}
 	os.WriteFile(path, []byte("fallback: ollama:qwen2.5-coder:7b\nendpoints:\n  gpu:\n    api: openai\n    base_url: http://gpu/v1\nprices:\n  ollama:qwen2.5-coder:7b: {input: 0, output: 0}\n"), 0o600)
-	f, err := Load(path, runner.Table())
+	f, err := Load(path, runtimes.Entries().Table())
 	if err != nil || f.Fallback != "ollama:qwen2.5-coder:7b" || f.Endpoints["gpu"].BaseURL != "http://gpu/v1" {
 		t.Fatalf("%+v %v", f, err)
 	}
 	os.WriteFile(path, []byte("fallbak: x\n"), 0o600)
-	if _, err := Load(path, runner.Table()); err == nil || !strings.Contains(err.Error(), "fallbak") {
+	if _, err := Load(path, runtimes.Entries().Table()); err == nil || !strings.Contains(err.Error(), "fallbak") {
 		t.Errorf("unknown field: %v", err)
 	}
 	os.WriteFile(path, []byte("endpoints:\n  x:\n    api: grpc\n    base_url: u\n"), 0o600)
-	if _, err := Load(path, runner.Table()); err == nil || !strings.Contains(err.Error(), "api must be") {
+	if _, err := Load(path, runtimes.Entries().Table()); err == nil || !strings.Contains(err.Error(), "api must be") {
 		t.Errorf("bad api: %v", err)
 	}
 	os.WriteFile(path, []byte("endpoints:\n  codex:\n    api: openai\n    base_url: u\n"), 0o600)
-	if _, err := Load(path, runner.Table()); err == nil || !strings.Contains(err.Error(), "name of a runtime") {
+	if _, err := Load(path, runtimes.Entries().Table()); err == nil || !strings.Contains(err.Error(), "name of a runtime") {
 		t.Errorf("endpoint named like a runtime: %v", err)
 	}
 	if p := Path(env(map[string]string{"XDG_CONFIG_HOME": "/x"})); p != "/x/lane/config.yaml" {
@@ -107,8 +106,8 @@ func TestLoad(t *testing.T) {
 // name no endpoint may take.
 func TestRuntimeNamesAreTheTables(t *testing.T) {
 	vars := env(map[string]string{})
-	f := File{Runtimes: runner.Table()}
-	table := runner.Names()
+	f := File{Runtimes: runtimes.Entries().Table()}
+	table := runtimes.Entries().Names()
 	if len(table) != 6 {
 		t.Errorf("runner's table has %d runtimes: %v", len(table), table)
 	}
@@ -122,7 +121,7 @@ func TestRuntimeNamesAreTheTables(t *testing.T) {
 		}
 		path := filepath.Join(t.TempDir(), "config.yaml")
 		os.WriteFile(path, []byte("endpoints:\n  "+name+":\n    api: openai\n    base_url: u\n"), 0o600)
-		if _, err := Load(path, runner.Table()); err == nil {
+		if _, err := Load(path, runtimes.Entries().Table()); err == nil {
 			t.Errorf("an endpoint may be called %s, the name of a runtime", name)
 		}
 	}

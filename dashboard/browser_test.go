@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"lane/broker"
 	"lane/interact"
+	"lane/runtimes"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -20,7 +21,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"lane/internal/proc"
-	"lane/runner"
 	"lane/store"
 	"lane/trace"
 )
@@ -122,7 +122,7 @@ func startBrowserEnv(t *testing.T, seed func(*browserEnv)) *browserEnv {
 	}
 
 	hs := httptest.NewUnstartedServer(nil)
-	srv, err := New(Config{Store: st, Addr: hs.Listener.Addr().String(), Poll: 25 * time.Millisecond, DescribeCalls: runner.Runtimes().DescribeCalls})
+	srv, err := New(Config{Store: st, Addr: hs.Listener.Addr().String(), Poll: 25 * time.Millisecond, DescribeCalls: runtimes.Entries().DescribeCalls})
 	if err != nil {
 		hs.Close()
 		t.Fatal(err)

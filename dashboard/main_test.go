@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"lane/internal/pgtest"
+	"lane/runtimes"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,7 +23,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"lane/internal/proc"
-	"lane/runner"
 	"lane/store"
 	"lane/trace"
 )
@@ -102,7 +102,7 @@ func newEnv(t testing.TB, o envOpt) *env {
 		o.poll = 20 * time.Millisecond
 	}
 	srv, err := New(Config{Store: st, Addr: addr, Token: o.token, LaneBin: o.laneBin, DBPath: path, Poll: o.poll, Logger: o.logger,
-		DescribeCalls: runner.Runtimes().DescribeCalls})
+		DescribeCalls: runtimes.Entries().DescribeCalls})
 	if err != nil {
 		t.Fatal(err)
 	}

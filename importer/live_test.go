@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io/fs"
 	"lane/importer"
+	"lane/runtimes"
 	"lane/runtimes/codex"
 	"lane/runtimes/gemini"
 	"lane/runtimes/opencode"
@@ -122,7 +123,7 @@ type liveSessions struct {
 func runLive(t *testing.T, r liveRig, price func(string, trace.Usage) (float64, bool)) *liveSessions {
 	t.Helper()
 	bin := clitest.Bin(t, r.runtime)
-	rt, ok := runner.Lookup(r.runtime)
+	rt, ok := runtimes.Entries().Lookup(r.runtime)
 	if !ok {
 		t.Fatalf("no runtime %s", r.runtime)
 	}

@@ -42,6 +42,22 @@ type attempt struct {
 	changes *changes.Snapshotter
 }
 
+// LoopAttempt is one try at a task by a loop that runs inside lane (a
+// Runtime's Loop): the run path records, watches the folder of and ends it
+// as it does an agent CLI's.
+type LoopAttempt struct {
+	Run *trace.Run // the record so far: its runtime, model, folder, capability
+	// Execute runs the attempt, handing each event to emit in order, and
+	// reports how it ended (Exit.StopCause: what stopped it). Its error
+	// means the attempt could not start.
+	Execute func(ctx context.Context, emit func(trace.Event) error) (Exit, error)
+	// Finish judges the ended run and fills in its accounting.
+	Finish func(run *trace.Run, ex Exit)
+	// Next, when set, prepares the options of the attempt after this one
+	// failed, to continue the conversation rather than start over.
+	Next func(o *Options, failed *trace.Run)
+}
+
 // runAttempt records, runs and judges one attempt. The error is non-nil
 // only when lane itself failed (the recorder); the run's own failure is in
 // its Status.

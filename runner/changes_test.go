@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"lane/changes"
+	"lane/internal/runtest"
 	"lane/trace"
 )
 
@@ -15,7 +16,7 @@ func TestRunRecordsItsChanges(t *testing.T) {
 	t.Parallel()
 	o := fakeOptions(t, "edits-folder")
 	o.Changes = changes.New(changes.Config{StateDir: t.TempDir()})
-	rec := newMemRecorder()
+	rec := runtest.NewMemRecorder()
 	run, err := runClaude(context.Background(), o, rec)
 	if err != nil {
 		t.Fatal(err)
@@ -30,8 +31,8 @@ func TestRunRecordsItsChanges(t *testing.T) {
 	if !strings.Contains(c.Patch, "+made by the run") {
 		t.Errorf("patch %q", c.Patch)
 	}
-	if len(rec.ended) != 1 || rec.ended[0].Changes == nil || rec.ended[0].Changes.Patch != c.Patch {
-		t.Errorf("the recorder's end of run lacks the changes: %+v", rec.ended)
+	if len(rec.Ended) != 1 || rec.Ended[0].Changes == nil || rec.Ended[0].Changes.Patch != c.Patch {
+		t.Errorf("the recorder's end of run lacks the changes: %+v", rec.Ended)
 	}
 }
 
@@ -41,7 +42,7 @@ func TestFailedSnapshotNeverFailsTheRun(t *testing.T) {
 	t.Parallel()
 	o := fakeOptions(t, "removes-folder")
 	o.Changes = changes.New(changes.Config{StateDir: t.TempDir()})
-	run, err := runClaude(context.Background(), o, newMemRecorder())
+	run, err := runClaude(context.Background(), o, runtest.NewMemRecorder())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestFailedSnapshotNeverFailsTheRun(t *testing.T) {
 // Without Options.Changes nothing is looked at.
 func TestNoChangesRecordsNothing(t *testing.T) {
 	t.Parallel()
-	run, err := runClaude(context.Background(), fakeOptions(t, "edits-folder"), newMemRecorder())
+	run, err := runClaude(context.Background(), fakeOptions(t, "edits-folder"), runtest.NewMemRecorder())
 	if err != nil || run.Changes != nil {
 		t.Fatalf("changes %+v, %v", run.Changes, err)
 	}

@@ -1,9 +1,12 @@
-package runner
+package runner_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"lane/internal/runtest"
+	"lane/runner"
+	"lane/runtimes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,11 +20,11 @@ import (
 )
 
 // fakeCLI runs the test binary as the runtime, playing scenario.
-func fakeCLI(t *testing.T, runtime, scenario string, wd Watchdogs, extraEnv ...string) (*trace.Run, *memRecorder) {
+func fakeCLI(t *testing.T, runtime, scenario string, wd runner.Watchdogs, extraEnv ...string) (*trace.Run, *runtest.MemRecorder) {
 	t.Helper()
-	rec := newMemRecorder()
-	o := Options{
-		Found: &Binary{Path: os.Args[0]}, Shim: os.Args[0], Dir: t.TempDir(), Prompt: "fix it", Model: "m",
+	rec := runtest.NewMemRecorder()
+	o := runner.Options{
+		Found: &runner.Binary{Path: os.Args[0]}, Shim: os.Args[0], Dir: t.TempDir(), Prompt: "fix it", Model: "m",
 		Env:       append(append(os.Environ(), "LANE_FAKE_RUNTIME="+scenario), extraEnv...),
 		Watchdogs: wd, TempDir: t.TempDir(),
 	}
@@ -40,21 +43,21 @@ func fakeCLI(t *testing.T, runtime, scenario string, wd Watchdogs, extraEnv ...s
 func TestOpencodeOpenStepHoldsOffTheIdleWatchdog(t *testing.T) {
 	t.Parallel()
 	// A step silent for 4× the idle timeout is a tool at work, not a hang.
-	run, rec := fakeCLI(t, "opencode", "opencode-long-step", Watchdogs{Idle: 250 * time.Millisecond, Hard: time.Minute}, "LANE_FAKE_TOOL_TIME=1s")
+	run, rec := fakeCLI(t, "opencode", "opencode-long-step", runner.Watchdogs{Idle: 250 * time.Millisecond, Hard: time.Minute}, "LANE_FAKE_TOOL_TIME=1s")
 	if run.Status != trace.StatusSucceeded {
 		t.Fatalf("status %s (%s: %s), want succeeded", run.Status, run.ErrorKind, run.ErrorMessage)
 	}
 	if run.Turns != 2 || run.ToolCalls != 1 || run.ResultText != "Done" || run.CostUSD < 0.00099 || run.CostEstimate {
 		t.Errorf("turns %d, tool calls %d, result %q, cost %v (estimate %v)", run.Turns, run.ToolCalls, run.ResultText, run.CostUSD, run.CostEstimate)
 	}
-	if ks := rec.kinds(run.ID); !slices.Contains(ks, trace.KindToolResult) {
+	if ks := rec.Kinds(run.ID); !slices.Contains(ks, trace.KindToolResult) {
 		t.Errorf("events %v", ks)
 	}
 }
 
 func TestOpencodeSilenceBetweenStepsIsAnIdleTimeout(t *testing.T) {
 	t.Parallel()
-	run, _ := fakeCLI(t, "opencode", "opencode-hang-between-steps", Watchdogs{Idle: 300 * time.Millisecond, Hard: time.Minute})
+	run, _ := fakeCLI(t, "opencode", "opencode-hang-between-steps", runner.Watchdogs{Idle: 300 * time.Millisecond, Hard: time.Minute})
 	if run.Status != trace.StatusTimedOut || !strings.Contains(run.ErrorMessage, "idle") {
 		t.Fatalf("status %s: %s, want an idle timeout", run.Status, run.ErrorMessage)
 	}
@@ -62,11 +65,11 @@ func TestOpencodeSilenceBetweenStepsIsAnIdleTimeout(t *testing.T) {
 
 func TestRetriesAloneAreAnIdleTimeout(t *testing.T) {
 	t.Parallel()
-	run, rec := fakeCLI(t, "codex", "retries-forever", Watchdogs{Idle: 400 * time.Millisecond, Hard: time.Minute})
+	run, rec := fakeCLI(t, "codex", "retries-forever", runner.Watchdogs{Idle: 400 * time.Millisecond, Hard: time.Minute})
 	if run.Status != trace.StatusTimedOut || !strings.Contains(run.ErrorMessage, "idle") {
 		t.Fatalf("status %s: %s, want an idle timeout", run.Status, run.ErrorMessage)
 	}
-	if ks := rec.kinds(run.ID); !slices.Contains(ks, trace.KindRetry) {
+	if ks := rec.Kinds(run.ID); !slices.Contains(ks, trace.KindRetry) {
 		t.Errorf("the reconnect notices were not recorded as retries: %v", ks)
 	}
 }
@@ -74,12 +77,12 @@ func TestRetriesAloneAreAnIdleTimeout(t *testing.T) {
 func TestMaxTurnsStopsARunawayCLI(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	run, rec := fakeCLI(t, "codex", "codex-runaway", Watchdogs{Hard: time.Minute}, "MAX_TURNS=xxx")
+	run, rec := fakeCLI(t, "codex", "codex-runaway", runner.Watchdogs{Hard: time.Minute}, "MAX_TURNS=xxx")
 	if run.Status != trace.StatusFailed || run.ErrorKind != trace.ErrorMaxTurns {
 		t.Fatalf("status %s/%s: %s, want failed/max_turns", run.Status, run.ErrorKind, run.ErrorMessage)
 	}
 	calls := 0
-	for _, k := range rec.kinds(run.ID) {
+	for _, k := range rec.Kinds(run.ID) {
 		if k == trace.KindToolCall {
 			calls++
 		}
@@ -97,9 +100,9 @@ func TestMaxTurnsStopsARunawayCLI(t *testing.T) {
 
 func TestCodexRunIsPricedAsAnEstimate(t *testing.T) {
 	t.Parallel()
-	rec := newMemRecorder()
-	o := Options{
-		Found: &Binary{Path: os.Args[0]}, Shim: os.Args[0], Dir: t.TempDir(), Prompt: "p", Model: "gpt-5-codex", Label: "gpt-5-codex",
+	rec := runtest.NewMemRecorder()
+	o := runner.Options{
+		Found: &runner.Binary{Path: os.Args[0]}, Shim: os.Args[0], Dir: t.TempDir(), Prompt: "p", Model: "gpt-5-codex", Label: "gpt-5-codex",
 		Env: append(os.Environ(), "LANE_FAKE_RUNTIME=codex-ok"),
 		Price: func(model string, u trace.Usage) (float64, bool) {
 			return float64(u.InputTokens+u.OutputTokens) / 1e6, model == "gpt-5-codex"
@@ -145,7 +148,7 @@ func TestTurnCounter(t *testing.T) {
 		{"opencode counts steps", true, 2, []trace.Event{step, call, result, call, result, step, text, step}, 7},
 	}
 	for _, tt := range tests {
-		c := TurnCounter{Limit: tt.limit, Steps: tt.steps}
+		c := runner.TurnCounter{Limit: tt.limit, Steps: tt.steps}
 		got := -1
 		for i, ev := range tt.events {
 			if err := c.Observe(ev); err != nil && got < 0 {
@@ -156,102 +159,6 @@ func TestTurnCounter(t *testing.T) {
 			t.Errorf("%s: stopped at %d, want %d", tt.name, got, tt.stopAt)
 		}
 	}
-}
-
-func TestCLISetup(t *testing.T) {
-	t.Parallel()
-	env := []string{"MY_KEY=sk-1"}
-	base := Options{Dir: "/proj", Prompt: "-fix it", Model: "m1", Env: env}
-	withEndpoint := base
-	withEndpoint.BaseURL, withEndpoint.KeyEnv = "http://127.0.0.1:9/v1", "MY_KEY"
-	resumed := base
-	resumed.ResumeSession = "sess-9"
-
-	t.Run("codex", func(t *testing.T) {
-		su, _ := codexSetup(withEndpoint, t.TempDir())
-		args, extra := su.Args, su.Env
-		joined := strings.Join(args, " ")
-		for _, want := range []string{"exec --json", "-C /proj", "-m m1", `base_url="http://127.0.0.1:9/v1"`, `wire_api="responses"`} {
-			if !strings.Contains(joined, want) {
-				t.Errorf("args %q lack %q", joined, want)
-			}
-		}
-		if args[len(args)-2] != "--" || args[len(args)-1] != "-fix it" {
-			t.Errorf("the task must follow --: %q", args)
-		}
-		if !slices.Contains(extra, codexKeyEnv+"=sk-1") {
-			t.Errorf("env %q", extra)
-		}
-		su, _ = codexSetup(resumed, t.TempDir())
-		args = su.Args
-		if i := slices.Index(args, "resume"); i < 0 || args[i+1] != "sess-9" {
-			t.Errorf("resume args %q", args)
-		}
-	})
-	t.Run("gemini", func(t *testing.T) {
-		conf := t.TempDir()
-		su, err := geminiSetup(withEndpoint, conf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		args, extra := su.Args, su.Env
-		var settings struct {
-			Security struct{ Auth struct{ SelectedType string } }
-		}
-		b, _ := os.ReadFile(filepath.Join(conf, ".gemini", "settings.json"))
-		if json.Unmarshal(b, &settings); settings.Security.Auth.SelectedType != "gemini-api-key" {
-			t.Errorf("settings %s", b)
-		}
-		if !slices.Contains(extra, "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9/v1") || !slices.Contains(extra, "GEMINI_API_KEY=sk-1") {
-			t.Errorf("env %q", extra)
-		}
-		if !slices.Contains(args, "--prompt=-fix it") || !slices.Contains(extra, "GEMINI_CLI_HOME="+conf) {
-			t.Errorf("args %q env %q", args, extra)
-		}
-		// Without an endpoint the user's own settings and login are used.
-		if su, _ := geminiSetup(base, t.TempDir()); len(su.Env) != 1 {
-			t.Errorf("env without an endpoint %q", su.Env)
-		}
-		// With a state folder, lane's Gemini home lasts, for resume.
-		state := withEndpoint
-		state.StateDir = t.TempDir()
-		if su, _ := geminiSetup(state, t.TempDir()); !slices.Contains(su.Env, "GEMINI_CLI_HOME="+filepath.Join(state.StateDir, "gemini")) {
-			t.Errorf("env with a state folder %q", su.Env)
-		}
-	})
-	t.Run("opencode", func(t *testing.T) {
-		conf := t.TempDir()
-		su, err := opencodeSetup(withEndpoint, conf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		args, extra := su.Args, su.Env
-		if su.Stdin != "-fix it" {
-			t.Errorf("stdin %q, want the task", su.Stdin)
-		}
-		if i := slices.Index(args, "-m"); i < 0 || args[i+1] != "lane/m1" {
-			t.Errorf("args %q", args)
-		}
-		b, _ := os.ReadFile(filepath.Join(conf, "opencode.json"))
-		if !strings.Contains(string(b), `"baseURL": "http://127.0.0.1:9/v1"`) || strings.Contains(string(b), "sk-1") {
-			t.Errorf("config %s (the key must stay in the environment)", b)
-		}
-		if !slices.Contains(extra, "PWD=/proj") || !slices.Contains(extra, opencodeKeyEnv+"=sk-1") {
-			t.Errorf("env %q", extra)
-		}
-		su, _ = opencodeSetup(resumed, t.TempDir())
-		args = su.Args
-		if i := slices.Index(args, "--session"); i < 0 || args[i+1] != "sess-9" {
-			t.Errorf("resume args %q", args)
-		}
-	})
-	t.Run("qwen", func(t *testing.T) {
-		su, _ := qwenSetup(withEndpoint, t.TempDir())
-		args, extra := su.Args, su.Env
-		if !slices.Contains(args, "openai") || !slices.Contains(extra, "OPENAI_BASE_URL=http://127.0.0.1:9/v1") || !slices.Contains(extra, "OPENAI_API_KEY=sk-1") {
-			t.Errorf("args %q env %q", args, extra)
-		}
-	})
 }
 
 func TestFindRuntimeChecksTheVersion(t *testing.T) {
@@ -266,7 +173,7 @@ func TestFindRuntimeChecksTheVersion(t *testing.T) {
 	wrong := filepath.Join(dir, "gemini")
 	os.WriteFile(wrong, []byte("#!/bin/sh\necho 'something else'\n"), 0o755)
 	_, _, err = findRuntime(context.Background(), "gemini", wrong, os.Environ(), "")
-	var me *MissingError
+	var me *runner.MissingError
 	if !errors.As(err, &me) || !strings.Contains(me.Hint, "@google/gemini-cli") {
 		t.Fatalf("err %v", err)
 	}
@@ -286,7 +193,8 @@ func TestShellLogFindsTheExitCodeTheStreamLeftOut(t *testing.T) {
 	path := filepath.Join(chats, "sess-1234-abcd.jsonl")
 	os.WriteFile(path, []byte(logLine("c1", "Command: false\nOutput: (empty)\nExit Code: 1\nSignal: 0")+logLine("c2", "Command: true\nOutput: ok\nExit Code: 0")), 0o600)
 
-	l := newShellLog(qwenLogs([]string{"HOME=" + home}), gemini.ShellExitCode)
+	qwenEntry, _ := runtimes.Entries().Lookup("qwen")
+	l := runner.NewShellLog(qwenEntry.Process.ShellLog.Files([]string{"HOME=" + home}), gemini.ShellExitCode)
 	evs := []trace.Event{
 		{Kind: trace.KindSession, SessionID: "sess-1234-abcd"},
 		{Kind: trace.KindToolCall, ToolUseID: "c1", ToolName: "run_shell_command", Call: qwen.Call("run_shell_command", nil)},
@@ -297,7 +205,7 @@ func TestShellLogFindsTheExitCodeTheStreamLeftOut(t *testing.T) {
 		{Kind: trace.KindToolResult, ToolUseID: "c3", Output: "Exit Code: 9"},
 	}
 	for i := range evs {
-		l.amend(&evs[i])
+		l.Amend(&evs[i])
 	}
 	if !evs[2].IsError || !strings.Contains(evs[2].Output, "exit code 1") {
 		t.Errorf("c1: %+v, want an error with its exit code", evs[2])
@@ -316,8 +224,8 @@ func TestShellLogFindsTheExitCodeTheStreamLeftOut(t *testing.T) {
 	}()
 	call := trace.Event{Kind: trace.KindToolCall, ToolUseID: "c4", ToolName: "run_shell_command", Call: qwen.Call("run_shell_command", nil)}
 	res := trace.Event{Kind: trace.KindToolResult, ToolUseID: "c4", Output: "x"}
-	l.amend(&call)
-	l.amend(&res)
+	l.Amend(&call)
+	l.Amend(&res)
 	if !res.IsError {
 		t.Errorf("c4 written late: %+v", res)
 	}
@@ -336,16 +244,16 @@ func TestShellLogOnRealCaptures(t *testing.T) {
 			}
 			defer stream.Close()
 			name, _, _ := strings.Cut(rt, "-")
-			entry, _ := Lookup(name)
+			entry, _ := runtimes.Entries().Lookup(name)
 			src := entry.Process.NewSource(stream)
 			logPath := filepath.Join("testdata", "sessionlogs", rt+".session.jsonl")
-			l := newShellLog(func(string) []string { return []string{logPath} }, gemini.ShellExitCode)
+			l := runner.NewShellLog(func(string) []string { return []string{logPath} }, gemini.ShellExitCode)
 			var failed, passed []string
 			for {
 				evs, err := src.Next()
 				for i := range evs {
 					before := evs[i].IsError
-					l.amend(&evs[i])
+					l.Amend(&evs[i])
 					if evs[i].Kind != trace.KindToolResult {
 						continue
 					}

@@ -1,7 +1,10 @@
-package runner
+package runner_test
 
 import (
 	"errors"
+	"lane/internal/runtest"
+	"lane/runner"
+	"lane/runtimes"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,8 +21,8 @@ func TestCodexInAContainerIsTheNativeBinaryBehindTheLauncher(t *testing.T) {
 	t.Parallel()
 	scope := filepath.Join(t.TempDir(), "node_modules", "@openai")
 	launcher := filepath.Join(scope, "codex", "bin", "codex.js")
-	rt, _ := Lookup("codex")
-	writeFiles(t, scope, map[string]string{"codex/bin/codex.js": "x"})
+	rt, _ := runtimes.Entries().Lookup("codex")
+	runtest.WriteFiles(t, scope, map[string]string{"codex/bin/codex.js": "x"})
 	if got, err := rt.ContainerProgram(launcher, noNode); err == nil || !strings.Contains(err.Error(), "Node.js launcher") {
 		t.Errorf("a launcher without its native binary: %+v, %v", got, err)
 	}
@@ -28,9 +31,9 @@ func TestCodexInAContainerIsTheNativeBinaryBehindTheLauncher(t *testing.T) {
 		triple, pkg = "aarch64-unknown-linux-musl", "codex-linux-arm64"
 	}
 	rel := filepath.Join(pkg, "vendor", triple, "bin", "codex")
-	writeFiles(t, scope, map[string]string{rel: "x"})
+	runtest.WriteFiles(t, scope, map[string]string{rel: "x"})
 	native := filepath.Join(scope, rel)
-	want := ContainerProgram{Files: []ContainerFile{{Host: native, At: launcher}}, Argv: []string{launcher}}
+	want := runner.ContainerProgram{Files: []runner.ContainerFile{{Host: native, At: launcher}}, Argv: []string{launcher}}
 	if got, err := rt.ContainerProgram(launcher, noNode); err != nil || !slices.Equal(got.Files, want.Files) || !slices.Equal(got.Argv, want.Argv) {
 		t.Errorf("ContainerProgram = %+v, %v; want %+v", got, err, want)
 	}
@@ -45,7 +48,7 @@ func TestANodeCLIInAContainerRunsOnThisMachinesNode(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	modules := filepath.Join(root, "lib", "node_modules")
-	writeFiles(t, root, map[string]string{
+	runtest.WriteFiles(t, root, map[string]string{
 		"lib/node_modules/@google/gemini-cli/bundle/gemini.js":          "#!/usr/bin/env node\nconsole.log(1)\n",
 		"lib/node_modules/@google/gemini-cli/node_modules/dep/index.js": "",
 		"bin/node": "",
@@ -54,7 +57,7 @@ func TestANodeCLIInAContainerRunsOnThisMachinesNode(t *testing.T) {
 	if err := os.Symlink("../lib/node_modules/@google/gemini-cli/bundle/gemini.js", link); err != nil {
 		t.Fatal(err)
 	}
-	rt, _ := Lookup("gemini")
+	rt, _ := runtimes.Entries().Lookup("gemini")
 	if _, err := rt.ContainerProgram(link, noNode); err == nil || !strings.Contains(err.Error(), "no Node.js") {
 		t.Errorf("without node: %v", err)
 	}
@@ -63,14 +66,14 @@ func TestANodeCLIInAContainerRunsOnThisMachinesNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantFiles := []ContainerFile{{Host: filepath.Join(root, "bin", "node"), At: ContainerNode}, {Host: modules, At: ContainerModules}}
-	wantArgv := []string{ContainerNode, ContainerModules + "/@google/gemini-cli/bundle/gemini.js"}
+	wantFiles := []runner.ContainerFile{{Host: filepath.Join(root, "bin", "node"), At: runner.ContainerNode}, {Host: modules, At: runner.ContainerModules}}
+	wantArgv := []string{runner.ContainerNode, runner.ContainerModules + "/@google/gemini-cli/bundle/gemini.js"}
 	if !slices.Equal(got.Files, wantFiles) || !slices.Equal(got.Argv, wantArgv) {
 		t.Errorf("ContainerProgram = %+v; want files %+v, argv %q", got, wantFiles, wantArgv)
 	}
 	// A native binary (Claude Code's) is mounted where it was found.
 	bin := filepath.Join(root, "bin", "node")
-	claude, _ := Lookup("claude")
+	claude, _ := runtimes.Entries().Lookup("claude")
 	if got, err := claude.ContainerProgram(bin, noNode); err != nil || len(got.Files) != 1 || got.Files[0].At != bin || !slices.Equal(got.Argv, []string{bin}) {
 		t.Errorf("a native binary: %+v, %v", got, err)
 	}

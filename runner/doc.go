@@ -5,7 +5,8 @@
 //     process.go: Setup, Judge; interactive.go: Dialog and its optional
 //     parts Sourcer, Amender, Worker, Asider, Talk; reindex.go: Replayer,
 //     Segment), exported so that a runtime can be written outside runner
-//     (see internal/echoruntime), and Entries, a table of them (Runtimes is
+//     (each of lane's own is one in runtimes/NAME; internal/echoruntime is one
+//     written in a test), and Entries, a table of them (runtimes.Entries is
 //     lane's own; the commands read whichever they are handed);
 //   - the one run path (run.go, attempt.go): find the binary (find.go),
 //     start an attempt, read its events, judge it, record it through the
@@ -16,16 +17,13 @@
 //   - the two-way dialogs' common frame (interactive.go, steer_only.go),
 //     hermetic homes (hermetic.go), running elsewhere (container.go), the
 //     snapshot of the run's folder (changes.go), re-decoding a stored run
-//     (reindex.go).
+//     (reindex.go), a loop that runs inside lane (LoopAttempt, WatchLoop),
+//     and any runtime's session logs read for shell exit codes
+//     (sessionlog.go, as its entry's ShellLog says where they are).
 //
-// What is one runtime's own and still lives here, each in a file named
-// after it: runtime_NAME.go (its entry: command line, environment, hermetic
-// home), claude_dialog.go and codex_dialog.go (their two-way protocols),
-// acp.go and reindex_acp.go (the ACP runtimes), local.go (lane's own loop,
-// glue to package agent). Their decoders, tool-call descriptions and
-// session-file readers are in runtimes/ and streamjson. sessionlog.go reads
-// any runtime's session logs for shell exit codes, as its entry's ShellLog
-// says where they are and how they read.
+// Nothing here is one runtime's own: each runtime's entry, two-way dialog,
+// decoder and session-file reader live in runtimes/NAME (Claude Code's
+// stream decoder is streamjson), and runner imports none of them.
 //
 // runner knows no SQL and no HTTP: the caller records (Recorder) and asks
 // people (interact.Desk).

@@ -1,19 +1,16 @@
-package runner
+package runner_test
 
 import (
-	"context"
 	"fmt"
+	"lane/runner"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"lane/trace"
 )
 
 // The test binary doubles as a fake runtime: with LANE_FAKE_RUNTIME set it
@@ -21,8 +18,8 @@ import (
 // pattern of os/exec's own tests).
 func TestMain(m *testing.M) {
 	// Runtimes start under the shim, as in the lane binary.
-	if IsShim() {
-		os.Exit(ShimMain())
+	if runner.IsShim() {
+		os.Exit(runner.ShimMain())
 	}
 	if sc := os.Getenv("LANE_FAKE_RUNTIME"); sc != "" {
 		os.Exit(fakeRuntime(sc))
@@ -187,45 +184,4 @@ func ocText(msg, text string) string {
 
 func ocStepFinish(msg, reason string) string {
 	return ocLine("step_finish", `{"id":"prt_`+msg+`f","reason":"`+reason+`","messageID":"`+msg+`","sessionID":"ses_1","type":"step-finish","tokens":{"total":120,"input":50,"output":20,"reasoning":0,"cache":{"write":0,"read":50}},"cost":0.0005}`)
-}
-
-// memRecorder keeps runs and events in memory.
-type memRecorder struct {
-	mu     sync.Mutex
-	runs   []*trace.Run
-	events map[string][]trace.Event
-	ended  []trace.Run
-}
-
-func newMemRecorder() *memRecorder { return &memRecorder{events: map[string][]trace.Event{}} }
-
-func (m *memRecorder) BeginRun(_ context.Context, r *trace.Run) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.runs = append(m.runs, r)
-	return nil
-}
-
-func (m *memRecorder) Event(ev trace.Event) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.events[ev.RunID] = append(m.events[ev.RunID], ev)
-	return nil
-}
-
-func (m *memRecorder) EndRun(_ context.Context, r *trace.Run) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.ended = append(m.ended, *r)
-	return nil
-}
-
-func (m *memRecorder) kinds(runID string) []trace.Kind {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var ks []trace.Kind
-	for _, ev := range m.events[runID] {
-		ks = append(ks, ev.Kind)
-	}
-	return ks
 }

@@ -1,27 +1,29 @@
-package runner
+package runner_test
 
 import (
 	"context"
+	"lane/runner"
+	"lane/runtimes"
 
 	"lane/trace"
 )
 
 // runOn runs o on the runtime called name, as lane run does.
-func runOn(ctx context.Context, name string, o Options, rec Recorder) (*trace.Run, error) {
-	rt, ok := Lookup(name)
+func runOn(ctx context.Context, name string, o runner.Options, rec runner.Recorder) (*trace.Run, error) {
+	rt, ok := runtimes.Entries().Lookup(name)
 	if !ok {
 		panic("no runtime " + name)
 	}
-	return Run(ctx, Job{Runtime: rt, Options: o}, rec)
+	return runner.Run(ctx, runner.Job{Runtime: rt, Options: o}, rec)
 }
 
-func runClaude(ctx context.Context, o Options, rec Recorder) (*trace.Run, error) {
+func runClaude(ctx context.Context, o runner.Options, rec runner.Recorder) (*trace.Run, error) {
 	return runOn(ctx, "claude", o, rec)
 }
 
 // findRuntime finds the binary of the runtime called name.
 func findRuntime(ctx context.Context, name, explicit string, env []string, versionCache string) (path, version string, err error) {
-	rt, _ := Lookup(name)
+	rt, _ := runtimes.Entries().Lookup(name)
 	bin, err := rt.Find(ctx, explicit, env, versionCache)
 	return bin.Path, bin.Version, err
 }

@@ -143,7 +143,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		}
 	}
 	if o.Interactive() {
-		a.run.Capability.Steer = twoWaySteer()
+		a.run.Capability.Steer = TwoWaySteer()
 		if dlg == nil {
 			dlg = newOneWay(o, a.run, su.Stdin)
 			a.run.Capability.Steer = oneWaySteer()

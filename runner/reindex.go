@@ -332,14 +332,14 @@ func (r *Redecoded) count(stored, fresh []trace.Event) {
 			r.Added++
 		case j >= len(fresh):
 			r.Removed++
-		case !sameEvent(stored[j], fresh[j]):
+		case !SameEvent(stored[j], fresh[j]):
 			r.Changed++
 		}
 	}
 }
 
-// sameEvent compares two events as stored, but for their numbering.
-func sameEvent(a, b trace.Event) bool {
+// SameEvent compares two events as stored, but for their numbering.
+func SameEvent(a, b trace.Event) bool {
 	a.RunID, a.Seq, b.RunID, b.Seq = "", 0, "", 0
 	a.Time, b.Time = time.Time{}, time.Time{}
 	ja, erra := json.Marshal(a)

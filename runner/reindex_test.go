@@ -1,69 +1,35 @@
-package runner
+package runner_test
 
 import (
 	"errors"
 	"io"
-	"os"
+	"lane/internal/runtest"
+	"lane/runner"
+	"lane/runtimes"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"lane/trace"
 )
 
-// recorded is how runAttempt would have recorded the lines of file read
-// with newSource: numbered, timed, a stderr line of lane's among them.
-func recorded(t *testing.T, newSource func(io.Reader) EventSource, file string) []trace.Event {
-	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	src := newSource(f)
-	var evs []trace.Event
-	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	for {
-		batch, err := src.Next()
-		if len(evs) == 2 {
-			// between two lines, as supervise hands them out
-			evs = append(evs, trace.Event{Kind: trace.KindStderr, Text: "a warning of the runtime's"})
-		}
-		for _, ev := range batch {
-			ev.CapOutput(MaxEventOutput)
-			evs = append(evs, ev)
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range evs {
-		evs[i].RunID, evs[i].Seq, evs[i].Time = "r", int64(i+1), t0.Add(time.Duration(i)*time.Millisecond)
-	}
-	return evs
-}
-
 func TestRedecodeRestoresEvents(t *testing.T) {
 	t.Parallel()
-	claude, _ := Lookup("claude")
-	codex, _ := Lookup("codex")
+	claude, _ := runtimes.Entries().Lookup("claude")
+	codex, _ := runtimes.Entries().Lookup("codex")
 	zero := 0
 	cases := []struct {
 		name, file string
 		run        trace.Run
-		source     func(io.Reader) EventSource
+		source     func(io.Reader) runner.EventSource
 	}{
 		{"claude", "../streamjson/testdata/claude-code-2.1.328/a_tool_then_text.jsonl",
 			trace.Run{Runtime: "claude", Model: "sonnet"}, claude.Process.NewSource},
 		{"claude two-way", "../streamjson/testdata/claude-code-2.1.328/dialog_approve.jsonl",
-			trace.Run{Runtime: "claude", Model: "sonnet", Capability: trace.Capability{Steer: twoWaySteer()}}, claude.Process.NewSource},
+			trace.Run{Runtime: "claude", Model: "sonnet", Capability: trace.Capability{Steer: runner.TwoWaySteer()}}, claude.Process.NewSource},
 		{"codex app-server", "../runtimes/codex/testdata/appserver/approve.jsonl",
-			trace.Run{Runtime: "codex", Model: "gpt-5", Capability: trace.Capability{Steer: twoWaySteer()}}, nil},
+			trace.Run{Runtime: "codex", Model: "gpt-5", Capability: trace.Capability{Steer: runner.TwoWaySteer()}}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -72,16 +38,16 @@ func TestRedecodeRestoresEvents(t *testing.T) {
 			src := c.source
 			if src == nil {
 				var err error
-				if src, _, err = redecodeSource(codex, redecodeOptions(&run, RedecodeOptions{}), &run); err != nil {
+				if src, _, err = runner.RedecodeSource(codex, runner.RedecodeOptionsFor(&run, runner.RedecodeOptions{}), &run); err != nil {
 					t.Fatal(err)
 				}
 			}
-			live := recorded(t, src, c.file)
+			live := runtest.Recorded(t, src, c.file)
 			if len(live) < 5 {
 				t.Fatalf("only %d events in %s", len(live), c.file)
 			}
 			// What the run was judged as, from its events.
-			first, err := Runtimes().Redecode(&run, live, RedecodeOptions{})
+			first, err := runtimes.Entries().Redecode(&run, live, runner.RedecodeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,9 +60,9 @@ func TestRedecodeRestoresEvents(t *testing.T) {
 					first.Added, first.Removed, first.Changed)
 			}
 			judged := first.Run
-			again, err := Runtimes().Redecode(judged, live, RedecodeOptions{})
+			again, err := runtimes.Entries().Redecode(judged, live, runner.RedecodeOptions{})
 			if err != nil || !again.Unchanged(judged) {
-				t.Fatalf("a second redecoding changed the run: %v %+v", err, RunChanges(judged, again.Run))
+				t.Fatalf("a second redecoding changed the run: %v %+v", err, runner.RunChanges(judged, again.Run))
 			}
 
 			// Damage: an event lost after the first of its line, payloads
@@ -115,7 +81,7 @@ func TestRedecodeRestoresEvents(t *testing.T) {
 			}
 			bad := *judged
 			bad.Turns, bad.ToolCalls, bad.Usage = 99, 99, trace.Usage{InputTokens: 1}
-			fixed, err := Runtimes().Redecode(&bad, damaged, RedecodeOptions{})
+			fixed, err := runtimes.Entries().Redecode(&bad, damaged, runner.RedecodeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,17 +89,17 @@ func TestRedecodeRestoresEvents(t *testing.T) {
 				t.Fatalf("restored %d events, want %d", len(fixed.Events), len(live))
 			}
 			for i := range live {
-				if !sameEvent(fixed.Events[i], live[i]) || fixed.Events[i].Seq != live[i].Seq {
+				if !runner.SameEvent(fixed.Events[i], live[i]) || fixed.Events[i].Seq != live[i].Seq {
 					t.Errorf("event %d restored as %+v, want %+v", i+1, fixed.Events[i], live[i])
 				}
 			}
 			if fixed.Changed == 0 || (dropped && fixed.Added != 1) || (!dropped && fixed.Added != 0) || fixed.Removed != 0 {
 				t.Errorf("counted %d added, %d removed, %d changed", fixed.Added, fixed.Removed, fixed.Changed)
 			}
-			if ch := RunChanges(judged, fixed.Run); len(ch) != 0 {
+			if ch := runner.RunChanges(judged, fixed.Run); len(ch) != 0 {
 				t.Errorf("the restored run differs from the judged one: %+v", ch)
 			}
-			if ch := RunChanges(&bad, fixed.Run); len(ch) < 3 {
+			if ch := runner.RunChanges(&bad, fixed.Run); len(ch) < 3 {
 				t.Errorf("changes reported against the damaged run = %+v, want turns, tool calls and tokens", ch)
 			}
 		})
@@ -156,7 +122,7 @@ func TestRedecodeRefuses(t *testing.T) {
 		{"running", trace.Run{Runtime: "claude", Status: trace.StatusRunning}, nil},
 	} {
 		c.run.ID = "r"
-		if _, err := Runtimes().Redecode(&c.run, c.evs, RedecodeOptions{}); !errors.Is(err, ErrNotRedecodable) {
+		if _, err := runtimes.Entries().Redecode(&c.run, c.evs, runner.RedecodeOptions{}); !errors.Is(err, runner.ErrNotRedecodable) {
 			t.Errorf("%s: %v, want ErrNotRedecodable", c.name, err)
 		}
 	}
@@ -166,8 +132,8 @@ func TestRedecodeRefuses(t *testing.T) {
 // is not in the stream's lines: reindexing keeps it.
 func TestRedecodeKeepsExitCodesFromSessionLogs(t *testing.T) {
 	t.Parallel()
-	gemini, _ := Lookup("gemini")
-	live := recorded(t, gemini.Process.NewSource, "../runtimes/gemini/testdata/captures/c_tool_error_bash.jsonl")
+	gemini, _ := runtimes.Entries().Lookup("gemini")
+	live := runtest.Recorded(t, gemini.Process.NewSource, "../runtimes/gemini/testdata/captures/c_tool_error_bash.jsonl")
 	amended := -1
 	for i, ev := range live {
 		if ev.Kind == trace.KindToolResult && !ev.IsError {
@@ -181,7 +147,7 @@ func TestRedecodeKeepsExitCodesFromSessionLogs(t *testing.T) {
 	}
 	zero := 0
 	run := trace.Run{ID: "r", Runtime: "gemini", Model: "gemini-2.5-flash", Status: trace.StatusSucceeded, ExitCode: &zero}
-	rd, err := Runtimes().Redecode(&run, live, RedecodeOptions{})
+	rd, err := runtimes.Entries().Redecode(&run, live, runner.RedecodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,8 +164,8 @@ func TestRedecodeKeepsExitCodesFromSessionLogs(t *testing.T) {
 // judged again, and lane's closing error event follows it.
 func TestRedecodeVerdicts(t *testing.T) {
 	t.Parallel()
-	claude, _ := Lookup("claude")
-	live := recorded(t, claude.Process.NewSource, "../streamjson/testdata/claude-code-2.1.328/a_tool_then_text.jsonl")
+	claude, _ := runtimes.Entries().Lookup("claude")
+	live := runtest.Recorded(t, claude.Process.NewSource, "../streamjson/testdata/claude-code-2.1.328/a_tool_then_text.jsonl")
 	closing := func(evs []trace.Event, kind trace.ErrorKind, text string) []trace.Event {
 		ev := trace.Event{RunID: "r", Seq: int64(len(evs) + 1), Time: evs[len(evs)-1].Time, Kind: trace.KindError, ErrorKind: kind, Text: text}
 		return append(slices.Clone(evs), ev)
@@ -223,7 +189,7 @@ func TestRedecodeVerdicts(t *testing.T) {
 			run := c.run
 			run.ID, run.Runtime, run.ExitCode = "r", "claude", &zero
 			stored := closing(live, run.ErrorKind, run.ErrorMessage)
-			rd, err := Runtimes().Redecode(&run, stored, RedecodeOptions{})
+			rd, err := runtimes.Entries().Redecode(&run, stored, runner.RedecodeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

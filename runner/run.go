@@ -124,9 +124,9 @@ type Options struct {
 	// what the run changed; nil records nothing (--no-changes).
 	Changes *changes.Snapshotter
 
-	// continuing: the task is already in History, as the last attempt
+	// Continuing: the task is already in History, as the last attempt
 	// left it (a retry of lane's own loop).
-	continuing bool
+	Continuing bool
 }
 
 // Recorder receives a run's record and events as they happen. The store
@@ -235,12 +235,15 @@ func runAttempts(ctx context.Context, rt *Runtime, o Options, rec Recorder) (*tr
 
 // newAttempt builds attempt number n of the task o describes.
 func (rt *Runtime) newAttempt(o Options, n int) (*attempt, error) {
-	if rt.inProcess != nil {
-		a, err := rt.inProcess(o, n)
-		if err == nil && o.Interactive() {
-			a.run.Capability.Steer = twoWaySteer()
+	if rt.Loop != nil {
+		la, err := rt.Loop(o, n)
+		if err != nil {
+			return nil, err
 		}
-		return a, err
+		if o.Interactive() {
+			la.Run.Capability.Steer = TwoWaySteer()
+		}
+		return &attempt{run: la.Run, execute: la.Execute, finish: la.Finish, next: la.Next}, nil
 	}
 	return processAttempt(rt, o, n)
 }

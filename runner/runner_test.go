@@ -1,10 +1,13 @@
-package runner
+package runner_test
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"lane/runner"
+	"lane/runtimes"
+	"lane/runtimes/claude"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,22 +19,23 @@ import (
 	"time"
 
 	"lane/internal/proc"
+	"lane/internal/runtest"
 	"lane/trace"
 )
 
 // fakeOptions runs the test binary as a runtime playing scenario.
-func fakeOptions(t *testing.T, scenario string, extraEnv ...string) Options {
+func fakeOptions(t *testing.T, scenario string, extraEnv ...string) runner.Options {
 	t.Helper()
 	env := append(os.Environ(), "LANE_FAKE_RUNTIME="+scenario)
 	env = append(env, extraEnv...)
-	return Options{
-		Found:  &Binary{Path: os.Args[0]},
+	return runner.Options{
+		Found:  &runner.Binary{Path: os.Args[0]},
 		Shim:   os.Args[0],
 		Dir:    t.TempDir(),
 		Prompt: "do it",
 		Model:  "sonnet",
 		Env:    env,
-		Watchdogs: Watchdogs{
+		Watchdogs: runner.Watchdogs{
 			FirstByte: 10 * time.Second,
 			Idle:      10 * time.Second,
 			Hard:      time.Minute,
@@ -46,36 +50,36 @@ func TestWatchdogsAndFaults(t *testing.T) {
 		name      string
 		scenario  string
 		env       []string
-		watchdogs func(*Watchdogs)
+		watchdogs func(*runner.Watchdogs)
 		status    trace.Status
 		kind      trace.ErrorKind
 		message   string // a substring of the run's error message
 	}{
 		{
 			name: "never prints: first-byte timeout", scenario: "silent",
-			watchdogs: func(w *Watchdogs) { w.FirstByte = 300 * time.Millisecond },
+			watchdogs: func(w *runner.Watchdogs) { w.FirstByte = 300 * time.Millisecond },
 			status:    trace.StatusTimedOut, kind: trace.ErrorTimeout, message: "first-byte timeout",
 		},
 		{
 			name: "init then silence: idle timeout", scenario: "init-then-hang",
-			watchdogs: func(w *Watchdogs) { w.Idle = 300 * time.Millisecond },
+			watchdogs: func(w *runner.Watchdogs) { w.Idle = 300 * time.Millisecond },
 			status:    trace.StatusTimedOut, kind: trace.ErrorTimeout, message: "idle timeout",
 		},
 		{
 			name: "a result printed on lane's interrupt does not hide the timeout", scenario: "result-on-interrupt",
-			watchdogs: func(w *Watchdogs) { w.Idle = 300 * time.Millisecond },
+			watchdogs: func(w *runner.Watchdogs) { w.Idle = 300 * time.Millisecond },
 			status:    trace.StatusTimedOut, kind: trace.ErrorTimeout, message: "idle timeout",
 		},
 		{
 			name: "silent but alive tool outlives the idle timeout", scenario: "long-tool",
 			env:       []string{"LANE_FAKE_TOOL_TIME=1500ms"},
-			watchdogs: func(w *Watchdogs) { w.Idle = 300 * time.Millisecond },
+			watchdogs: func(w *runner.Watchdogs) { w.Idle = 300 * time.Millisecond },
 			status:    trace.StatusSucceeded,
 		},
 		{
 			name: "hard timeout bounds a pending tool", scenario: "long-tool",
 			env:       []string{"LANE_FAKE_TOOL_TIME=1h"},
-			watchdogs: func(w *Watchdogs) { w.Idle = 100 * time.Millisecond; w.Hard = 500 * time.Millisecond },
+			watchdogs: func(w *runner.Watchdogs) { w.Idle = 100 * time.Millisecond; w.Hard = 500 * time.Millisecond },
 			status:    trace.StatusTimedOut, kind: trace.ErrorTimeout, message: "hard timeout",
 		},
 		{
@@ -101,7 +105,7 @@ func TestWatchdogsAndFaults(t *testing.T) {
 			if tt.watchdogs != nil {
 				tt.watchdogs(&o.Watchdogs)
 			}
-			rec := newMemRecorder()
+			rec := runtest.NewMemRecorder()
 			run, err := runClaude(context.Background(), o, rec)
 			if err != nil {
 				t.Fatalf("RunClaude: %v", err)
@@ -115,14 +119,14 @@ func TestWatchdogsAndFaults(t *testing.T) {
 			if tt.status != trace.StatusSucceeded && run.ErrorHint == "" && tt.kind != trace.ErrorCrash {
 				t.Errorf("no hint for %s", tt.kind)
 			}
-			evs := rec.events[run.ID]
+			evs := rec.Events[run.ID]
 			for i, ev := range evs {
 				if ev.Seq != int64(i+1) {
 					t.Fatalf("event %d has seq %d", i, ev.Seq)
 				}
 			}
-			if len(rec.ended) != 1 {
-				t.Fatalf("%d runs ended, want 1", len(rec.ended))
+			if len(rec.Ended) != 1 {
+				t.Fatalf("%d runs ended, want 1", len(rec.Ended))
 			}
 		})
 	}
@@ -130,7 +134,7 @@ func TestWatchdogsAndFaults(t *testing.T) {
 
 func TestEventsBeforeACrashAreKept(t *testing.T) {
 	t.Parallel()
-	rec := newMemRecorder()
+	rec := runtest.NewMemRecorder()
 	run, err := runClaude(context.Background(), fakeOptions(t, "crash-mid-stream"), rec)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +142,7 @@ func TestEventsBeforeACrashAreKept(t *testing.T) {
 	// stderr and stdout are read concurrently: compare stdout's events only.
 	var got []trace.Kind
 	stderr := 0
-	for _, k := range rec.kinds(run.ID) {
+	for _, k := range rec.Kinds(run.ID) {
 		if k == trace.KindStderr {
 			stderr++
 			continue
@@ -170,18 +174,18 @@ func TestEventsBeforeACrashAreKept(t *testing.T) {
 
 func TestGiantLineIsRecordedWhole(t *testing.T) {
 	t.Parallel()
-	rec := newMemRecorder()
+	rec := runtest.NewMemRecorder()
 	run, err := runClaude(context.Background(), fakeOptions(t, "garbage-and-giant"), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sawGarbage, sawGiant bool
-	for _, ev := range rec.events[run.ID] {
+	for _, ev := range rec.Events[run.ID] {
 		if ev.Kind == trace.KindRaw && string(ev.Raw) == "not json at all" {
 			sawGarbage = true
 		}
 		// The normalized output is capped; the raw line keeps it whole.
-		if ev.Kind == trace.KindToolResult && ev.OutputSize == 20<<20 && len(ev.Output) == MaxEventOutput && len(ev.Raw) > 20<<20 {
+		if ev.Kind == trace.KindToolResult && ev.OutputSize == 20<<20 && len(ev.Output) == runner.MaxEventOutput && len(ev.Raw) > 20<<20 {
 			sawGiant = true
 		}
 	}
@@ -198,7 +202,7 @@ func TestCancelKillsTheWholeTree(t *testing.T) {
 	pidfile := filepath.Join(t.TempDir(), "pid")
 	o := fakeOptions(t, "tool-with-grandchild", "LANE_FAKE_PIDFILE="+pidfile)
 	ctx, cancel := context.WithCancel(context.Background())
-	rec := &cancelOnTask{memRecorder: newMemRecorder(), cancel: cancel}
+	rec := &cancelOnTask{MemRecorder: runtest.NewMemRecorder(), cancel: cancel}
 	run, err := runClaude(ctx, o, rec)
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +223,7 @@ func TestCancelKillsTheWholeTree(t *testing.T) {
 
 // cancelOnTask cancels the run once the runtime reports its tool started.
 type cancelOnTask struct {
-	*memRecorder
+	*runtest.MemRecorder
 	cancel context.CancelFunc
 }
 
@@ -227,7 +231,7 @@ func (c *cancelOnTask) Event(ev trace.Event) error {
 	if ev.Kind == trace.KindTask {
 		c.cancel()
 	}
-	return c.memRecorder.Event(ev)
+	return c.MemRecorder.Event(ev)
 }
 
 func TestRetriesLinkAttemptsAndResumeTheSession(t *testing.T) {
@@ -236,22 +240,22 @@ func TestRetriesLinkAttemptsAndResumeTheSession(t *testing.T) {
 	o := fakeOptions(t, "flaky", "LANE_FAKE_MARKER="+marker)
 	o.Retries = 2
 	o.RetryBackoff = time.Millisecond
-	rec := newMemRecorder()
+	rec := runtest.NewMemRecorder()
 	run, err := runClaude(context.Background(), o, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.runs) != 2 {
-		t.Fatalf("%d attempts, want 2", len(rec.runs))
+	if len(rec.Runs) != 2 {
+		t.Fatalf("%d attempts, want 2", len(rec.Runs))
 	}
-	first := rec.ended[0]
+	first := rec.Ended[0]
 	if first.Status != trace.StatusFailed || first.ErrorKind != trace.ErrorCrash {
 		t.Errorf("first attempt %s/%s, want failed/crash", first.Status, first.ErrorKind)
 	}
 	if run.Status != trace.StatusSucceeded || run.ParentRunID != first.ID || run.Attempt != 2 {
 		t.Errorf("second attempt %s parent %q attempt %d", run.Status, run.ParentRunID, run.Attempt)
 	}
-	args := ClaudeArgs(Options{ResumeSession: first.SessionID, Dir: "/x", Prompt: "p"})
+	args := claude.ClaudeArgs(runner.Options{ResumeSession: first.SessionID, Dir: "/x", Prompt: "p"})
 	if first.SessionID != "sess-1" || !contains(args, "--resume") {
 		t.Errorf("the retry must resume session sess-1, got %q", first.SessionID)
 	}
@@ -261,39 +265,12 @@ func TestNoRetryForAuth(t *testing.T) {
 	t.Parallel()
 	o := fakeOptions(t, "auth-401")
 	o.Retries = 3
-	rec := newMemRecorder()
+	rec := runtest.NewMemRecorder()
 	if _, err := runClaude(context.Background(), o, rec); err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.runs) != 1 {
-		t.Errorf("an auth failure was retried %d times", len(rec.runs)-1)
-	}
-}
-
-func TestClaudeArgs(t *testing.T) {
-	t.Parallel()
-	args := ClaudeArgs(Options{
-		Dir: "/proj", Prompt: "-starts with a dash\nand a newline", Model: "opus",
-		AllowedTools: []string{"Read", "Bash(git *)", "Bash(go test)"}, PermissionMode: "bypassPermissions",
-		AppendSystemPrompt: "be brief", ResumeSession: "s1", MaxTurns: 4,
-	})
-	want := []string{"-p", "--output-format", "stream-json", "--verbose", "--model", "opus",
-		"--add-dir", "/proj", "--permission-mode", "bypassPermissions", "--tools", "Read,Bash", "--allowedTools", "Read,Bash(git *),Bash(go test)",
-		"--strict-mcp-config", "--append-system-prompt", "be brief", "--resume", "s1", "--max-turns", "4",
-		"--", "-starts with a dash\nand a newline"}
-	if strings.Join(args, "|") != strings.Join(want, "|") {
-		t.Errorf("args\n%q\nwant\n%q", args, want)
-	}
-	if contains(ClaudeArgs(Options{AllowMCP: true, Dir: "/d", Prompt: "p"}), "--strict-mcp-config") {
-		t.Error("--allow-mcp must drop --strict-mcp-config")
-	}
-}
-
-func TestClaudeEnvDropsNestingMarker(t *testing.T) {
-	t.Parallel()
-	env := ClaudeEnv([]string{"CLAUDECODE=1", "ANTHROPIC_API_KEY=k", "IS_SANDBOX=1"})
-	if contains(env, "CLAUDECODE=1") || !contains(env, "ANTHROPIC_API_KEY=k") || !contains(env, "IS_SANDBOX=1") {
-		t.Errorf("env %v", env)
+	if len(rec.Runs) != 1 {
+		t.Errorf("an auth failure was retried %d times", len(rec.Runs)-1)
 	}
 }
 
@@ -309,7 +286,7 @@ func TestFindClaude(t *testing.T) {
 	if err != nil || path != good || version != "2.1.328 (Claude Code)" {
 		t.Errorf("explicit: %q %q %v", path, version, err)
 	}
-	var me *MissingError
+	var me *runner.MissingError
 	if _, _, err := findClaude(context.Background(), bad, env); !errors.As(err, &me) || !strings.Contains(me.Hint, "npm install") {
 		t.Errorf("a binary that is not Claude Code: %v", err)
 	}
@@ -331,17 +308,17 @@ func fakeLane() int {
 	if scenario == "1" {
 		scenario = "init-then-hang"
 	}
-	o := Options{
-		Found: &Binary{Path: os.Args[0]}, Shim: os.Args[0], Dir: os.TempDir(), Prompt: "p",
+	o := runner.Options{
+		Found: &runner.Binary{Path: os.Args[0]}, Shim: os.Args[0], Dir: os.TempDir(), Prompt: "p",
 		Env:       append(os.Environ(), "LANE_FAKE_LANE=", "LANE_FAKE_RUNTIME="+scenario),
-		Watchdogs: Watchdogs{Idle: time.Hour},
+		Watchdogs: runner.Watchdogs{Idle: time.Hour},
 	}
-	rec := &printPID{memRecorder: newMemRecorder()}
+	rec := &printPID{MemRecorder: runtest.NewMemRecorder()}
 	runClaude(context.Background(), o, rec)
 	return 0
 }
 
-type printPID struct{ *memRecorder }
+type printPID struct{ *runtest.MemRecorder }
 
 func (p *printPID) Event(ev trace.Event) error {
 	if ev.Kind == trace.KindSession {
@@ -351,7 +328,7 @@ func (p *printPID) Event(ev trace.Event) error {
 			os.Stdout.WriteString(strconv.Itoa(c.PID) + "\n")
 		}
 	}
-	return p.memRecorder.Event(ev)
+	return p.MemRecorder.Event(ev)
 }
 
 func TestRuntimeDiesWithLane(t *testing.T) {
@@ -443,7 +420,7 @@ func TestDescribeCallsOfStoredEvents(t *testing.T) {
 		return trace.Event{Kind: trace.KindToolCall, ToolName: tool, Input: json.RawMessage(input)}
 	}
 	claude := []trace.Event{shell("Bash", `{"command":"make"}`), shell("Write", `{"file_path":"a.go"}`), {Kind: trace.KindText, Text: "done"}}
-	Runtimes().DescribeCalls("claude", claude)
+	runtimes.Entries().DescribeCalls("claude", claude)
 	if c := claude[0].Call; c == nil || c.Kind != trace.CallShell || c.Command != "make" {
 		t.Errorf("claude Bash: %+v", c)
 	}
@@ -457,7 +434,7 @@ func TestDescribeCallsOfStoredEvents(t *testing.T) {
 	kept := &trace.Call{Kind: trace.CallOther, Tool: "kept"}
 	gemini := []trace.Event{shell("run_shell_command", `{"command":"false"}`), shell("run_shell_command", `{"command":"ls"}`)}
 	gemini[1].Call = kept
-	Runtimes().DescribeCalls("gemini", gemini)
+	runtimes.Entries().DescribeCalls("gemini", gemini)
 	if c := gemini[0].Call; c == nil || c.Kind != trace.CallShell || c.Tool != "Bash" || c.Command != "false" {
 		t.Errorf("gemini run_shell_command: %+v", c)
 	}
@@ -466,7 +443,7 @@ func TestDescribeCallsOfStoredEvents(t *testing.T) {
 	}
 
 	unknown := []trace.Event{shell("Bash", `{"command":"ls"}`)}
-	Runtimes().DescribeCalls("no-such-runtime", unknown)
+	runtimes.Entries().DescribeCalls("no-such-runtime", unknown)
 	if unknown[0].Call != nil {
 		t.Errorf("an unknown runtime's call was described: %+v", unknown[0].Call)
 	}
@@ -476,7 +453,7 @@ func TestDescribeCallsOfStoredEvents(t *testing.T) {
 func TestModelProviderOfTheTable(t *testing.T) {
 	t.Parallel()
 	for runtime, want := range map[string]string{"claude": "anthropic", "codex": "openai", "gemini": "gcp.gemini", "opencode": "", "no-such": ""} {
-		if got := Runtimes().ModelProvider(runtime); got != want {
+		if got := runtimes.Entries().ModelProvider(runtime); got != want {
 			t.Errorf("%s: %q, want %q", runtime, got, want)
 		}
 	}

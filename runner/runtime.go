@@ -26,8 +26,9 @@ type Runtime struct {
 	// Describe is what a call of one of its tools does, as its decoder
 	// describes it (trace.Call): for events stored before decoders did.
 	Describe func(tool string, input json.RawMessage) *trace.Call
-	// inProcess builds an attempt of lane's own loop.
-	inProcess func(o Options, n int) (*attempt, error)
+	// Loop, for a runtime that runs inside lane (Process nil), builds its
+	// attempt number n of the task o describes.
+	Loop func(o Options, n int) (*LoopAttempt, error)
 }
 
 // Process is what lane needs to run a runtime as a supervised Process.
@@ -102,17 +103,11 @@ func (rt *Runtime) RunsElsewhere() bool {
 // DefaultRuntime runs a model named without a runtime or provider prefix.
 const DefaultRuntime = descriptor.Default
 
-// Entries is a table of runtimes: lane's own (Runtimes), or one a caller
+// Entries is a table of runtimes: lane's own (runtimes.Entries), or one a caller
 // makes, with a runtime of its own among them (see the README's "Adding a
 // runtime"). The commands, config and lane doctor read whichever they are
 // handed.
 type Entries []*Runtime
-
-// Runtimes lists every runtime lane drives, in the order lane documents
-// them. Each call returns fresh entries: nobody can change another's.
-func Runtimes() Entries {
-	return Entries{claudeRuntime(), codexRuntime(), geminiRuntime(), opencodeRuntime(), qwenRuntime(), localRuntime()}
-}
 
 // Lookup returns the runtime called name.
 func (es Entries) Lookup(name string) (*Runtime, bool) {
@@ -145,11 +140,6 @@ func (es Entries) ModelProvider(runtime string) string {
 	}
 	return ""
 }
-
-// Lookup, Table and Names read lane's own runtimes.
-func Lookup(name string) (*Runtime, bool) { return Runtimes().Lookup(name) }
-func Table() descriptor.Table             { return Runtimes().Table() }
-func Names() []string                     { return Runtimes().Names() }
 
 // BinEnv is the variable naming a runtime's binary: LANE_CODEX_BIN.
 func BinEnv(runtime string) string { return "LANE_" + strings.ToUpper(runtime) + "_BIN" }

@@ -38,8 +38,8 @@ func (d *oneWay) Begin(ctx context.Context, stdin io.WriteCloser, t Talk) {
 	}
 }
 
-// Steering kinds a run takes while it runs, recorded in its capability.
-func twoWaySteer() []string {
+// TwoWaySteer is the steering kinds a two-way run takes while it runs, recorded in its capability.
+func TwoWaySteer() []string {
 	return []string{string(interact.SteerMessage), string(interact.SteerInterrupt), string(interact.SteerCancel)}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,11 +175,11 @@ func TestSuperviseGraceAndKillAtOnce(t *testing.T) {
 				}
 			}
 			r := superviseSh(t, ignores, sh.exe, Watchdogs{Grace: grace}, stopOnStart(ErrCancelled))
-			if r.ex.Signal != "killed" || r.took < grace || !contains(r.texts(), "interrupted") {
+			if r.ex.Signal != "killed" || r.took < grace || !slices.Contains(r.texts(), "interrupted") {
 				t.Errorf("ignoring the interrupt: signal %q after %v, events %q", r.ex.Signal, r.took, r.texts())
 			}
 			r = superviseSh(t, ignores, sh.exe, Watchdogs{Grace: grace}, stopOnStart(&MaxTurnsError{Limit: 1}))
-			if r.ex.Signal != "killed" || r.took >= grace || contains(r.texts(), "interrupted") {
+			if r.ex.Signal != "killed" || r.took >= grace || slices.Contains(r.texts(), "interrupted") {
 				t.Errorf("killed at once: signal %q after %v, events %q", r.ex.Signal, r.took, r.texts())
 			}
 		})
@@ -204,7 +205,7 @@ func TestSuperviseKeepsTheExit(t *testing.T) {
 	for _, sh := range shims {
 		t.Run(sh.name, func(t *testing.T) {
 			r := superviseSh(t, `echo one; echo two >&2; exit 3`, sh.exe, Watchdogs{Idle: time.Minute}, nil)
-			if r.ex.Code != 3 || r.ex.StopCause != nil || !contains(r.texts(), "one") || !contains(r.ex.StderrTail, "two") {
+			if r.ex.Code != 3 || r.ex.StopCause != nil || !slices.Contains(r.texts(), "one") || !slices.Contains(r.ex.StderrTail, "two") {
 				t.Errorf("exit %+v, events %q", r.ex, r.texts())
 			}
 		})

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -192,4 +193,47 @@ func (t *watchTimer) stop() {
 	defer t.mu.Unlock()
 	t.done = true
 	t.timer.Stop()
+}
+
+// lingering is the work in flight of an interrupted loop: a person's
+// follow-up is awaited (for --linger, not --idle-timeout) from the
+// interrupt until a message is delivered or the loop ends.
+func lingering(ev trace.Event) (key string, opens, closes bool) {
+	switch ev.Kind {
+	case trace.KindInterrupt:
+		return "linger", true, false
+	case trace.KindUserMessage, trace.KindResult:
+		return "linger", false, true
+	}
+	return "", false, false
+}
+
+// LoopWatch guards a loop that runs inside lane (no process to kill): the
+// watchdogs' limits on a real timer, cancelling the loop's context with the
+// watchdog that fired as its cause.
+type LoopWatch struct {
+	timer  *watchTimer
+	cancel context.CancelCauseFunc
+}
+
+// WatchLoop starts watching a loop that starts now; the loop runs on the
+// returned context, whose cause (context.Cause) says what stopped it.
+func WatchLoop(ctx context.Context, limits Watchdogs) (context.Context, *LoopWatch) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := newWatchTimer(newWatch(limits, time.Now(), lingering), time.Now, func(cause error) { cancel(cause) })
+	return ctx, &LoopWatch{timer: t, cancel: cancel}
+}
+
+// Observe tells the watch that ev happened now; ev's output is capped
+// first, as a process's events are. It is safe for concurrent use.
+func (w *LoopWatch) Observe(ev *trace.Event) {
+	ev.CapOutput(MaxEventOutput)
+	w.timer.observe(*ev)
+}
+
+// Stop ends the watch and releases its context: read the context's cause
+// before.
+func (w *LoopWatch) Stop() {
+	w.timer.stop()
+	w.cancel(nil)
 }

@@ -18,6 +18,7 @@ import (
 
 	"lane/cmd"
 	"lane/runner"
+	"lane/runtimes"
 	"lane/runtimes/descriptor"
 	"lane/streamjson"
 	"lane/trace"
@@ -107,7 +108,7 @@ func TestARuntimeAddedInAFolderOfItsOwn(t *testing.T) {
 		"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"), "XDG_CACHE_HOME": filepath.Join(home, ".cache"),
 		"LANE_DB": filepath.Join(home, "lane.db"), "LANE_ECHO_BIN": script,
 	}
-	table := append(runner.Runtimes(), echoRuntime())
+	table := append(runtimes.Entries(), echoRuntime())
 
 	// config: the table's names are what RUNTIME:MODEL resolves against.
 	// Without the entry, "echo" is no runtime lane knows.

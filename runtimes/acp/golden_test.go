@@ -1,4 +1,4 @@
-package acp
+package acp_test
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"lane/internal/goldentest"
+	"lane/runtimes/acp"
 	"lane/runtimes/gemini"
 	"lane/runtimes/opencode"
 	"lane/trace"
@@ -19,15 +20,15 @@ import (
 // captureDir holds real ACP traffic of Gemini CLI 0.61.0, Qwen Code
 // 0.15.10 and opencode 1.18.33 against lane's scripted model servers,
 // both directions, one message a line: "> " before lane's, "< " before
-// the agent's. runner's ACP tests write them (LANE_ACP_CAPTURE_DIR, see
-// runner/acp_test.go); testdata/README.md says what each one is.
+// the agent's. The ACP tests write them (LANE_ACP_CAPTURE_DIR, see
+// dialog_test.go); testdata/README.md says what each one is.
 const captureDir = "testdata/captures"
 
 // replay decodes a capture as a connection does, and ends it with the
 // result lane makes from the last prompt's answer.
-func replay(t *testing.T, data []byte, exitCode func(any, string) (int, bool)) (evs []trace.Event, calls []ToolCall) {
+func replay(t *testing.T, data []byte, exitCode func(any, string) (int, bool)) (evs []trace.Event, calls []acp.ToolCall) {
 	t.Helper()
-	d := NewDecoder()
+	d := acp.NewDecoder()
 	d.ExitCode = exitCode
 	var n int64
 	prompts := map[string]bool{} // ids of lane's session/prompt requests
@@ -40,12 +41,12 @@ func replay(t *testing.T, data []byte, exitCode func(any, string) (int, bool)) (
 		if !ok {
 			t.Fatalf("capture line %q", sc.Text())
 		}
-		var m envelope
+		var m acp.Envelope
 		_ = json.Unmarshal([]byte(line), &m)
 		if dir == ">" {
 			d.Sent([]byte(line))
 			if m.Method == sdk.AgentMethodSessionPrompt {
-				prompts[idKey(m.ID)] = true
+				prompts[acp.IDKey(m.ID)] = true
 			}
 			continue
 		}
@@ -62,11 +63,11 @@ func replay(t *testing.T, data []byte, exitCode func(any, string) (int, bool)) (
 				t.Fatal(err)
 			}
 			calls = append(calls, d.ToolCall(string(p.ToolCall.ToolCallId)))
-		case m.Method == "" && prompts[idKey(m.ID)] && m.Error != nil:
+		case m.Method == "" && prompts[acp.IDKey(m.ID)] && m.Error != nil:
 			var data any
 			_ = json.Unmarshal(m.Error.Data, &data)
 			stop, failure = "", &sdk.RequestError{Code: m.Error.Code, Message: m.Error.Message, Data: data}
-		case m.Method == "" && prompts[idKey(m.ID)]:
+		case m.Method == "" && prompts[acp.IDKey(m.ID)]:
 			var r sdk.PromptResponse
 			if err := json.Unmarshal(m.Result, &r); err != nil {
 				t.Fatal(err)
@@ -97,7 +98,7 @@ func TestGolden(t *testing.T) {
 			var rules bytes.Buffer
 			for _, c := range calls {
 				b, err := json.Marshal(struct {
-					ToolCall
+					acp.ToolCall
 					Call any `json:"call"`
 				}{c, c.Call()})
 				if err != nil {
@@ -116,7 +117,7 @@ func TestGolden(t *testing.T) {
 func TestCapturesSayWhatTheyShow(t *testing.T) {
 	for _, cli := range []string{"gemini", "qwen", "opencode"} {
 		t.Run(cli, func(t *testing.T) {
-			get := func(name string) ([]trace.Event, []ToolCall) {
+			get := func(name string) ([]trace.Event, []acp.ToolCall) {
 				return replay(t, goldentest.Read(t, filepath.Join(captureDir, name+"_"+cli+".acp")), exitCodeOf(cli))
 			}
 			evs, calls := get("approve")

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"lane/importer"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"lane/importer"
 	"lane/streamjson"
 	"lane/trace"
 )

@@ -3,12 +3,12 @@ package codex
 import (
 	"context"
 	"encoding/json"
-	"lane/importer"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"lane/importer"
 	"lane/trace"
 )
 

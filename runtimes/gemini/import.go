@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"lane/importer"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"lane/importer"
 	"lane/trace"
 )
 

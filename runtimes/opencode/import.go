@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"lane/importer"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	_ "modernc.org/sqlite" // opencode's own database, read only
 
+	"lane/importer"
 	"lane/trace"
 )
 

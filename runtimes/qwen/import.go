@@ -3,11 +3,11 @@ package qwen
 import (
 	"context"
 	"encoding/json"
-	"lane/importer"
-	"lane/runtimes/gemini"
 	"strconv"
 	"strings"
 
+	"lane/importer"
+	"lane/runtimes/gemini"
 	"lane/trace"
 )
 

@@ -1,4 +1,4 @@
-package runner
+package local
 
 import (
 	"context"
@@ -9,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"lane/agent"
 	"lane/interact"
 	"lane/internal/openaitest"
+	"lane/internal/runtest"
 	"lane/provider"
+	"lane/runner"
 	"lane/sandbox"
 	"lane/trace"
 )
@@ -25,12 +28,12 @@ const localWait = 20 * time.Second
 
 // tapRecorder is a memRecorder whose events a test can await, in order.
 type tapRecorder struct {
-	*memRecorder
+	*runtest.MemRecorder
 	evs chan trace.Event
 }
 
 func newTapRecorder() *tapRecorder {
-	return &tapRecorder{memRecorder: newMemRecorder(), evs: make(chan trace.Event, 1<<14)}
+	return &tapRecorder{MemRecorder: runtest.NewMemRecorder(), evs: make(chan trace.Event, 1<<14)}
 }
 
 func (r *tapRecorder) Event(ev trace.Event) error {
@@ -39,7 +42,7 @@ func (r *tapRecorder) Event(ev trace.Event) error {
 	default:
 		panic("tapRecorder: too many events unread")
 	}
-	return r.memRecorder.Event(ev)
+	return r.MemRecorder.Event(ev)
 }
 
 // await reads events until one satisfies ok.
@@ -58,15 +61,7 @@ func (r *tapRecorder) await(t *testing.T, what string, ok func(trace.Event) bool
 	}
 }
 
-func (r *tapRecorder) all() []trace.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []trace.Event
-	for _, evs := range r.events {
-		out = append(out, evs...)
-	}
-	return out
-}
+func (r *tapRecorder) all() []trace.Event { return r.MemRecorder.All() }
 
 // handDesk is a Memory desk that says when the run has taken each Steer
 // off its channel: from then on the run holds it.
@@ -134,13 +129,13 @@ type localRun struct {
 	done chan *trace.Run
 }
 
-func startLocal(t *testing.T, mode string, edit func(*Options), turns ...openaitest.Turn) *localRun {
+func startLocal(t *testing.T, mode string, edit func(*runner.Options), turns ...openaitest.Turn) *localRun {
 	t.Helper()
 	lr := &localRun{
 		srv: openaitest.NewServer(t, turns...), desk: newHandDesk(), rec: newTapRecorder(),
 		dir: t.TempDir(), done: make(chan *trace.Run, 1),
 	}
-	o := Options{
+	o := runner.Options{
 		Dir: lr.dir, Prompt: "do the task", Model: openaitest.Model, Label: "openai-compatible:" + openaitest.Model,
 		Provider: "openai-compatible", API: "openai", BaseURL: lr.srv.URL(), APIKey: "sk-openaitest",
 		Sandbox: sandbox.Off, PermissionMode: mode, Desk: lr.desk,
@@ -151,7 +146,7 @@ func startLocal(t *testing.T, mode string, edit func(*Options), turns ...openait
 	ctx, cancel := context.WithTimeout(context.Background(), 2*localWait)
 	t.Cleanup(cancel)
 	go func() {
-		run, err := runOn(ctx, "local", o, lr.rec)
+		run, err := runLocal(ctx, o, lr.rec)
 		if err != nil {
 			t.Errorf("run: %v", err)
 		}
@@ -300,7 +295,7 @@ func TestLocalModesAndRulesDecideWithoutAsking(t *testing.T) {
 		{mode: "default", allowed: []string{"Bash(echo:*)"}, asked: []string{"write_file"}, wrote: true, echoed: true},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			lr := startLocal(t, tc.mode, func(o *Options) { o.AllowedTools = tc.allowed },
+			lr := startLocal(t, tc.mode, func(o *runner.Options) { o.AllowedTools = tc.allowed },
 				openaitest.ToolCalls(writeCall("w", "a.txt"), bashCall("b", "echo hi")), openaitest.Text("done"))
 			var asked []string
 			var run *trace.Run
@@ -363,7 +358,7 @@ func TestLocalFollowUpJoinsTheConversation(t *testing.T) {
 	if msg.Text != "also print the date" || msg.By != "cli" {
 		t.Errorf("user_message %+v", msg)
 	}
-	history, err := Transcript(transcript)
+	history, err := agent.Transcript(transcript)
 	if err != nil || !slices.ContainsFunc(history, func(m provider.Message) bool { return m.Content == "also print the date" }) {
 		t.Errorf("the transcript lacks the follow-up: %v %+v", err, history)
 	}
@@ -413,7 +408,7 @@ func TestLocalInterruptCutsALongBashAndAFollowUpGoesOn(t *testing.T) {
 
 func TestLocalInterruptWithoutFollowUpEndsCancelled(t *testing.T) {
 	t.Parallel()
-	lr := startLocal(t, "bypassPermissions", func(o *Options) { o.Linger = 100 * time.Millisecond },
+	lr := startLocal(t, "bypassPermissions", func(o *runner.Options) { o.Linger = 100 * time.Millisecond },
 		openaitest.ToolCalls(sleeper("c1")))
 	lr.awaitStarted(t, "c1")
 	lr.desk.send(t, interact.Steer{Kind: interact.SteerInterrupt, From: interact.ByCLI})
@@ -477,4 +472,9 @@ func TestLocalInterruptWhileARequestWaitsClosesIt(t *testing.T) {
 	if m, _ := toolMessage(lr.srv.MainRequests()[1], "c1"); !strings.HasSuffix(m.Content, "not run: the user interrupted the turn") {
 		t.Errorf("the call's result %q", m.Content)
 	}
+}
+
+// runLocal runs o on lane's own loop, as lane run does.
+func runLocal(ctx context.Context, o runner.Options, rec runner.Recorder) (*trace.Run, error) {
+	return runner.Run(ctx, runner.Job{Runtime: Runtime(), Options: o}, rec)
 }

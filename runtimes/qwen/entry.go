@@ -1,11 +1,10 @@
-package runner
+package qwen
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
 	"io"
-	"lane/runtimes/descriptor"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,48 +12,49 @@ import (
 	"time"
 
 	"lane/internal/jsonl"
+	"lane/runner"
 	"lane/runtimes/acp"
+	"lane/runtimes/descriptor"
 	"lane/runtimes/gemini"
-	"lane/runtimes/qwen"
 	"lane/trace"
 )
 
-// qwenRuntime is Qwen Code: `qwen --output-format stream-json --yolo`, the
+// Runtime is Qwen Code: `qwen --output-format stream-json --yolo`, the
 // task on stdin, or `qwen --acp` for an interactive run that may ask (see
 // useACP).
-func qwenRuntime() *Runtime {
-	return &Runtime{
+func Runtime() *runner.Runtime {
+	return &runner.Runtime{
 		Descriptor: descriptor.Descriptor{
 			Name: "qwen", Title: "Qwen Code", Package: "@qwen-code/qwen-code",
 			EndpointAPI: "openai", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
 		},
-		Describe: qwen.Call,
-		Process: &Process{
-			Binary: BinarySpec{VersionOK: IsSemver, Want: "a version number"},
+		Describe: Call,
+		Process: &runner.Process{
+			Binary: runner.BinarySpec{VersionOK: runner.IsSemver, Want: "a version number"},
 			Setup:  qwenSetup,
-			NewSource: func(r io.Reader) EventSource {
-				d := qwen.NewDecoder(r)
-				d.MaxOutputSize = MaxEventOutput
+			NewSource: func(r io.Reader) runner.EventSource {
+				d := NewDecoder(r)
+				d.MaxOutputSize = runner.MaxEventOutput
 				return d
 			},
-			NewJudge: func(o Options) Judge {
-				if useACP(o) {
-					return &CLIJudge{Options: o, Tally: &acp.Tally{Model: o.PricedModel()}}
+			NewJudge: func(o runner.Options) runner.Judge {
+				if acp.Speaks(o) {
+					return &runner.CLIJudge{Options: o, Tally: &acp.Tally{Model: o.PricedModel()}}
 				}
-				return &CLIJudge{Options: o, Tally: &qwen.Tally{}}
+				return &runner.CLIJudge{Options: o, Tally: &Tally{}}
 			},
 			Final:      func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
-			StopOn:     AuthRefusal,
-			ShellLog:   &ShellLog{Files: qwenLogs, ExitCode: gemini.ShellExitCode},
-			AuthHint:   qwen.AuthHint,
-			Capability: cliCapability,
+			StopOn:     runner.AuthRefusal,
+			ShellLog:   &runner.ShellLog{Files: qwenLogs, ExitCode: gemini.ShellExitCode},
+			AuthHint:   AuthHint,
+			Capability: acp.Capability,
 			Hermetic:   qwenHermetic,
 			// In a container: its endpoint, key, home, settings and folder.
 			ContainerEnv: []string{"QWEN_", "OPENAI_", "PWD="},
-			NewDialog: acpDialogFor(acpSpec{
-				prompt:    func(o Options) string { return o.Prompt }, // it takes --append-system-prompt itself
-				beforeEnd: qwenRecorded,
-				exitCode:  gemini.ACPExitCode, // Qwen Code's output is Gemini CLI's, its fork's
+			NewDialog: acp.DialogFor(acp.Spec{
+				Prompt:    func(o runner.Options) string { return o.Prompt }, // it takes --append-system-prompt itself
+				BeforeEnd: qwenRecorded,
+				ExitCode:  gemini.ACPExitCode, // Qwen Code's output is Gemini CLI's, its fork's
 			}),
 		},
 	}
@@ -66,9 +66,9 @@ func qwenRuntime() *Runtime {
 // is Qwen Code's OpenAI auth with OPENAI_BASE_URL, and a system settings
 // file of the run's own that turns off usage statistics and managed memory
 // (which posts to Alibaba's servers and adds model requests of its own).
-func qwenSetup(o Options, conf string) (Setup, error) {
+func qwenSetup(o runner.Options, conf string) (runner.Setup, error) {
 	args := []string{"--output-format", "stream-json", "--yolo"}
-	if useACP(o) {
+	if acp.Speaks(o) {
 		args = []string{"--acp"}
 	}
 	// Without this qwen relaunches itself in a child node process.
@@ -82,13 +82,13 @@ func qwenSetup(o Options, conf string) (Setup, error) {
 	if o.AppendSystemPrompt != "" {
 		args = append(args, "--append-system-prompt", o.AppendSystemPrompt)
 	}
-	if o.ResumeSession != "" && !useACP(o) {
+	if o.ResumeSession != "" && !acp.Speaks(o) {
 		args = append(args, "--resume", o.ResumeSession) // ACP loads it with session/load
 	}
 	if o.BaseURL != "" {
 		settings := filepath.Join(conf, "settings.json")
-		if err := WriteJSON(settings, qwenSettings); err != nil {
-			return Setup{}, err
+		if err := runner.WriteJSON(settings, qwenSettings); err != nil {
+			return runner.Setup{}, err
 		}
 		args = append(args, "--auth-type", "openai")
 		env = append(env, "QWEN_CODE_SYSTEM_SETTINGS_PATH="+settings,
@@ -98,12 +98,12 @@ func qwenSetup(o Options, conf string) (Setup, error) {
 		}
 	}
 	env = append(env, "PWD="+o.Dir)
-	if useACP(o) {
-		return Setup{Args: args, Env: env}, nil
+	if acp.Speaks(o) {
+		return runner.Setup{Args: args, Env: env}, nil
 	}
 	// On stdin, so that a task starting with "-" stays a task (qwen takes
 	// no "--" before its positional prompt, and -p is deprecated).
-	return Setup{Args: args, Env: env, Stdin: o.Prompt}, nil
+	return runner.Setup{Args: args, Env: env, Stdin: o.Prompt}, nil
 }
 
 // qwenSettings is the system settings of a Qwen Code run lane points at an
@@ -126,7 +126,7 @@ const (
 // asynchronously and, over ACP, exits at the end of its stdin without
 // waiting for the writes: closed at once, the log of the session would
 // lack its last answer, and a resume would not see it.
-func qwenRecorded(ctx context.Context, o Options, session string) {
+func qwenRecorded(ctx context.Context, o runner.Options, session string) {
 	files := qwenLogs(o.Env)
 	for deadline := time.Now().Add(qwenRecordWait); time.Now().Before(deadline); {
 		if answered(files(session)) {
@@ -191,9 +191,9 @@ var qwenUserSetup = []string{"QWEN.md", "settings.json", "extensions", "commands
 // alone; a run lane points at an endpoint signs in with its key (--auth-type
 // openai) whatever the settings say. Its sessions stay there for the
 // attempt's later tries.
-func qwenHermetic(o Options, env []string) (add, excluded []string, err error) {
-	user := UserDir(o.Env, "QWEN_HOME", ".qwen")
-	dir, excluded, err := HermeticConfig(o.HermeticHome, "qwen", user, []string{"oauth_creds.json"}, qwenUserSetup)
+func qwenHermetic(o runner.Options, env []string) (add, excluded []string, err error) {
+	user := runner.UserDir(o.Env, "QWEN_HOME", ".qwen")
+	dir, excluded, err := runner.HermeticConfig(o.HermeticHome, "qwen", user, []string{"oauth_creds.json"}, qwenUserSetup)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -201,7 +201,7 @@ func qwenHermetic(o Options, env []string) (add, excluded []string, err error) {
 	if user != "" && o.BaseURL == "" {
 		src = filepath.Join(user, "settings.json")
 	}
-	if err := WriteSignInSettings(src, filepath.Join(dir, "settings.json"), map[string]any{"$version": qwenSettings["$version"]}); err != nil {
+	if err := runner.WriteSignInSettings(src, filepath.Join(dir, "settings.json"), map[string]any{"$version": qwenSettings["$version"]}); err != nil {
 		return nil, nil, err
 	}
 	return []string{"QWEN_HOME=" + dir}, excluded, nil
@@ -210,6 +210,6 @@ func qwenHermetic(o Options, env []string) (add, excluded []string, err error) {
 // qwenLogs are Qwen Code's session logs of a session:
 // $QWEN_HOME/projects/PROJECT/chats/ID.jsonl ($HOME/.qwen by default).
 func qwenLogs(env []string) func(string) []string {
-	root := qwen.LogsRoot(LookupEnv(env, "QWEN_HOME"), LookupEnv(env, "HOME"))
-	return func(session string) []string { return qwen.SessionLogs(root, session) }
+	root := LogsRoot(runner.LookupEnv(env, "QWEN_HOME"), runner.LookupEnv(env, "HOME"))
+	return func(session string) []string { return SessionLogs(root, session) }
 }

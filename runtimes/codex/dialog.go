@@ -1,4 +1,4 @@
-package runner
+package codex
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"lane/interact"
-	"lane/runtimes/codex"
+	"lane/runner"
 	"lane/trace"
 )
 
@@ -27,11 +27,11 @@ import (
 // observe, once their events have been recorded, so that lane's own events
 // (a request, a decision) follow the runtime's in the trace.
 type codexDialog struct {
-	o   Options
+	o   runner.Options
 	run *trace.Run
 
 	// On supervise's goroutine (observe).
-	tally codex.Tally // the run so far, for the result of each turn
+	tally Tally // the run so far, for the result of each turn
 
 	mu      sync.Mutex
 	flagged map[int64]codexInbound // by line, set by the source, taken by observe
@@ -41,29 +41,29 @@ type codexDialog struct {
 
 // codexInbound is a message of Codex's the dialog acts on.
 type codexInbound struct {
-	msg     codex.Message
-	changes []codex.FileChange // a file change approval: its files
-	main    bool               // a turn notification of the main thread
-	result  *trace.Result      // turn/completed: the run's result so far
+	msg     Message
+	changes []FileChange  // a file change approval: its files
+	main    bool          // a turn notification of the main thread
+	result  *trace.Result // turn/completed: the run's result so far
 }
 
-func newCodexDialog(o Options, run *trace.Run) Dialog {
+func newCodexDialog(o runner.Options, run *trace.Run) runner.Dialog {
 	return &codexDialog{
 		o: o, run: run, flagged: map[int64]codexInbound{}, ready: make(chan struct{}, 1),
-		tally: codex.Tally{Model: o.PricedModel(), PriorUsage: o.PriorSessionUsage},
+		tally: Tally{Model: o.PricedModel(), PriorUsage: o.PriorSessionUsage},
 	}
 }
 
 // Source decodes stdout, flagging the lines that the dialog acts on.
-func (d *codexDialog) Source(stdout io.Reader) EventSource {
-	dec := codex.NewAppDecoder(stdout)
-	dec.MaxOutputSize = MaxEventOutput
+func (d *codexDialog) Source(stdout io.Reader) runner.EventSource {
+	dec := NewAppDecoder(stdout)
+	dec.MaxOutputSize = runner.MaxEventOutput
 	return &codexSource{d: d, dec: dec}
 }
 
 type codexSource struct {
 	d   *codexDialog
-	dec *codex.AppDecoder
+	dec *AppDecoder
 }
 
 func (s *codexSource) Next() ([]trace.Event, error) {
@@ -75,12 +75,12 @@ func (s *codexSource) Next() ([]trace.Event, error) {
 	switch {
 	case msg.IsResponse():
 	case msg.IsRequest():
-		if msg.Method == codex.MethodFileChangeApproval {
+		if msg.Method == MethodFileChangeApproval {
 			if a, aerr := msg.Approval(); aerr == nil {
 				in.changes = s.dec.Changes(a.ItemID)
 			}
 		}
-	case msg.Method == codex.NotifyTurnStarted || msg.Method == codex.NotifyTurnCompleted:
+	case msg.Method == NotifyTurnStarted || msg.Method == NotifyTurnCompleted:
 		_, thread := msg.Turn()
 		in.main = thread == s.dec.Thread()
 		if !in.main {
@@ -106,7 +106,7 @@ func (d *codexDialog) Observe(ev trace.Event) {
 	in, ok := d.flagged[ev.Line]
 	if ok {
 		delete(d.flagged, ev.Line)
-		if in.msg.Method == codex.NotifyTurnCompleted {
+		if in.msg.Method == NotifyTurnCompleted {
 			in.result = d.tally.Result()
 		}
 		d.mail = append(d.mail, in)
@@ -130,7 +130,7 @@ func (d *codexDialog) takeMail() []codexInbound {
 
 // Begin opens the thread and the first turn, then serves Codex and the
 // run's steering until the run is over.
-func (d *codexDialog) Begin(ctx context.Context, stdin io.WriteCloser, t Talk) {
+func (d *codexDialog) Begin(ctx context.Context, stdin io.WriteCloser, t runner.Talk) {
 	ctx, cancel := context.WithCancel(ctx)
 	var approvals sync.WaitGroup
 	defer approvals.Wait()
@@ -177,7 +177,7 @@ func (d *codexDialog) Begin(ctx context.Context, stdin io.WriteCloser, t Talk) {
 // conn and gate, which approvals share).
 type codexSession struct {
 	d    *codexDialog
-	t    Talk
+	t    runner.Talk
 	conn *codexConn
 	gate *interact.Gate
 
@@ -195,24 +195,24 @@ type codexSession struct {
 // open starts the connection and the thread.
 func (s *codexSession) open() error {
 	o := s.d.o
-	var init codex.InitializeParams
-	init.ClientInfo = codex.ClientInfo{Name: "lane", Title: "lane", Version: "1"}
-	if _, err := s.conn.request(codex.MethodInitialize, init, codexPending{}); err != nil {
+	var init InitializeParams
+	init.ClientInfo = ClientInfo{Name: "lane", Title: "lane", Version: "1"}
+	if _, err := s.conn.request(MethodInitialize, init, codexPending{}); err != nil {
 		return err
 	}
-	if err := s.conn.send(codex.Notification(codex.MethodInitialized, nil)); err != nil {
+	if err := s.conn.send(Notification(MethodInitialized, nil)); err != nil {
 		return err
 	}
-	p := codex.ThreadParams{
+	p := ThreadParams{
 		Model: o.Model, Cwd: o.Dir, DeveloperInstructions: o.AppendSystemPrompt,
-		ApprovalPolicy: codex.ApprovalNever, Sandbox: codex.SandboxFullAccess,
+		ApprovalPolicy: ApprovalNever, Sandbox: SandboxFullAccess,
 	}
 	if o.Mode() != interact.ModeBypass {
-		p.ApprovalPolicy = codex.ApprovalUntrusted // Codex asks; lane's policy and people answer
+		p.ApprovalPolicy = ApprovalUntrusted // Codex asks; lane's policy and people answer
 	}
-	method := codex.MethodThreadStart
+	method := MethodThreadStart
 	if o.ResumeSession != "" {
-		method, p.ThreadID, p.ExcludeTurns = codex.MethodThreadResume, o.ResumeSession, true
+		method, p.ThreadID, p.ExcludeTurns = MethodThreadResume, o.ResumeSession, true
 	}
 	_, err := s.conn.request(method, p, codexPending{})
 	return err
@@ -232,37 +232,37 @@ func (s *codexSession) handle(ctx context.Context, in codexInbound, approvals *s
 	switch {
 	case m.IsResponse():
 		s.answered(ctx, m)
-	case m.Method == codex.MethodCommandApproval || m.Method == codex.MethodFileChangeApproval:
+	case m.Method == MethodCommandApproval || m.Method == MethodFileChangeApproval:
 		approvals.Go(func() { s.approve(ctx, in) })
-	case m.Method == codex.MethodElicitation:
-		s.reply(codex.Reply(m.ID, map[string]any{"action": "decline", "content": nil, "_meta": nil}))
+	case m.Method == MethodElicitation:
+		s.reply(Reply(m.ID, map[string]any{"action": "decline", "content": nil, "_meta": nil}))
 	case m.IsRequest():
 		// Questions for the user, permission grants, dynamic tools: lane
 		// has no person-facing form for them yet.
-		s.reply(codex.ReplyError(m.ID, -32601, "lane does not answer "+m.Method))
-	case m.Method == codex.NotifyTurnStarted:
+		s.reply(ReplyError(m.ID, -32601, "lane does not answer "+m.Method))
+	case m.Method == NotifyTurnStarted:
 		if turn, _ := m.Turn(); turn != nil {
 			s.turn, s.endAfterSteers = turn.ID, false
 		}
-	case m.Method == codex.NotifyTurnCompleted:
+	case m.Method == NotifyTurnCompleted:
 		turn, _ := m.Turn()
 		s.turn = ""
 		if in.result != nil {
 			s.result = in.result
 		}
-		s.turnEnded(turn != nil && turn.Status == codex.TurnInterrupted)
+		s.turnEnded(turn != nil && turn.Status == TurnInterrupted)
 	}
 	return s.over
 }
 
-func (s *codexSession) reply(m codex.Message) {
+func (s *codexSession) reply(m Message) {
 	if err := s.conn.send(m); err != nil {
 		s.fail(err)
 	}
 }
 
 // answered handles the answer to one of lane's requests.
-func (s *codexSession) answered(ctx context.Context, m codex.Message) {
+func (s *codexSession) answered(ctx context.Context, m Message) {
 	p, ok := s.conn.take(m.ID)
 	if !ok {
 		return
@@ -270,18 +270,18 @@ func (s *codexSession) answered(ctx context.Context, m codex.Message) {
 	if p.answered != nil {
 		close(p.answered)
 	}
-	if p.method == codex.MethodTurnSteer && p.steers != nil {
+	if p.method == MethodTurnSteer && p.steers != nil {
 		s.steering--
 	}
 	if m.Error != nil {
 		switch p.method {
-		case codex.MethodTurnSteer:
+		case MethodTurnSteer:
 			// The turn ended before the message reached it: it opens the next.
 			s.queued = append(s.queued, p.steers...)
 			if s.turn == "" {
 				s.nextTurn()
 			}
-		case codex.MethodTurnInterrupt:
+		case MethodTurnInterrupt:
 			slog.Debug("codex turn/interrupt", "err", m.Error)
 		default:
 			s.fail(fmt.Errorf("%s: %w", p.method, m.Error))
@@ -289,15 +289,15 @@ func (s *codexSession) answered(ctx context.Context, m codex.Message) {
 		return
 	}
 	switch p.method {
-	case codex.MethodThreadStart, codex.MethodThreadResume:
+	case MethodThreadStart, MethodThreadResume:
 		s.thread = m.ThreadID()
-		s.startTurn(codex.Text(s.d.o.Prompt), nil)
-	case codex.MethodTurnStart:
+		s.startTurn(Text(s.d.o.Prompt), nil)
+	case MethodTurnStart:
 		if turn, _ := m.Turn(); turn != nil && s.turn == "" {
 			s.turn = turn.ID
 		}
 		s.delivered(ctx, p.steers)
-	case codex.MethodTurnSteer:
+	case MethodTurnSteer:
 		s.delivered(ctx, p.steers)
 		if s.endAfterSteers && s.steering == 0 && len(s.queued) == 0 {
 			s.end()
@@ -337,7 +337,7 @@ func (s *codexSession) lingered() bool {
 		s.end()
 		return true
 	}
-	s.t.Stop(fmt.Errorf("%w: the turn was interrupted and no message followed within %s", ErrCancelled, s.d.o.LingerWait()))
+	s.t.Stop(fmt.Errorf("%w: the turn was interrupted and no message followed within %s", runner.ErrCancelled, s.d.o.LingerWait()))
 	return true
 }
 
@@ -352,16 +352,16 @@ func (s *codexSession) end() {
 func (s *codexSession) nextTurn() {
 	steers := s.queued
 	s.queued = nil
-	var input []codex.UserInput
+	var input []UserInput
 	for _, st := range steers {
-		input = append(input, codex.Text(st.Text)...)
+		input = append(input, Text(st.Text)...)
 	}
 	s.startTurn(input, steers)
 }
 
-func (s *codexSession) startTurn(input []codex.UserInput, steers []interact.Steer) {
+func (s *codexSession) startTurn(input []UserInput, steers []interact.Steer) {
 	s.endAfterSteers, s.linger = false, nil
-	if _, err := s.conn.request(codex.MethodTurnStart, codex.TurnParams{ThreadID: s.thread, Input: input},
+	if _, err := s.conn.request(MethodTurnStart, TurnParams{ThreadID: s.thread, Input: input},
 		codexPending{steers: steers}); err != nil {
 		s.fail(err)
 	}
@@ -372,7 +372,7 @@ func (s *codexSession) steer(ctx context.Context, st interact.Steer) bool {
 	switch st.Kind {
 	case interact.SteerCancel:
 		s.markDelivered(ctx, st)
-		s.t.Stop(ErrCancelled)
+		s.t.Stop(runner.ErrCancelled)
 		return true
 	case interact.SteerInterrupt:
 		// With no live turn there is nothing to stop: it is spent all the same.
@@ -394,8 +394,8 @@ func (s *codexSession) steer(ctx context.Context, st interact.Steer) bool {
 			}
 		default:
 			s.steering++
-			if _, err := s.conn.request(codex.MethodTurnSteer,
-				codex.TurnParams{ThreadID: s.thread, Input: codex.Text(st.Text), ExpectedTurnID: s.turn},
+			if _, err := s.conn.request(MethodTurnSteer,
+				TurnParams{ThreadID: s.thread, Input: Text(st.Text), ExpectedTurnID: s.turn},
 				codexPending{steers: []interact.Steer{st}}); err != nil {
 				s.fail(err)
 			}
@@ -406,7 +406,7 @@ func (s *codexSession) steer(ctx context.Context, st interact.Steer) bool {
 
 // interrupt stops the live turn, the runtime's own way.
 func (s *codexSession) interrupt(st interact.Steer) {
-	if _, err := s.conn.request(codex.MethodTurnInterrupt, codex.InterruptParams{ThreadID: s.thread, TurnID: s.turn},
+	if _, err := s.conn.request(MethodTurnInterrupt, InterruptParams{ThreadID: s.thread, TurnID: s.turn},
 		codexPending{}); err != nil {
 		s.fail(err)
 		return
@@ -426,7 +426,7 @@ func (s *codexSession) markDelivered(ctx context.Context, st interact.Steer) {
 func (s *codexSession) approve(ctx context.Context, in codexInbound) {
 	a, err := in.msg.Approval()
 	if err != nil {
-		s.answerApproval(in.msg.ID, codex.DecisionDecline)
+		s.answerApproval(in.msg.ID, DecisionDecline)
 		return
 	}
 	call, req := codexCall(in.msg.Method, a, in.changes, s.d.o.Dir)
@@ -439,15 +439,15 @@ func (s *codexSession) approve(ctx context.Context, in codexInbound) {
 		dec = interact.Decision{Message: "lane could not ask for approval: " + err.Error()}
 	}
 	switch {
-	case dec.Allow && dec.Always && a.Offers(codex.DecisionAcceptForSession):
-		s.answerApproval(in.msg.ID, codex.DecisionAcceptForSession)
+	case dec.Allow && dec.Always && a.Offers(DecisionAcceptForSession):
+		s.answerApproval(in.msg.ID, DecisionAcceptForSession)
 	case dec.Allow:
-		s.answerApproval(in.msg.ID, codex.DecisionAccept)
+		s.answerApproval(in.msg.ID, DecisionAccept)
 	default:
 		if dec.Message != "" {
 			s.tellDenial(ctx, a, "Permission for `"+req.Summary+"` was denied: "+dec.Message)
 		}
-		s.answerApproval(in.msg.ID, codex.DecisionDecline)
+		s.answerApproval(in.msg.ID, DecisionDecline)
 	}
 }
 
@@ -455,10 +455,10 @@ func (s *codexSession) approve(ctx context.Context, in codexInbound) {
 // Codex has taken it (or the run ends): declined first, Codex could send
 // the declined call's output to the model before the reason reached the
 // turn, and the model would read why only a request later.
-func (s *codexSession) tellDenial(ctx context.Context, a codex.Approval, text string) {
+func (s *codexSession) tellDenial(ctx context.Context, a Approval, text string) {
 	taken := make(chan struct{})
-	if _, err := s.conn.request(codex.MethodTurnSteer, codex.TurnParams{
-		ThreadID: a.ThreadID, ExpectedTurnID: a.TurnID, Input: codex.Text(text),
+	if _, err := s.conn.request(MethodTurnSteer, TurnParams{
+		ThreadID: a.ThreadID, ExpectedTurnID: a.TurnID, Input: Text(text),
 	}, codexPending{answered: taken}); err != nil {
 		return
 	}
@@ -469,7 +469,7 @@ func (s *codexSession) tellDenial(ctx context.Context, a codex.Approval, text st
 }
 
 func (s *codexSession) answerApproval(id json.RawMessage, decision string) {
-	if err := s.conn.send(codex.Reply(id, map[string]string{"decision": decision})); err != nil {
+	if err := s.conn.send(Reply(id, map[string]string{"decision": decision})); err != nil {
 		slog.Warn("answer codex approval", "run", s.d.run.ID, "err", err)
 	}
 }
@@ -477,19 +477,19 @@ func (s *codexSession) answerApproval(id json.RawMessage, decision string) {
 // codexCall is an approval request as lane's rules see it (a command is
 // Bash, a patch that only adds files Write, any other Edit) and as a person
 // reads it.
-func codexCall(method string, a codex.Approval, changes []codex.FileChange, dir string) (interact.Call, interact.Request) {
-	if method == codex.MethodCommandApproval {
+func codexCall(method string, a Approval, changes []FileChange, dir string) (interact.Call, interact.Request) {
+	if method == MethodCommandApproval {
 		cmd := a.Shell()
 		input, _ := json.Marshal(map[string]string{"command": cmd})
-		return *codex.Call("command_execution", input),
+		return *Call("command_execution", input),
 			interact.Request{ToolUseID: a.ItemID, Tool: "command_execution", Summary: cmd, Input: input, Dir: dir}
 	}
 	var lines []string
 	for _, c := range changes {
 		lines = append(lines, c.Kind+" "+c.Path)
 	}
-	input, _ := json.Marshal(map[string][]codex.FileChange{"changes": changes})
-	call := *codex.Call("file_change", input)
+	input, _ := json.Marshal(map[string][]FileChange{"changes": changes})
+	call := *Call("file_change", input)
 	summary := strings.Join(lines, ", ")
 	if summary == "" {
 		summary = "a patch"
@@ -522,7 +522,7 @@ func (c *codexConn) request(method string, params any, p codexPending) (int64, e
 	p.method = method
 	c.pending[fmt.Sprint(id)] = p
 	c.mu.Unlock()
-	return id, c.send(codex.Request(id, method, params))
+	return id, c.send(Request(id, method, params))
 }
 
 func (c *codexConn) take(id json.RawMessage) (codexPending, bool) {
@@ -533,7 +533,7 @@ func (c *codexConn) take(id json.RawMessage) (codexPending, bool) {
 	return p, ok
 }
 
-func (c *codexConn) send(m codex.Message) error {
+func (c *codexConn) send(m Message) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -547,4 +547,4 @@ func (c *codexConn) send(m codex.Message) error {
 }
 
 // codexDialog reads app-server's stdout itself.
-var _ Sourcer = (*codexDialog)(nil)
+var _ runner.Sourcer = (*codexDialog)(nil)

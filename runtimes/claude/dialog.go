@@ -1,4 +1,4 @@
-package runner
+package claude
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"lane/interact"
+	"lane/runner"
 	"lane/streamjson"
 	"lane/trace"
 )
@@ -37,7 +38,7 @@ import (
 // at its next tool boundary (the model reads it beside the tool results),
 // or runs it as a turn of its own when the turn ends first ("started").
 type claudeDialog struct {
-	o        Options
+	o        runner.Options
 	run      *trace.Run
 	taskUUID string
 	inbox    *claudeInbox
@@ -50,7 +51,7 @@ type claudeDialog struct {
 	interrupts map[string]interact.Steer // by the request id of the interrupt
 }
 
-func newClaudeDialog(o Options, run *trace.Run) Dialog {
+func newClaudeDialog(o runner.Options, run *trace.Run) runner.Dialog {
 	return &claudeDialog{
 		o: o, run: run, taskUUID: newClaudeUUID(), inbox: newClaudeInbox(),
 		messages: map[string]interact.Steer{}, announced: map[string]bool{}, interrupts: map[string]interact.Steer{},
@@ -127,7 +128,7 @@ func (d *claudeDialog) Amend(ev *trace.Event) {
 }
 
 // Begin runs the conversation until ctx ends (Claude Code has exited).
-func (d *claudeDialog) Begin(ctx context.Context, stdin io.WriteCloser, t Talk) {
+func (d *claudeDialog) Begin(ctx context.Context, stdin io.WriteCloser, t runner.Talk) {
 	var asks sync.WaitGroup
 	defer asks.Wait()
 	in := &claudeStdin{f: stdin}
@@ -170,7 +171,7 @@ func (d *claudeDialog) Begin(ctx context.Context, stdin io.WriteCloser, t Talk) 
 // goroutine but for asking, which the goroutines that ask share.
 type claudeConversation struct {
 	d    *claudeDialog
-	t    Talk
+	t    runner.Talk
 	in   *claudeStdin
 	asks *sync.WaitGroup
 
@@ -339,7 +340,7 @@ func (c *claudeConversation) onSteer(ctx context.Context, s interact.Steer) {
 		if by == "" {
 			by = "a person"
 		}
-		c.t.Stop(fmt.Errorf("%w by %s", ErrCancelled, by))
+		c.t.Stop(fmt.Errorf("%w by %s", runner.ErrCancelled, by))
 		c.delivered(ctx, s)
 	case interact.SteerInterrupt:
 		if !c.running {
@@ -618,7 +619,7 @@ func newClaudeUUID() string {
 
 // The optional parts of a dialog that claudeDialog has.
 var (
-	_ Amender = (*claudeDialog)(nil)
-	_ Worker  = (*claudeDialog)(nil)
-	_ Asider  = (*claudeDialog)(nil)
+	_ runner.Amender = (*claudeDialog)(nil)
+	_ runner.Worker  = (*claudeDialog)(nil)
+	_ runner.Asider  = (*claudeDialog)(nil)
 )

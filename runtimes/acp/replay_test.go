@@ -1,4 +1,4 @@
-package runner
+package acp_test
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"lane/runner"
+	"lane/runtimes"
 	"lane/runtimes/acp"
 	"lane/runtimes/gemini"
 	"lane/runtimes/opencode"
@@ -29,7 +31,7 @@ func acpRecorded(t *testing.T, file string) (evs []trace.Event, dir, session str
 		t.Fatal(err)
 	}
 	d := acp.NewDecoder()
-	d.MaxOutputSize = MaxEventOutput
+	d.MaxOutputSize = runner.MaxEventOutput
 	d.ExitCode = gemini.ACPExitCode // Gemini CLI and Qwen Code, its fork
 	if strings.HasSuffix(file, "_opencode.acp") {
 		d.ExitCode = opencode.ACPExitCode
@@ -107,7 +109,7 @@ func acpRecorded(t *testing.T, file string) (evs []trace.Event, dir, session str
 
 func TestRedecodeACPCaptures(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob("../runtimes/acp/testdata/captures/*.acp")
+	files, err := filepath.Glob("testdata/captures/*.acp")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no captures: %v", err)
 	}
@@ -118,11 +120,11 @@ func TestRedecodeACPCaptures(t *testing.T) {
 			live, dir, session := acpRecorded(t, file)
 			run := trace.Run{ID: "r", Runtime: name[strings.LastIndex(name, "_")+1:], Status: trace.StatusSucceeded,
 				ExitCode: &zero, Dir: dir, SessionID: session,
-				Capability: trace.Capability{PermissionMode: "default", Steer: twoWaySteer()}}
+				Capability: trace.Capability{PermissionMode: "default", Steer: runner.TwoWaySteer()}}
 			if session != "" {
 				run.ParentRunID = "p"
 			}
-			rd, err := Runtimes().Redecode(&run, live, RedecodeOptions{})
+			rd, err := runtimes.Entries().Redecode(&run, live, runner.RedecodeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +141,7 @@ func TestRedecodeACPCaptures(t *testing.T) {
 					if i < len(rd.Events) {
 						b = rd.Events[i]
 					}
-					if !sameEvent(a, b) {
+					if !runner.SameEvent(a, b) {
 						t.Errorf("event %d:\n got %s\nwant %s", i+1, payloadOf(b), payloadOf(a))
 					}
 				}

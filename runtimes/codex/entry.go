@@ -1,43 +1,43 @@
-package runner
+package codex
 
 import (
 	"io"
-	"lane/runtimes/descriptor"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 
-	"lane/runtimes/codex"
+	"lane/runner"
+	"lane/runtimes/descriptor"
 	"lane/trace"
 )
 
-// codexRuntime is OpenAI's Codex CLI: `codex exec --json … -- TASK`, or,
+// Runtime is OpenAI's Codex CLI: `codex exec --json … -- TASK`, or,
 // in an interactive run, `codex app-server` driven by a dialog (see
 // codex_dialog.go).
-func codexRuntime() *Runtime {
-	return &Runtime{
+func Runtime() *runner.Runtime {
+	return &runner.Runtime{
 		Descriptor: descriptor.Descriptor{
 			Name: "codex", Title: "Codex", Package: "@openai/codex",
 			EndpointAPI: "openai-responses", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
 			ModelProvider: "openai",
 		},
-		Describe: codex.Call,
-		Process: &Process{
-			Binary: BinarySpec{VersionOK: func(out string) bool { return strings.HasPrefix(out, "codex-cli ") }, Want: `"codex-cli VERSION"`},
+		Describe: Call,
+		Process: &runner.Process{
+			Binary: runner.BinarySpec{VersionOK: func(out string) bool { return strings.HasPrefix(out, "codex-cli ") }, Want: `"codex-cli VERSION"`},
 			Setup:  codexSetup,
 			// A hermetic run's CODEX_HOME holds the login alone.
 			Hermetic:     codexHermetic,
 			ContainerEnv: []string{"OPENAI_", "CODEX_", codexKeyEnv + "=", "RUST_LOG="},
 			NativeBinary: codexNative,
-			NewSource: func(r io.Reader) EventSource {
-				d := codex.NewDecoder(r)
-				d.MaxOutputSize = MaxEventOutput
+			NewSource: func(r io.Reader) runner.EventSource {
+				d := NewDecoder(r)
+				d.MaxOutputSize = runner.MaxEventOutput
 				return d
 			},
-			NewJudge: func(o Options) Judge {
-				return &CLIJudge{Options: o, Tally: &codex.Tally{Model: o.PricedModel(), PriorUsage: o.PriorSessionUsage}}
+			NewJudge: func(o runner.Options) runner.Judge {
+				return &runner.CLIJudge{Options: o, Tally: &Tally{Model: o.PricedModel(), PriorUsage: o.PriorSessionUsage}}
 			},
 			// exec's turn ends it; an app-server run ends with the result
 			// its dialog posts (a turn's end may be followed by another).
@@ -45,8 +45,8 @@ func codexRuntime() *Runtime {
 				return ev.Kind == trace.KindResult ||
 					(ev.Kind == trace.KindUsage || ev.Kind == trace.KindError) && (ev.Subtype == "turn.completed" || ev.Subtype == "turn.failed")
 			},
-			StopOn:     AuthRefusal,
-			AuthHint:   codex.AuthHint,
+			StopOn:     runner.AuthRefusal,
+			AuthHint:   AuthHint,
 			Capability: codexCapability,
 			NewDialog:  codexDialogFor,
 		},
@@ -57,10 +57,10 @@ func codexRuntime() *Runtime {
 // interactive run (its dialog gives it the folder, the model and the task);
 // an endpoint is a provider given with -c overrides (Codex speaks only the
 // Responses API to it).
-func codexSetup(o Options, conf string) (Setup, error) {
+func codexSetup(o runner.Options, conf string) (runner.Setup, error) {
 	if o.TwoWay() {
 		args, env := codexProvider(o)
-		return Setup{Args: append([]string{"app-server"}, args...), Env: env}, nil
+		return runner.Setup{Args: append([]string{"app-server"}, args...), Env: env}, nil
 	}
 	args := []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}
 	if o.ResumeSession == "" {
@@ -80,12 +80,12 @@ func codexSetup(o Options, conf string) (Setup, error) {
 	if o.ResumeSession != "" {
 		args = append(args, "resume", o.ResumeSession)
 	}
-	return Setup{Args: append(args, "--", o.Prompt), Env: env}, nil
+	return runner.Setup{Args: append(args, "--", o.Prompt), Env: env}, nil
 }
 
 // codexProvider is the endpoint lane points Codex at, as -c overrides and
 // the variable that holds its key; nothing without one.
-func codexProvider(o Options) (args, env []string) {
+func codexProvider(o runner.Options) (args, env []string) {
 	if o.BaseURL == "" {
 		return nil, nil
 	}
@@ -100,16 +100,16 @@ func codexProvider(o Options) (args, env []string) {
 // codexCapability is what a Codex run may do: everything, unattended;
 // what its permission mode and rules allow, in an interactive run, where
 // Codex asks lane before its commands and patches.
-func codexCapability(o Options) trace.Capability {
+func codexCapability(o runner.Options) trace.Capability {
 	if !o.TwoWay() {
-		return Unattended(o)
+		return runner.Unattended(o)
 	}
 	return trace.Capability{Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: o.AllowedTools, PermissionMode: string(o.Mode())}
 }
 
 // codexDialogFor is the dialog of a two-way Codex run; other runs, a
 // bench's unattended attempts, keep codex exec (see Options.twoWay).
-func codexDialogFor(o Options, run *trace.Run) Dialog {
+func codexDialogFor(o runner.Options, run *trace.Run) runner.Dialog {
 	if !o.TwoWay() {
 		return nil
 	}
@@ -120,9 +120,9 @@ func codexDialogFor(o Options, run *trace.Run) Dialog {
 // holding only the user's login (auth.json): the user's AGENTS.md,
 // config.toml (providers, MCP servers, profiles), prompts, skills and rules
 // stay out. Its sessions stay there for the attempt's later tries.
-func codexHermetic(o Options, env []string) (add, excluded []string, err error) {
-	user := UserDir(env, "CODEX_HOME", ".codex")
-	dir, excluded, err := HermeticConfig(o.HermeticHome, "codex", user, []string{"auth.json"},
+func codexHermetic(o runner.Options, env []string) (add, excluded []string, err error) {
+	user := runner.UserDir(env, "CODEX_HOME", ".codex")
+	dir, excluded, err := runner.HermeticConfig(o.HermeticHome, "codex", user, []string{"auth.json"},
 		[]string{"AGENTS.md", "AGENTS.override.md", "config.toml", "prompts", "skills", "rules"})
 	if err != nil {
 		return nil, nil, err

@@ -1,6 +1,7 @@
-package runner
+package runtimes
 
 import (
+	"lane/runner"
 	"os"
 	"strings"
 	"testing"
@@ -11,9 +12,9 @@ import (
 func readmeTable() string {
 	var b strings.Builder
 	b.WriteString("| `--runtime` | what runs | install | `--max-turns` | pointed at a model server |\n|---|---|---|---|---|\n")
-	for _, rt := range Runtimes() {
+	for _, rt := range Entries() {
 		name := "`" + rt.Name + "`"
-		if rt.Name == DefaultRuntime {
+		if rt.Name == runner.DefaultRuntime {
 			name += " (default)"
 		}
 		install, turns, endpoint := "built into lane", "the runtime's own limit", "no: its own login and settings"
@@ -43,7 +44,7 @@ func TestREADMEListsTheTableOfRuntimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const begin, end = "<!-- runtimes: made from runner.Runtimes, checked by runner's TestREADMEListsTheTableOfRuntimes -->\n", "<!-- end of runtimes -->"
+	const begin, end = "<!-- runtimes: made from runtimes.Entries, checked by TestREADMEListsTheTableOfRuntimes -->\n", "<!-- end of runtimes -->"
 	_, rest, ok := strings.Cut(string(b), begin)
 	got, _, ok2 := strings.Cut(rest, end)
 	if !ok || !ok2 {

@@ -1,42 +1,42 @@
-package runner
+package local
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"lane/runtimes/descriptor"
 	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"lane/agent"
 	"lane/interact"
 	"lane/provider"
+	"lane/runner"
+	"lane/runtimes/descriptor"
 	"lane/sandbox"
 	"lane/tools"
 	"lane/trace"
 	"lane/view"
 )
 
-// localRuntime is lane's own agent loop, for any model behind an OpenAI-
+// Runtime is lane's own agent loop, for any model behind an OpenAI-
 // or Anthropic-compatible API: its "process" is the loop, in lane itself.
-func localRuntime() *Runtime {
-	return &Runtime{
+func Runtime() *runner.Runtime {
+	return &runner.Runtime{
 		Descriptor: descriptor.Descriptor{
 			Name: descriptor.LocalName, Title: "lane's own loop", Local: true,
 			About: "lane's own loop (needs a model server: ollama, vLLM, llama.cpp, any OpenAI- or Anthropic-compatible API)",
 		},
-		Describe:  agent.Call,
-		inProcess: localAttempt,
+		Describe: agent.Call,
+		Loop:     localAttempt,
 	}
 }
 
 // localAttempt builds attempt number n of a task on lane's own loop: the
 // folder's confinement, the tools and the model API client.
-func localAttempt(o Options, n int) (*attempt, error) {
+func localAttempt(o runner.Options, n int) (*runner.LoopAttempt, error) {
 	tl, err := localTools(o, n)
 	if err != nil {
 		return nil, err
@@ -70,31 +70,31 @@ func localAttempt(o Options, n int) (*attempt, error) {
 			PermissionMode: tl.permission, MCPIsolated: true,
 		},
 	}
-	return &attempt{
-		run: run,
-		execute: func(ctx context.Context, emit func(trace.Event) error) (Exit, error) {
+	return &runner.LoopAttempt{
+		Run: run,
+		Execute: func(ctx context.Context, emit func(trace.Event) error) (runner.Exit, error) {
 			if tl.start != nil {
 				stop, err := tl.start(ctx)
 				if err != nil {
-					return Exit{}, err
+					return runner.Exit{}, err
 				}
 				defer stop()
 			}
 			prompt := o.Prompt
-			if o.continuing {
+			if o.Continuing {
 				prompt = "" // the task is in the history already
 			}
 			ac := ac
 			if o.Interactive() {
 				sctx, endSteering := context.WithCancel(ctx) // the desk's steering ends with the loop
 				defer endSteering()
-				o.converse(sctx, &ac, run)
+				converse(sctx, o, &ac, run)
 			}
 			var stop error
 			res, stop = runLoop(ctx, ac, prompt, o.Watchdogs, emit)
-			return Exit{StopCause: stop}, nil
+			return runner.Exit{StopCause: stop}, nil
 		},
-		finish: func(run *trace.Run, ex Exit) {
+		Finish: func(run *trace.Run, ex runner.Exit) {
 			run.SessionID = res.SessionID
 			run.Usage, run.Turns, run.ToolCalls = res.Usage, res.Turns, res.ToolCalls
 			run.CostUSD, run.CostEstimate = res.CostUSD, !res.CostKnown
@@ -102,11 +102,11 @@ func localAttempt(o Options, n int) (*attempt, error) {
 			judgeLocal(run, res, ex.StopCause)
 		},
 		// A retry continues the conversation of the failed attempt.
-		next: func(o *Options, failed *trace.Run) {
+		Next: func(o *runner.Options, failed *trace.Run) {
 			if len(res.Transcript) == 0 {
 				return
 			}
-			o.ResumeSession, o.History, o.continuing = res.SessionID, res.Transcript, true
+			o.ResumeSession, o.History, o.Continuing = res.SessionID, res.Transcript, true
 		},
 	}, nil
 }
@@ -114,7 +114,7 @@ func localAttempt(o Options, n int) (*attempt, error) {
 // converse makes ac an interactive run's: its tool calls pass the run's
 // gate (mode, rules, a person) and people's steering comes from the desk
 // until ctx ends.
-func (o Options) converse(ctx context.Context, ac *agent.Config, run *trace.Run) {
+func converse(ctx context.Context, o runner.Options, ac *agent.Config, run *trace.Run) {
 	judged := o
 	judged.Dir = ac.Dir // the folder as the model sees it, symlinks resolved
 	gate := judged.NewGate(run, nil)
@@ -170,37 +170,21 @@ func localCall(name string, args json.RawMessage) interact.Call {
 // runLoop runs the agent loop under the watchdogs, handing its events to
 // emit, and returns how it ended and what stopped it (a watchdog, or the
 // caller's cancellation), if anything did.
-func runLoop(ctx context.Context, ac agent.Config, prompt string, limits Watchdogs, emit func(trace.Event) error) (agent.Result, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	wd := newWatchTimer(newWatch(limits, time.Now(), lingering), time.Now, func(cause error) { cancel(cause) })
-	defer wd.stop()
+func runLoop(ctx context.Context, ac agent.Config, prompt string, limits runner.Watchdogs, emit func(trace.Event) error) (agent.Result, error) {
+	ctx, wd := runner.WatchLoop(ctx, limits)
+	defer wd.Stop()
 	var mu sync.Mutex // subagents and tool output emit from other goroutines
 	res := agent.Run(ctx, ac, prompt, func(ev trace.Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		ev.CapOutput(MaxEventOutput)
-		wd.observe(ev)
+		wd.Observe(&ev)
 		_ = emit(ev) // the loop's events name no cause to stop on
 	})
 	return res, context.Cause(ctx)
 }
 
-// lingering is the work in flight of an interrupted loop: a person's
-// follow-up is awaited (for --linger, not --idle-timeout) from the
-// interrupt until a message is delivered or the loop ends.
-func lingering(ev trace.Event) (key string, opens, closes bool) {
-	switch ev.Kind {
-	case trace.KindInterrupt:
-		return "linger", true, false
-	case trace.KindUserMessage, trace.KindResult:
-		return "linger", false, true
-	}
-	return "", false, false
-}
-
 // newProvider builds the model API client of lane's own loop.
-func newProvider(o Options) provider.Provider {
+func newProvider(o runner.Options) provider.Provider {
 	if o.API == "anthropic" {
 		return provider.NewAnthropic(provider.AnthropicConfig{Name: o.Provider, BaseURL: o.BaseURL, APIKey: o.APIKey, KeyEnv: o.KeyEnv, Retry: o.ProviderRetry})
 	}
@@ -218,21 +202,21 @@ func localToolNames(ts []tools.Tool) []string {
 // judgeLocal sets the run's status from the loop's result and from what
 // stopped it.
 func judgeLocal(run *trace.Run, res agent.Result, stopCause error) {
-	var timeout *TimeoutError
+	var timeout *runner.TimeoutError
 	switch {
 	case errors.As(stopCause, &timeout):
 		run.Status, run.ErrorKind, run.ErrorMessage = trace.StatusTimedOut, trace.ErrorTimeout, timeout.Error()
 		run.ErrorHint = "the model server may be hanging; raise --idle-timeout or --hard-timeout"
 		return
 	case stopCause != nil:
-		run.Status, run.ErrorKind, run.ErrorMessage = trace.StatusCancelled, trace.ErrorCancelled, ErrCancelled.Error()
+		run.Status, run.ErrorKind, run.ErrorMessage = trace.StatusCancelled, trace.ErrorCancelled, runner.ErrCancelled.Error()
 		return
 	}
 	switch res.StopReason {
 	case agent.StopDone:
 		run.Status = trace.StatusSucceeded
 	case agent.StopCancelled, agent.StopInterrupted: // a person's cancel, or an interrupt nobody followed up
-		run.Status, run.ErrorKind, run.ErrorMessage = trace.StatusCancelled, trace.ErrorCancelled, ErrCancelled.Error()
+		run.Status, run.ErrorKind, run.ErrorMessage = trace.StatusCancelled, trace.ErrorCancelled, runner.ErrCancelled.Error()
 		if res.Err != nil {
 			run.ErrorMessage = res.Err.Error()
 		}
@@ -265,15 +249,6 @@ func judgeLocal(run *trace.Run, res agent.Result, stopCause error) {
 	}
 }
 
-// Transcript decodes a transcript event's raw JSON for lane resume.
-func Transcript(ev trace.Event) ([]provider.Message, error) {
-	var msgs []provider.Message
-	if err := json.Unmarshal(ev.Raw, &msgs); err != nil {
-		return nil, fmt.Errorf("decode transcript of run %s: %w", ev.RunID, err)
-	}
-	return msgs, nil
-}
-
 // localToolset is where lane's own loop runs its tools: the folder as the
 // model sees it, the tools, the run's recorded confinement, and, for a
 // folder elsewhere, how to start the tool host there (nil here).
@@ -287,13 +262,13 @@ type localToolset struct {
 // localTools confines the tools to o.Dir on this machine with the sandbox
 // asked for or, with o.Within, runs them where the folder is: a tool host
 // (lane toolhost DIR) started there, the container being the confinement.
-func localTools(o Options, n int) (localToolset, error) {
+func localTools(o runner.Options, n int) (localToolset, error) {
 	if o.Within != nil {
 		return toolsElsewhere(o), nil
 	}
 	sb, err := sandbox.New(o.Sandbox, o.Dir)
 	if err != nil {
-		return localToolset{}, &ConfigError{Err: fmt.Errorf("--sandbox %s: %w", o.Sandbox, err)}
+		return localToolset{}, &runner.ConfigError{Err: fmt.Errorf("--sandbox %s: %w", o.Sandbox, err)}
 	}
 	if sb.Note != "" && o.Notice != nil && n == 1 {
 		o.Notice(sb.Note)
@@ -309,7 +284,7 @@ func localTools(o Options, n int) (localToolset, error) {
 // toolsElsewhere runs the tools through a tool host that o.Within starts
 // where the folder is, from lane's own binary (o.Shim), which the caller
 // has there at the same path.
-func toolsElsewhere(o Options) localToolset {
+func toolsElsewhere(o runner.Options) localToolset {
 	var host *tools.Host
 	ts := localToolset{dir: o.Dir, permission: "container", tools: tools.Remote(func() *tools.Host { return host })}
 	ts.start = func(ctx context.Context) (func(), error) {
@@ -317,7 +292,7 @@ func toolsElsewhere(o Options) localToolset {
 		if err != nil || o.Shim == "" {
 			return nil, fmt.Errorf("lane's own binary for the tool host: %v", err)
 		}
-		inv := o.Within(Invocation{Path: self, Args: []string{"toolhost", o.Dir}, Dir: o.Dir})
+		inv := o.Within(runner.Invocation{Path: self, Args: []string{"toolhost", o.Dir}, Dir: o.Dir})
 		cctx, cancel := context.WithCancel(ctx)
 		cmd := exec.CommandContext(cctx, inv.Path, inv.Args...)
 		cmd.Env, cmd.Dir = inv.Env, inv.Dir

@@ -1,8 +1,7 @@
-package runner
+package acp_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +16,10 @@ import (
 	"lane/internal/clitest"
 	"lane/internal/geminitest"
 	"lane/internal/openaitest"
+	"lane/internal/runtest"
+	"lane/runner"
+	"lane/runtimes"
+	"lane/runtimes/acp"
 	"lane/trace"
 )
 
@@ -43,29 +46,29 @@ type acpCLI struct {
 	name string
 	// start starts the server with steps and returns the run's options and
 	// the bodies of the main requests the server received so far.
-	start func(t *testing.T, steps ...step) (Options, func() []string, func(ctx context.Context, n int) error)
+	start func(t *testing.T, steps ...step) (runner.Options, func() []string, func(ctx context.Context, n int) error)
 }
 
 var acpCLIs = []acpCLI{
 	{"gemini", startGemini},
-	{"qwen", func(t *testing.T, steps ...step) (Options, func() []string, func(context.Context, int) error) {
+	{"qwen", func(t *testing.T, steps ...step) (runner.Options, func() []string, func(context.Context, int) error) {
 		return startOpenAI(t, "qwen", "run_shell_command", steps...)
 	}},
-	{"opencode", func(t *testing.T, steps ...step) (Options, func() []string, func(context.Context, int) error) {
+	{"opencode", func(t *testing.T, steps ...step) (runner.Options, func() []string, func(context.Context, int) error) {
 		return startOpenAI(t, "opencode", "bash", steps...)
 	}},
 }
 
-func acpOptions(t *testing.T, name string) Options {
+func acpOptions(t *testing.T, name string) runner.Options {
 	bin := clitest.Bin(t, name)
-	return Options{
-		Found: &Binary{Path: bin, Version: "test"}, Dir: t.TempDir(), Prompt: "write hello.txt",
+	return runner.Options{
+		Found: &runner.Binary{Path: bin, Version: "test"}, Dir: t.TempDir(), Prompt: "write hello.txt",
 		PermissionMode: "default", AllowedTools: []string{"Read"},
-		Desk: interact.NewMemory(), Watchdogs: Watchdogs{Hard: acpWait}, TempDir: t.TempDir(),
+		Desk: interact.NewMemory(), Watchdogs: runner.Watchdogs{Hard: acpWait}, TempDir: t.TempDir(),
 	}
 }
 
-func startGemini(t *testing.T, steps ...step) (Options, func() []string, func(context.Context, int) error) {
+func startGemini(t *testing.T, steps ...step) (runner.Options, func() []string, func(context.Context, int) error) {
 	var turns []geminitest.Turn
 	for i, s := range steps {
 		id := fmt.Sprintf("call_%d", i+1)
@@ -102,7 +105,7 @@ func startGemini(t *testing.T, steps ...step) (Options, func() []string, func(co
 	return o, bodies, wait
 }
 
-func startOpenAI(t *testing.T, name, shellTool string, steps ...step) (Options, func() []string, func(context.Context, int) error) {
+func startOpenAI(t *testing.T, name, shellTool string, steps ...step) (runner.Options, func() []string, func(context.Context, int) error) {
 	readTool := map[string]string{"bash": "read", "run_shell_command": "read_file"}[shellTool]
 	var turns []openaitest.Turn
 	for i, s := range steps {
@@ -146,7 +149,7 @@ func startOpenAI(t *testing.T, name, shellTool string, steps ...step) (Options, 
 type acpRun struct {
 	t    *testing.T
 	desk *interact.Memory
-	rec  *memRecorder
+	rec  *runtest.MemRecorder
 	done chan struct{}
 	run  *trace.Run
 	err  error
@@ -155,27 +158,27 @@ type acpRun struct {
 // startACP starts o on the runtime, capturing its ACP traffic (into
 // $LANE_ACP_CAPTURE_DIR/NAME.acp when that is set, to refresh the
 // captures of runtimes/acp).
-func startACP(t *testing.T, runtime, capture string, o Options) *acpRun {
+func startACP(t *testing.T, runtime, capture string, o runner.Options) *acpRun {
 	t.Helper()
-	rt, _ := Lookup(runtime)
+	rt, _ := runtimes.Entries().Lookup(runtime)
 	var mu sync.Mutex
 	var traffic strings.Builder
 	newDialog := rt.Process.NewDialog
-	rt.Process.NewDialog = func(o Options, run *trace.Run) Dialog {
+	rt.Process.NewDialog = func(o runner.Options, run *trace.Run) runner.Dialog {
 		d := newDialog(o, run)
 		if d == nil {
 			t.Errorf("%s: no ACP dialog for mode %s with a desk", runtime, o.PermissionMode)
 			return nil
 		}
-		d.(*acpDialog).capture = lockedWriter{&mu, &traffic}
+		acp.SetCapture(d, lockedWriter{&mu, &traffic})
 		return d
 	}
-	ar := &acpRun{t: t, desk: o.Desk.(*interact.Memory), rec: newMemRecorder(), done: make(chan struct{})}
+	ar := &acpRun{t: t, desk: o.Desk.(*interact.Memory), rec: runtest.NewMemRecorder(), done: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(context.Background(), acpWait)
 	go func() {
 		defer close(ar.done)
 		defer cancel()
-		ar.run, ar.err = Run(ctx, Job{Runtime: rt, Options: o}, ar.rec)
+		ar.run, ar.err = runner.Run(ctx, runner.Job{Runtime: rt, Options: o}, ar.rec)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -234,9 +237,7 @@ func (ar *acpRun) wait() *trace.Run {
 }
 
 func (ar *acpRun) events() []trace.Event {
-	ar.rec.mu.Lock()
-	defer ar.rec.mu.Unlock()
-	return slices.Clone(ar.rec.events[ar.run.ID])
+	return ar.rec.EventsOf(ar.run.ID)
 }
 
 // index is the position of the first event that matches, or -1.
@@ -472,14 +473,15 @@ func runScenario(t *testing.T, cli acpCLI, sc acpScenario, acp bool) (*trace.Run
 	capture := sc.name + "_" + cli.name
 	if !acp {
 		o.Desk, o.PermissionMode = nil, ""
-		rec := newMemRecorder()
+		rec := runtest.NewMemRecorder()
 		ctx, cancel := context.WithTimeout(context.Background(), acpWait)
 		defer cancel()
-		run, err := runOn(ctx, cli.name, o, rec)
+		rt, _ := runtimes.Entries().Lookup(cli.name)
+		run, err := runner.Run(ctx, runner.Job{Runtime: rt, Options: o}, rec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return run, rec.events[run.ID]
+		return run, rec.Events[run.ID]
 	}
 	ar := startACP(t, cli.name, capture, o)
 	run := ar.wait()
@@ -554,26 +556,26 @@ func TestACPIsForTwoWayRuns(t *testing.T) {
 	desk := interact.NewMemory()
 	tests := []struct {
 		name string
-		o    Options
+		o    runner.Options
 		acp  bool
 	}{
-		{"a bench's attempt: no desk", Options{}, false},
-		{"unattended with a desk, bypassPermissions", Options{Desk: desk}, false},
-		{"lane run, bypassPermissions: the stream's accounting", Options{Desk: desk, Attended: true}, false},
-		{"a mode that asks", Options{Desk: desk, PermissionMode: "default"}, true},
-		{"acceptEdits", Options{Desk: desk, PermissionMode: "acceptEdits"}, true},
-		{"plan mode: only lane's gate refuses edits", Options{Desk: desk, PermissionMode: "plan"}, true},
-		{"a mode that asks, nobody to ask", Options{PermissionMode: "default"}, false},
+		{"a bench's attempt: no desk", runner.Options{}, false},
+		{"unattended with a desk, bypassPermissions", runner.Options{Desk: desk}, false},
+		{"lane run, bypassPermissions: the stream's accounting", runner.Options{Desk: desk, Attended: true}, false},
+		{"a mode that asks", runner.Options{Desk: desk, PermissionMode: "default"}, true},
+		{"acceptEdits", runner.Options{Desk: desk, PermissionMode: "acceptEdits"}, true},
+		{"plan mode: only lane's gate refuses edits", runner.Options{Desk: desk, PermissionMode: "plan"}, true},
+		{"a mode that asks, nobody to ask", runner.Options{PermissionMode: "default"}, false},
 	}
 	for _, tt := range tests {
 		o := tt.o
 		o.Dir, o.Prompt, o.Model, o.BaseURL, o.KeyEnv, o.Env = "/proj", "-fix it", "m1", "http://127.0.0.1:9/v1", "K", []string{"K=sk-1"}
-		if got := useACP(o); got != tt.acp {
+		if got := acp.Speaks(o); got != tt.acp {
 			t.Errorf("%s: useACP %v", tt.name, got)
 			continue
 		}
 		for _, name := range []string{"gemini", "qwen", "opencode"} {
-			rt, _ := Lookup(name)
+			rt, _ := runtimes.Entries().Lookup(name)
 			su, err := rt.Process.Setup(o, t.TempDir())
 			if err != nil {
 				t.Fatal(err)
@@ -590,43 +592,6 @@ func TestACPIsForTwoWayRuns(t *testing.T) {
 				t.Errorf("%s, %s: capability %+v", tt.name, name, c)
 			}
 		}
-	}
-}
-
-func TestOpencodeACPAsksForEveryToolLaneJudges(t *testing.T) {
-	t.Parallel()
-	conf := t.TempDir()
-	o := Options{Dir: "/proj", Model: "m1", BaseURL: "http://127.0.0.1:9/v1", KeyEnv: "K", Env: []string{"K=sk-1"},
-		Desk: interact.NewMemory(), PermissionMode: "default"}
-	su, err := opencodeSetup(o, conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg struct {
-		Model      string            `json:"model"`
-		Permission map[string]string `json:"permission"`
-		Provider   map[string]any    `json:"provider"`
-	}
-	b, _ := os.ReadFile(filepath.Join(conf, "opencode.json"))
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Model != "lane/m1" || cfg.Permission["bash"] != "ask" || cfg.Permission["edit"] != "ask" || cfg.Provider["lane"] == nil {
-		t.Errorf("config %s", b)
-	}
-	if !slices.Contains(su.Env, "OPENCODE_CONFIG="+filepath.Join(conf, "opencode.json")) || !slices.Contains(su.Env, opencodeKeyEnv+"=sk-1") {
-		t.Errorf("env %q", su.Env)
-	}
-	// Its own login and providers: only the model and the permissions.
-	o.BaseURL = ""
-	o.Model = "anthropic/claude-sonnet-4-5"
-	conf = t.TempDir()
-	if su, err = opencodeSetup(o, conf); err != nil {
-		t.Fatal(err)
-	}
-	b, _ = os.ReadFile(filepath.Join(conf, "opencode.json"))
-	if !strings.Contains(string(b), `"model": "anthropic/claude-sonnet-4-5"`) || strings.Contains(string(b), "provider") {
-		t.Errorf("config without an endpoint %s", b)
 	}
 }
 
@@ -650,29 +615,5 @@ func TestACPPlanModeRefusesWithoutAsking(t *testing.T) {
 	}
 	if n := len(bodies()); n != 2 {
 		t.Errorf("%d main requests; a rule's refusal is not told again in a prompt of its own", n)
-	}
-}
-
-func TestGeminiLogOfThisMinuteMovesToAFreeEarlierOne(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	now := time.Date(2026, 12, 3, 7, 10, 30, 0, time.UTC)
-	const oldName, currentName = "session-2026-12-03T07-02-abcd1234.jsonl", "session-2026-12-03T07-10-abcd1234.jsonl"
-	const earlier = "session-2026-12-03T07-09-abcd1234.jsonl" // an earlier load's
-	writeFiles(t, dir, map[string]string{oldName: oldName, currentName: currentName, earlier: earlier})
-	old, current := filepath.Join(dir, oldName), filepath.Join(dir, currentName)
-	for _, p := range []string{old, current} {
-		if err := moveGeminiLogAside(p, now); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if b, err := os.ReadFile(old); err != nil || string(b) != filepath.Base(old) {
-		t.Errorf("a log of an earlier minute was moved: %q, %v", b, err)
-	}
-	if _, err := os.Stat(current); err == nil {
-		t.Error("the log of this minute is still where session/load would write")
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "session-2026-12-03T07-08-abcd1234.jsonl")); err != nil || string(b) != filepath.Base(current) {
-		t.Errorf("the log of this minute is not at the latest free earlier minute: %q, %v", b, err)
 	}
 }

@@ -1,9 +1,8 @@
-package runner
+package claude
 
 import (
 	"fmt"
 	"io"
-	"lane/runtimes/descriptor"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,26 +10,28 @@ import (
 
 	"lane/interact"
 	"lane/pricing"
+	"lane/runner"
+	"lane/runtimes/descriptor"
 	"lane/streamjson"
 	"lane/trace"
 )
 
-// claudeRuntime is Claude Code, driven headless:
+// Runtime is Claude Code, driven headless:
 // `claude -p --output-format stream-json --verbose … -- TASK`, or, in an
 // interactive run, two-way: `claude -p --input-format stream-json
 // --output-format stream-json --verbose …` with the task, the answers to
 // its permission requests and people's messages on stdin (see
 // claudeDialog).
-func claudeRuntime() *Runtime {
-	return &Runtime{
+func Runtime() *runner.Runtime {
+	return &runner.Runtime{
 		Descriptor: descriptor.Descriptor{
 			Name: "claude", Title: "Claude Code", Package: "@anthropic-ai/claude-code",
 			DefaultModel: "sonnet", Fallback: true,
 			ModelProvider: "anthropic",
 		},
 		Describe: streamjson.Call,
-		Process: &Process{
-			Binary: BinarySpec{
+		Process: &runner.Process{
+			Binary: runner.BinarySpec{
 				Extra: []string{
 					filepath.Join(".claude", "local", "claude"),
 					filepath.Join(".claude", "local", "node_modules", ".bin", "claude"),
@@ -38,18 +39,18 @@ func claudeRuntime() *Runtime {
 				VersionOK: func(out string) bool { return strings.Contains(out, "Claude Code") },
 				Want:      `"Claude Code"`,
 			},
-			Setup: func(o Options, _ string) (Setup, error) {
-				return Setup{Args: ClaudeArgs(o)}, nil
+			Setup: func(o runner.Options, _ string) (runner.Setup, error) {
+				return runner.Setup{Args: ClaudeArgs(o)}, nil
 			},
 			CleanEnv:     ClaudeEnv,
 			Hermetic:     claudeHermetic,
 			ContainerEnv: []string{"ANTHROPIC_", "CLAUDE_", "DISABLE_", "IS_SANDBOX=", "MAX_THINKING_TOKENS="},
-			NewSource: func(r io.Reader) EventSource {
+			NewSource: func(r io.Reader) runner.EventSource {
 				d := streamjson.NewDecoder(r)
-				d.MaxOutputSize = MaxEventOutput
+				d.MaxOutputSize = runner.MaxEventOutput
 				return d
 			},
-			NewJudge:  func(o Options) Judge { return &claudeJudge{o: o} },
+			NewJudge:  func(o runner.Options) runner.Judge { return &claudeJudge{o: o} },
 			NewDialog: newClaudeDialog,
 			Final:     func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
 			// Claude Code retries a refused key for minutes; the first
@@ -57,12 +58,12 @@ func claudeRuntime() *Runtime {
 			// left to the judge, which weighs the result's fields.)
 			StopOn: func(ev trace.Event) error {
 				if ev.Kind == trace.KindRetry {
-					return AuthRefusal(ev)
+					return runner.AuthRefusal(ev)
 				}
 				return nil
 			},
 			AuthHint: streamjson.AuthHint,
-			Capability: func(o Options) trace.Capability {
+			Capability: func(o runner.Options) trace.Capability {
 				return trace.Capability{
 					Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: o.AllowedTools,
 					PermissionMode: o.PermissionMode, MCPIsolated: !o.AllowMCP,
@@ -75,7 +76,7 @@ func claudeRuntime() *Runtime {
 // ClaudeArgs builds the command line for one Claude Code invocation. The
 // task goes last, after "--", so that a task starting with "-" is not read
 // as a flag; in an interactive run it goes on stdin instead.
-func ClaudeArgs(o Options) []string {
+func ClaudeArgs(o runner.Options) []string {
 	args := []string{"-p", "--output-format", "stream-json", "--verbose"}
 	if o.Interactive() {
 		args = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}
@@ -173,13 +174,13 @@ func claudeUserSetup() []string {
 // and per-project settings) stays out with it. A key in the environment
 // (ANTHROPIC_API_KEY, CLAUDE_CODE_OAUTH_TOKEN) passes as it does for any
 // run.
-func claudeHermetic(o Options, env []string) (add, excluded []string, err error) {
-	user := UserDir(env, "CLAUDE_CONFIG_DIR", ".claude")
-	dir, excluded, err := HermeticConfig(o.HermeticHome, "claude", user, []string{".credentials.json"}, claudeUserSetup())
+func claudeHermetic(o runner.Options, env []string) (add, excluded []string, err error) {
+	user := runner.UserDir(env, "CLAUDE_CONFIG_DIR", ".claude")
+	dir, excluded, err := runner.HermeticConfig(o.HermeticHome, "claude", user, []string{".credentials.json"}, claudeUserSetup())
 	if err != nil {
 		return nil, nil, err
 	}
-	if h := LookupEnv(env, "HOME"); h != "" && LookupEnv(env, "CLAUDE_CONFIG_DIR") == "" {
+	if h := runner.LookupEnv(env, "HOME"); h != "" && runner.LookupEnv(env, "CLAUDE_CONFIG_DIR") == "" {
 		if _, err := os.Lstat(filepath.Join(h, ".claude.json")); err == nil {
 			excluded = append(excluded, ".claude.json")
 		}
@@ -206,7 +207,7 @@ const rootRefusal = "cannot be used with root/sudo privileges"
 
 // claudeJudge reads Claude Code's account of a run.
 type claudeJudge struct {
-	o     Options
+	o     runner.Options
 	tally streamjson.Tally
 
 	// An interactive run: who interrupted the turn under way; whether the
@@ -237,7 +238,7 @@ func (j *claudeJudge) Observe(ev trace.Event) {
 // Judge weighs the runtime's account against its exit code. A run whose
 // last turn a person interrupted, with no message after, ended as that
 // person left it: with the last whole turn's result, else cancelled.
-func (j *claudeJudge) Judge(run *trace.Run, ex Exit) {
+func (j *claudeJudge) Judge(run *trace.Run, ex runner.Exit) {
 	tally := &j.tally
 	if tally.LastResult() == nil && stderrHas(ex.StderrTail, rootRefusal) {
 		run.Status, run.ErrorKind = trace.StatusFailed, trace.ErrorPermission
@@ -254,7 +255,7 @@ func (j *claudeJudge) Judge(run *trace.Run, ex Exit) {
 		run.ErrorMessage = fmt.Sprintf("the turn was interrupted (by %s) and no message followed within %s", orSomeone(j.cutBy), j.o.LingerWait())
 		return
 	}
-	ApplyVerdict(run, tally.Judge(ex.Code), ex)
+	runner.ApplyVerdict(run, tally.Judge(ex.Code), ex)
 }
 
 func orSomeone(by string) string {

@@ -1,54 +1,54 @@
-package runner
+package opencode
 
 import (
 	"io"
-	"lane/runtimes/descriptor"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"lane/runner"
 	"lane/runtimes/acp"
-	"lane/runtimes/opencode"
+	"lane/runtimes/descriptor"
 	"lane/trace"
 )
 
-// opencodeRuntime is opencode: `opencode run --format json`, the task on
+// Runtime is opencode: `opencode run --format json`, the task on
 // stdin, or `opencode acp` for an interactive run that may ask (see
 // useACP).
-func opencodeRuntime() *Runtime {
-	return &Runtime{
+func Runtime() *runner.Runtime {
+	return &runner.Runtime{
 		Descriptor: descriptor.Descriptor{
 			Name: "opencode", Title: "opencode", Package: "opencode-ai",
 			EndpointAPI: "openai", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
 		},
-		Describe: opencode.Call,
-		Process: &Process{
-			Binary: BinarySpec{Extra: []string{filepath.Join(".opencode", "bin", "opencode")}, VersionOK: IsSemver, Want: "a version number"},
+		Describe: Call,
+		Process: &runner.Process{
+			Binary: runner.BinarySpec{Extra: []string{filepath.Join(".opencode", "bin", "opencode")}, VersionOK: runner.IsSemver, Want: "a version number"},
 			Setup:  opencodeSetup,
-			NewSource: func(r io.Reader) EventSource {
-				d := opencode.NewDecoder(r)
-				d.MaxOutputSize = MaxEventOutput
+			NewSource: func(r io.Reader) runner.EventSource {
+				d := NewDecoder(r)
+				d.MaxOutputSize = runner.MaxEventOutput
 				return d
 			},
-			NewJudge: func(o Options) Judge {
-				if useACP(o) {
-					return &CLIJudge{Options: o, Tally: &acp.Tally{Model: o.PricedModel()}}
+			NewJudge: func(o runner.Options) runner.Judge {
+				if acp.Speaks(o) {
+					return &runner.CLIJudge{Options: o, Tally: &acp.Tally{Model: o.PricedModel()}}
 				}
-				return &CLIJudge{Options: o, Tally: &opencode.Tally{Model: o.PricedModel()}}
+				return &runner.CLIJudge{Options: o, Tally: &Tally{Model: o.PricedModel()}}
 			},
 			Final: func(ev trace.Event) bool {
 				return ev.Kind == trace.KindResult || // ACP's, lane's own
 					ev.Kind == trace.KindTask && ev.Subtype == "step_finish" && ev.Result != nil && ev.Result.StopReason == "stop"
 			},
-			StopOn:     AuthRefusal,
+			StopOn:     runner.AuthRefusal,
 			StepTurns:  true,
-			AuthHint:   opencode.AuthHint,
-			Capability: cliCapability,
+			AuthHint:   AuthHint,
+			Capability: acp.Capability,
 			Hermetic:   opencodeHermetic,
 			// opencode's own binary is native (the npm package's launcher
 			// is replaced by it at install).
 			ContainerEnv: []string{"OPENCODE_", opencodeKeyEnv + "=", "XDG_CONFIG_HOME=", "PWD="},
-			NewDialog:    acpDialogFor(acpSpec{prompt: Options.PromptWithAddition, exitCode: opencode.ACPExitCode}),
+			NewDialog:    acp.DialogFor(acp.Spec{Prompt: runner.Options.PromptWithAddition, ExitCode: ACPExitCode}),
 		},
 	}
 }
@@ -58,8 +58,8 @@ func opencodeRuntime() *Runtime {
 // opencodeACPSetup). An endpoint is an openai-compatible provider "lane"
 // in a config file named by OPENCODE_CONFIG, which opencode merges over
 // the user's own.
-func opencodeSetup(o Options, conf string) (Setup, error) {
-	if useACP(o) {
+func opencodeSetup(o runner.Options, conf string) (runner.Setup, error) {
+	if acp.Speaks(o) {
 		return opencodeACPSetup(o, conf)
 	}
 	// --title spares a model request that would only name the session.
@@ -68,7 +68,7 @@ func opencodeSetup(o Options, conf string) (Setup, error) {
 	if provider != nil {
 		cfg, err := writeOpencodeConfig(conf, map[string]any{"provider": provider})
 		if err != nil {
-			return Setup{}, err
+			return runner.Setup{}, err
 		}
 		env = append(env, cfg)
 	}
@@ -80,13 +80,13 @@ func opencodeSetup(o Options, conf string) (Setup, error) {
 	}
 	// opencode works in $PWD, not only in its working directory.
 	env = append(env, "PWD="+o.Dir, "OPENCODE_DISABLE_AUTOUPDATE=1")
-	return Setup{Args: args, Env: env, Stdin: o.PromptWithAddition()}, nil
+	return runner.Setup{Args: args, Env: env, Stdin: o.PromptWithAddition()}, nil
 }
 
 // opencodeACPSetup: `opencode acp`, whose model (ACP has no flag for it)
 // and permissions are in the config file lane writes: every tool lane's
 // rules may judge asks, and lane's gate answers.
-func opencodeACPSetup(o Options, conf string) (Setup, error) {
+func opencodeACPSetup(o runner.Options, conf string) (runner.Setup, error) {
 	ask := map[string]any{}
 	for _, tool := range []string{"bash", "edit", "read", "glob", "grep", "list", "webfetch"} {
 		ask[tool] = "ask"
@@ -101,16 +101,16 @@ func opencodeACPSetup(o Options, conf string) (Setup, error) {
 	}
 	cfg, err := writeOpencodeConfig(conf, fields)
 	if err != nil {
-		return Setup{}, err
+		return runner.Setup{}, err
 	}
 	env = append(env, cfg, "PWD="+o.Dir, "OPENCODE_DISABLE_AUTOUPDATE=1")
-	return Setup{Args: []string{"acp"}, Env: env}, nil
+	return runner.Setup{Args: []string{"acp"}, Env: env}, nil
 }
 
 // opencodeProvider is the openai-compatible provider "lane" of a run lane
 // points at an endpoint (nil without one), the model as opencode names it
 // ("lane/MODEL", else the model given), and the environment its key is in.
-func opencodeProvider(o Options) (provider map[string]any, model string, env []string) {
+func opencodeProvider(o runner.Options) (provider map[string]any, model string, env []string) {
 	if o.BaseURL == "" {
 		return nil, o.Model, nil
 	}
@@ -133,7 +133,7 @@ func writeOpencodeConfig(conf string, fields map[string]any) (string, error) {
 	for k, v := range fields {
 		cfg[k] = v
 	}
-	if err := WriteJSON(file, cfg); err != nil {
+	if err := runner.WriteJSON(file, cfg); err != nil {
 		return "", err
 	}
 	return "OPENCODE_CONFIG=" + file, nil
@@ -169,16 +169,16 @@ var opencodeUserSetup = []string{"opencode.json", "opencode.jsonc", "config.json
 // tools' skill folders. The login (auth.json) and the sessions stay where
 // they are, in opencode's data folder. The run's own config (OPENCODE_CONFIG)
 // is a file of lane's and unaffected.
-func opencodeHermetic(o Options, env []string) (add, excluded []string, err error) {
+func opencodeHermetic(o runner.Options, env []string) (add, excluded []string, err error) {
 	user := ""
-	if base := UserDir(o.Env, "XDG_CONFIG_HOME", ".config"); base != "" {
+	if base := runner.UserDir(o.Env, "XDG_CONFIG_HOME", ".config"); base != "" {
 		user = filepath.Join(base, "opencode")
 	}
 	home := filepath.Join(o.HermeticHome, "opencode-config")
-	if _, excluded, err = HermeticConfig(home, "opencode", user, nil, opencodeUserSetup); err != nil {
+	if _, excluded, err = runner.HermeticConfig(home, "opencode", user, nil, opencodeUserSetup); err != nil {
 		return nil, nil, err
 	}
-	if h := LookupEnv(o.Env, "HOME"); h != "" {
+	if h := runner.LookupEnv(o.Env, "HOME"); h != "" {
 		if _, err := os.Lstat(filepath.Join(h, ".claude", "CLAUDE.md")); err == nil {
 			excluded = append(excluded, "~/.claude/CLAUDE.md")
 		}

@@ -1,4 +1,4 @@
-package runner
+package acp
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"lane/interact"
-	"lane/runtimes/acp"
+	"lane/runner"
 	"lane/trace"
 )
 
-// useACP says whether a run of Gemini CLI, Qwen Code or opencode speaks
+// Speaks says whether a run of Gemini CLI, Qwen Code or opencode speaks
 // the Agent Client Protocol rather than printing its JSON stream: when its
 // permission mode needs lane's gate (anything but bypassPermissions) and a
 // desk is there to reach a person. ACP is what lets lane answer the
@@ -28,14 +28,14 @@ import (
 // idle watchdog sees no tool running). So a run that the agents' own yolo
 // modes serve keeps the stream and its accounting, even when a person
 // watches it (lane run): it can be cancelled, not steered (see oneWay).
-func useACP(o Options) bool { return o.Interactive() && o.Mode() != interact.ModeBypass }
+func Speaks(o runner.Options) bool { return o.Interactive() && o.Mode() != interact.ModeBypass }
 
-// cliCapability is what a run of an ACP-capable CLI is allowed: over ACP,
+// Capability is what a run of an ACP-capable CLI is allowed: over ACP,
 // its permission mode and rules, which lane applies to every call the
 // agent asks about; else every tool (its own yolo mode).
-func cliCapability(o Options) trace.Capability {
-	if !useACP(o) {
-		return Unattended(o)
+func Capability(o runner.Options) trace.Capability {
+	if !Speaks(o) {
+		return runner.Unattended(o)
 	}
 	return trace.Capability{Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: o.AllowedTools, PermissionMode: string(o.Mode())}
 }
@@ -46,18 +46,18 @@ func cliCapability(o Options) trace.Capability {
 // permission through the run's gate. The events of both directions reach
 // supervise through the connection (a sourcer), in order.
 type acpDialog struct {
-	o    Options
+	o    runner.Options
 	run  *trace.Run
-	spec acpSpec
+	spec Spec
 
 	capture io.Writer // the traffic, for tests; nil: none
 	ready   chan struct{}
-	conn    *acp.Conn // set by source, before ready is closed
+	conn    *Conn // set by source, before ready is closed
 
-	turns TurnCounter // observe's: opencode's turns are not counted from steps in ACP
+	turns runner.TurnCounter // observe's: opencode's turns are not counted from steps in ACP
 
 	mu     sync.Mutex
-	t      Talk
+	t      runner.Talk
 	notes  []note            // denials to tell the agent with the next prompt
 	asked  map[string]string // tool call id → the id of its request waiting for a person
 	asking context.Context   // ends with the turn: requests for approval pending then are cancelled
@@ -71,33 +71,33 @@ type note struct {
 	by               interact.Answerer
 }
 
-// acpSpec is what differs between the CLIs that speak ACP.
-type acpSpec struct {
-	// prompt is the first prompt: the task, with --append-system-prompt
+// Spec is what differs between the CLIs that speak ACP.
+type Spec struct {
+	// Prompt is the first Prompt: the task, with --append-system-Prompt
 	// before it for the CLIs that have no flag of their own for it.
-	prompt func(o Options) string
-	// beforeLoad, when set, runs before session/load resumes session.
-	beforeLoad func(ctx context.Context, o Options, session string) error
-	// beforeEnd, when set, runs after the last turn, before the agent's
+	Prompt func(o runner.Options) string
+	// BeforeLoad, when set, runs before session/load resumes session.
+	BeforeLoad func(ctx context.Context, o runner.Options, session string) error
+	// BeforeEnd, when set, runs after the last turn, before the agent's
 	// stdin is closed.
-	beforeEnd func(ctx context.Context, o Options, session string)
-	// exitCode reads a shell call's exit code (see acp.Decoder.ExitCode).
-	exitCode func(rawOutput any, output string) (int, bool)
+	BeforeEnd func(ctx context.Context, o runner.Options, session string)
+	// ExitCode reads a shell call's exit code (see acp.Decoder.ExitCode).
+	ExitCode func(rawOutput any, output string) (int, bool)
 }
 
-// acpDialogFor makes the dialog of an interactive run that speaks ACP.
-func acpDialogFor(spec acpSpec) func(o Options, run *trace.Run) Dialog {
-	return func(o Options, run *trace.Run) Dialog {
-		if !useACP(o) {
+// DialogFor makes the dialog of an interactive run that speaks ACP.
+func DialogFor(spec Spec) func(o runner.Options, run *trace.Run) runner.Dialog {
+	return func(o runner.Options, run *trace.Run) runner.Dialog {
+		if !Speaks(o) {
 			return nil
 		}
 		return &acpDialog{o: o, run: run, spec: spec, ready: make(chan struct{}),
-			turns: TurnCounter{Limit: o.MaxTurns}, asked: map[string]string{}}
+			turns: runner.TurnCounter{Limit: o.MaxTurns}, asked: map[string]string{}}
 	}
 }
 
-func (d *acpDialog) Source(stdout io.Reader) EventSource {
-	d.conn = acp.NewConn(stdout, acp.Options{MaxOutputSize: MaxEventOutput, ExitCode: d.spec.exitCode, Capture: d.capture})
+func (d *acpDialog) Source(stdout io.Reader) runner.EventSource {
+	d.conn = NewConn(stdout, Options{MaxOutputSize: runner.MaxEventOutput, ExitCode: d.spec.ExitCode, Capture: d.capture})
 	close(d.ready)
 	return d.conn
 }
@@ -115,7 +115,7 @@ func (d *acpDialog) Observe(ev trace.Event) {
 	}
 }
 
-func (d *acpDialog) Begin(ctx context.Context, stdin io.WriteCloser, t Talk) {
+func (d *acpDialog) Begin(ctx context.Context, stdin io.WriteCloser, t runner.Talk) {
 	select {
 	case <-d.ready:
 	case <-ctx.Done():
@@ -131,8 +131,8 @@ func (d *acpDialog) Begin(ctx context.Context, stdin io.WriteCloser, t Talk) {
 		d.conn.Finish("", err)
 	} else {
 		d.converse(ctx, t)
-		if d.spec.beforeEnd != nil && ctx.Err() == nil {
-			d.spec.beforeEnd(ctx, d.o, d.conn.Decoder().SessionID())
+		if d.spec.BeforeEnd != nil && ctx.Err() == nil {
+			d.spec.BeforeEnd(ctx, d.o, d.conn.Decoder().SessionID())
 		}
 	}
 	// The agent exits once its stdin ends.
@@ -157,8 +157,8 @@ func (d *acpDialog) open(ctx context.Context) error {
 	if !init.AgentCapabilities.LoadSession {
 		return errors.New("the agent cannot load a session over ACP, so it cannot resume " + d.o.ResumeSession)
 	}
-	if d.spec.beforeLoad != nil {
-		if err := d.spec.beforeLoad(ctx, d.o, d.o.ResumeSession); err != nil {
+	if d.spec.BeforeLoad != nil {
+		if err := d.spec.BeforeLoad(ctx, d.o, d.o.ResumeSession); err != nil {
 			return err
 		}
 	}
@@ -176,9 +176,9 @@ type steering struct {
 // converse prompts the task, then whatever is queued each time a turn
 // ends; it ends at a turn's end with nothing queued (after an interrupt,
 // once the linger has passed without a message), and posts the result.
-func (d *acpDialog) converse(ctx context.Context, t Talk) {
+func (d *acpDialog) converse(ctx context.Context, t runner.Talk) {
 	st := &steering{ch: d.o.Desk.Steering(ctx, d.run.ID)}
-	text := d.spec.prompt(d.o)
+	text := d.spec.Prompt(d.o)
 	for {
 		resp, err := d.turn(ctx, text, st, t)
 		if st.cancelled || ctx.Err() != nil {
@@ -209,7 +209,7 @@ func (d *acpDialog) converse(ctx context.Context, t Talk) {
 }
 
 // turn sends one prompt and relays steering until its turn ends.
-func (d *acpDialog) turn(ctx context.Context, text string, st *steering, t Talk) (sdk.PromptResponse, error) {
+func (d *acpDialog) turn(ctx context.Context, text string, st *steering, t runner.Talk) (sdk.PromptResponse, error) {
 	asking, endAsks := context.WithCancel(ctx)
 	defer endAsks()
 	d.mu.Lock()
@@ -240,12 +240,12 @@ func (d *acpDialog) turn(ctx context.Context, text string, st *steering, t Talk)
 
 // steer acts on s during a turn (interrupt is the turn's cancel) or
 // between turns (nil).
-func (d *acpDialog) steer(ctx context.Context, s interact.Steer, st *steering, t Talk, interrupt context.CancelFunc) {
+func (d *acpDialog) steer(ctx context.Context, s interact.Steer, st *steering, t runner.Talk, interrupt context.CancelFunc) {
 	switch s.Kind {
 	case interact.SteerCancel:
 		d.delivered(ctx, s)
 		st.cancelled = true
-		t.Stop(ErrCancelled)
+		t.Stop(runner.ErrCancelled)
 	case interact.SteerInterrupt:
 		d.interrupt(ctx, s, st, interrupt)
 		d.delivered(ctx, s)
@@ -295,7 +295,7 @@ func (d *acpDialog) next(ctx context.Context, st *steering) (text string, ok boo
 
 // linger keeps an interrupted run open for a message, up to --linger; it
 // reports whether one came.
-func (d *acpDialog) linger(ctx context.Context, st *steering, t Talk) bool {
+func (d *acpDialog) linger(ctx context.Context, st *steering, t runner.Talk) bool {
 	timer := time.NewTimer(d.o.LingerWait())
 	defer timer.Stop()
 	for {
@@ -346,8 +346,8 @@ func (d *acpDialog) post(ev trace.Event) {
 // permit decides the agent's requests for permission: lane's mode and
 // rules, then a person, through the gate. A person's denial's message is
 // told to the agent with its next prompt.
-func (d *acpDialog) permit(gate *interact.Gate) acp.Permit {
-	return func(ctx context.Context, p acp.Permission) acp.Verdict {
+func (d *acpDialog) permit(gate *interact.Gate) Permit {
+	return func(ctx context.Context, p Permission) Verdict {
 		d.mu.Lock()
 		asking := d.asking
 		d.mu.Unlock()
@@ -362,10 +362,10 @@ func (d *acpDialog) permit(gate *interact.Gate) acp.Permit {
 		dec, err := gate.Check(ctx, tc.Call(), req)
 		if err != nil {
 			d.unanswered(tc)
-			return acp.Cancel
+			return Cancel
 		}
 		if dec.Allow {
-			return acp.Allow
+			return Allow
 		}
 		// A person's words (or the timeout's) are worth a prompt of their
 		// own; a rule's would only repeat the refusal, turn after turn.
@@ -374,13 +374,13 @@ func (d *acpDialog) permit(gate *interact.Gate) acp.Permit {
 			d.notes = append(d.notes, note{summary: interact.Summarize(tc.Name, tc.Input), message: dec.Message, by: dec.By})
 			d.mu.Unlock()
 		}
-		return acp.Reject
+		return Reject
 	}
 }
 
 // unanswered closes the request of a call that the turn's end left
 // waiting: nobody decided it, and the agent was told it was cancelled.
-func (d *acpDialog) unanswered(tc acp.ToolCall) {
+func (d *acpDialog) unanswered(tc ToolCall) {
 	d.mu.Lock()
 	id, ok := d.asked[tc.ID]
 	d.mu.Unlock()
@@ -393,6 +393,6 @@ func (d *acpDialog) unanswered(tc acp.ToolCall) {
 
 // The optional parts of a dialog that acpDialog has.
 var (
-	_ Sourcer  = (*acpDialog)(nil)
-	_ Replayer = (*acpDialog)(nil)
+	_ runner.Sourcer  = (*acpDialog)(nil)
+	_ runner.Replayer = (*acpDialog)(nil)
 )

@@ -1,4 +1,4 @@
-package runner
+package acp
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
-	"lane/runtimes/acp"
+	"lane/runner"
 	"lane/trace"
 )
 
@@ -21,7 +21,7 @@ import (
 // initialize) is taken from the stored session event.
 type acpReplay struct {
 	run     *trace.Run
-	dec     *acp.Decoder
+	dec     *Decoder
 	started bool              // a session answer was read
 	cancel  bool              // lane cancelled the turn under way
 	asks    map[string]acpAsk // requests for permission, by tool call
@@ -34,10 +34,10 @@ type acpAsk struct {
 	options []sdk.PermissionOption
 }
 
-func (d *acpDialog) Replay(run *trace.Run, segs []Segment) map[int][]trace.Event {
-	r := &acpReplay{run: run, dec: acp.NewDecoder(), asks: map[string]acpAsk{}, out: map[int][]trace.Event{}}
-	r.dec.ExitCode = d.spec.exitCode
-	r.dec.MaxOutputSize = MaxEventOutput
+func (d *acpDialog) Replay(run *trace.Run, segs []runner.Segment) map[int][]trace.Event {
+	r := &acpReplay{run: run, dec: NewDecoder(), asks: map[string]acpAsk{}, out: map[int][]trace.Event{}}
+	r.dec.ExitCode = d.spec.ExitCode
+	r.dec.MaxOutputSize = runner.MaxEventOutput
 	r.version(segs)
 	for i, s := range segs {
 		if !s.IsLine() {
@@ -53,11 +53,11 @@ func (d *acpDialog) Replay(run *trace.Run, segs []Segment) map[int][]trace.Event
 // keepToolNames gives each call the name its stored events have (its
 // tool_call's, else any other's): opencode names a call in its first
 // update, a line that gave no event and so was not stored.
-func keepToolNames(out map[int][]trace.Event, segs []Segment) {
+func keepToolNames(out map[int][]trace.Event, segs []runner.Segment) {
 	names := map[string]string{}
 	for _, s := range segs {
 		for _, ev := range s.Events {
-			if ev.ToolUseID == "" || ev.ToolName == "" || LaneMade(ev.Kind) {
+			if ev.ToolUseID == "" || ev.ToolName == "" || runner.LaneMade(ev.Kind) {
 				continue
 			}
 			if _, ok := names[ev.ToolUseID]; !ok || ev.Kind == trace.KindToolCall {
@@ -76,7 +76,7 @@ func keepToolNames(out map[int][]trace.Event, segs []Segment) {
 
 // version tells the decoder the agent's version, as the stored session
 // event has it.
-func (r *acpReplay) version(segs []Segment) {
+func (r *acpReplay) version(segs []runner.Segment) {
 	for _, s := range segs {
 		for _, ev := range s.Events {
 			if ev.Kind == trace.KindSession && ev.Version != "" {
@@ -168,7 +168,7 @@ type acpLine struct {
 	} `json:"error"`
 }
 
-func (r *acpReplay) received(i int, s Segment) {
+func (r *acpReplay) received(i int, s runner.Segment) {
 	var m acpLine
 	if json.Unmarshal(s.Raw, &m) == nil {
 		switch {
@@ -199,7 +199,7 @@ func (r *acpReplay) request(m acpLine) {
 		// stored lines after it are the run's own.
 		r.started = true
 		r.send(m.ID, sdk.AgentMethodSessionLoad, map[string]any{"sessionId": r.run.SessionID, "cwd": r.run.Dir})
-		r.send(json.RawMessage(`"lane-reindex-replayed"`), acp.ReplayedMethod, nil)
+		r.send(json.RawMessage(`"lane-reindex-replayed"`), ReplayedMethod, nil)
 		r.dec.Received(0, []byte(`{"jsonrpc":"2.0","id":"lane-reindex-replayed","error":{"code":-32601,"message":"Method not found"}}`))
 	case hasStop || m.Error != nil && m.Error.Code != -32601:
 		r.send(m.ID, sdk.AgentMethodSessionPrompt, map[string]any{"sessionId": r.dec.SessionID()})

@@ -1,4 +1,4 @@
-package runner
+package claude
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 
 	"lane/interact"
 	"lane/internal/anthropictest"
+	"lane/runner"
 	"lane/streamjson"
 	"lane/trace"
 )
@@ -31,15 +32,15 @@ const claudeWait = 30 * time.Second
 
 func TestClaudeArgsUnattendedAreAsBefore(t *testing.T) {
 	t.Parallel()
-	full := Options{
+	full := runner.Options{
 		Dir: "/proj", AddDirs: []string{"/lib"}, Prompt: "-fix it", Model: "sonnet", PermissionMode: "acceptEdits",
 		AllowedTools: []string{"Read", "Bash(git *)"}, AppendSystemPrompt: "be brief", ResumeSession: "sess-1", MaxTurns: 7,
 	}
 	for _, tc := range []struct {
-		o    Options
+		o    runner.Options
 		want []string
 	}{
-		{Options{Dir: "/proj", Prompt: "p"}, []string{"-p", "--output-format", "stream-json", "--verbose",
+		{runner.Options{Dir: "/proj", Prompt: "p"}, []string{"-p", "--output-format", "stream-json", "--verbose",
 			"--add-dir", "/proj", "--strict-mcp-config", "--", "p"}},
 		{full, []string{"-p", "--output-format", "stream-json", "--verbose", "--model", "sonnet",
 			"--add-dir", "/proj", "--add-dir", "/lib", "--permission-mode", "acceptEdits",
@@ -54,7 +55,7 @@ func TestClaudeArgsUnattendedAreAsBefore(t *testing.T) {
 
 func TestClaudeArgsInteractive(t *testing.T) {
 	t.Parallel()
-	base := Options{Dir: "/proj", Prompt: "-fix it", AllowedTools: []string{"Read"}, DenyRules: []string{"Bash(rm *)", "WebFetch"},
+	base := runner.Options{Dir: "/proj", Prompt: "-fix it", AllowedTools: []string{"Read"}, DenyRules: []string{"Bash(rm *)", "WebFetch"},
 		Desk: interact.NewMemory()}
 	for _, tc := range []struct {
 		mode        string
@@ -168,7 +169,7 @@ type claudeRig struct {
 	srv  *anthropictest.Server
 	desk *interact.Memory
 	rec  *claudeRecorder
-	o    Options
+	o    runner.Options
 	done chan struct{}
 	run  *trace.Run
 	err  error
@@ -184,11 +185,11 @@ func newClaudeRig(t *testing.T, mode string, turns ...anthropictest.Turn) *claud
 	bin := anthropictest.ClaudeBin(t)
 	srv := anthropictest.NewServer(t, turns...)
 	r := &claudeRig{t: t, srv: srv, desk: interact.NewMemory(), rec: newClaudeRecorder(), done: make(chan struct{}), home: t.TempDir()}
-	r.o = Options{
-		Found: &Binary{Path: bin, Version: "2.1.328 (Claude Code)"}, Dir: t.TempDir(), Prompt: "do the task",
+	r.o = runner.Options{
+		Found: &runner.Binary{Path: bin, Version: "2.1.328 (Claude Code)"}, Dir: t.TempDir(), Prompt: "do the task",
 		Model: "sonnet", Label: "sonnet", PermissionMode: mode,
 		Env: anthropictest.ClaudeEnv(srv.URL(), r.home), Desk: r.desk,
-		Watchdogs: Watchdogs{FirstByte: claudeWait, Hard: 2 * claudeWait}, TempDir: t.TempDir(),
+		Watchdogs: runner.Watchdogs{FirstByte: claudeWait, Hard: 2 * claudeWait}, TempDir: t.TempDir(),
 	}
 	if mode != "bypassPermissions" {
 		r.o.AllowedTools = []string{"Read"} // anything else is asked
@@ -205,7 +206,7 @@ func (r *claudeRig) start() {
 		if err := os.WriteFile(tee, []byte(script), 0o755); err != nil {
 			r.t.Fatal(err)
 		}
-		r.o.Found = &Binary{Path: tee, Version: r.o.Found.Version}
+		r.o.Found = &runner.Binary{Path: tee, Version: r.o.Found.Version}
 	}
 	go func() {
 		defer close(r.done)
@@ -309,7 +310,7 @@ func (r *claudeRig) capture(name string) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	dir := filepath.Join("..", "streamjson", "testdata", "claude-code-2.1.328")
+	dir := filepath.Join("..", "..", "streamjson", "testdata", "claude-code-2.1.328")
 	for path, b := range map[string][]byte{
 		filepath.Join(dir, "dialog_"+name+".jsonl"):          out.Bytes(),
 		filepath.Join(dir, "stdin", "dialog_"+name+".jsonl"): in,
@@ -867,11 +868,11 @@ func BenchmarkClaudeTwoWay(b *testing.B) {
 	}{{"one-way", nil}, {"two-way", interact.NewMemory()}} {
 		b.Run(mode.name, func(b *testing.B) {
 			for b.Loop() {
-				o := Options{
-					Found: &Binary{Path: bin, Version: "2.1.328 (Claude Code)"}, Dir: b.TempDir(), Prompt: "write hello",
+				o := runner.Options{
+					Found: &runner.Binary{Path: bin, Version: "2.1.328 (Claude Code)"}, Dir: b.TempDir(), Prompt: "write hello",
 					Model: "sonnet", Label: "sonnet", PermissionMode: "bypassPermissions",
 					Env: anthropictest.ClaudeEnv(srv.URL(), b.TempDir()), Desk: mode.desk,
-					Watchdogs: Watchdogs{Hard: 2 * claudeWait}, TempDir: b.TempDir(),
+					Watchdogs: runner.Watchdogs{Hard: 2 * claudeWait}, TempDir: b.TempDir(),
 				}
 				run, err := runClaude(context.Background(), o, newClaudeRecorder())
 				if err != nil || run.Status != trace.StatusSucceeded || run.ResultText != "Done" {
@@ -880,4 +881,15 @@ func BenchmarkClaudeTwoWay(b *testing.B) {
 			}
 		})
 	}
+}
+
+// runClaude runs o on Claude Code, as lane run does.
+func runClaude(ctx context.Context, o runner.Options, rec runner.Recorder) (*trace.Run, error) {
+	return runner.Run(ctx, runner.Job{Runtime: Runtime(), Options: o}, rec)
+}
+
+// fileExists reports whether p names a file that is not a folder.
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
 }

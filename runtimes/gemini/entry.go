@@ -1,11 +1,10 @@
-package runner
+package gemini
 
 import (
 	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"lane/runtimes/descriptor"
 	"log/slog"
 	"maps"
 	"os"
@@ -14,45 +13,46 @@ import (
 	"strings"
 	"time"
 
+	"lane/runner"
 	"lane/runtimes/acp"
-	"lane/runtimes/gemini"
+	"lane/runtimes/descriptor"
 	"lane/trace"
 )
 
-// geminiRuntime is Google's Gemini CLI:
+// Runtime is Google's Gemini CLI:
 // `gemini --output-format stream-json --yolo --prompt=TASK`, or `gemini
 // --acp` for an interactive run that may ask (see useACP).
-func geminiRuntime() *Runtime {
-	return &Runtime{
+func Runtime() *runner.Runtime {
+	return &runner.Runtime{
 		Descriptor: descriptor.Descriptor{
 			Name: "gemini", Title: "Gemini CLI", Package: "@google/gemini-cli",
 			EndpointAPI: "gemini", KeyEnv: "GEMINI_API_KEY", EnforcesTurns: true,
 			ModelProvider: "gcp.gemini",
 		},
-		Describe: gemini.Call,
-		Process: &Process{
-			Binary: BinarySpec{VersionOK: IsSemver, Want: "a version number"},
+		Describe: Call,
+		Process: &runner.Process{
+			Binary: runner.BinarySpec{VersionOK: runner.IsSemver, Want: "a version number"},
 			Setup:  geminiSetup,
-			NewSource: func(r io.Reader) EventSource {
-				d := gemini.NewDecoder(r)
-				d.MaxOutputSize = MaxEventOutput
+			NewSource: func(r io.Reader) runner.EventSource {
+				d := NewDecoder(r)
+				d.MaxOutputSize = runner.MaxEventOutput
 				return d
 			},
-			NewJudge: func(o Options) Judge {
-				if useACP(o) {
-					return &CLIJudge{Options: o, Tally: &acp.Tally{Model: o.PricedModel()}}
+			NewJudge: func(o runner.Options) runner.Judge {
+				if acp.Speaks(o) {
+					return &runner.CLIJudge{Options: o, Tally: &acp.Tally{Model: o.PricedModel()}}
 				}
-				return &CLIJudge{Options: o, Tally: &gemini.Tally{}}
+				return &runner.CLIJudge{Options: o, Tally: &Tally{}}
 			},
 			Final:      func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
-			StopOn:     AuthRefusal,
-			ShellLog:   &ShellLog{Files: geminiLogs, ExitCode: gemini.ShellExitCode},
-			AuthHint:   gemini.AuthHint,
-			Capability: cliCapability,
+			StopOn:     runner.AuthRefusal,
+			ShellLog:   &runner.ShellLog{Files: geminiLogs, ExitCode: ShellExitCode},
+			AuthHint:   AuthHint,
+			Capability: acp.Capability,
 			Hermetic:   geminiHermetic,
 			// In a container: its key, endpoint, home and switches.
 			ContainerEnv: []string{"GEMINI_", "GOOGLE_"},
-			NewDialog:    acpDialogFor(acpSpec{prompt: Options.PromptWithAddition, beforeLoad: geminiLoadMoveAside, exitCode: gemini.ACPExitCode}),
+			NewDialog:    acp.DialogFor(acp.Spec{Prompt: runner.Options.PromptWithAddition, BeforeLoad: geminiLoadMoveAside, ExitCode: ACPExitCode}),
 		},
 	}
 }
@@ -65,9 +65,9 @@ func geminiRuntime() *Runtime {
 // is honoured only for root-owned files), so lane gives it a home of
 // lane's own, GEMINI_CLI_HOME under StateDir, where its sessions also stay
 // for resume.
-func geminiSetup(o Options, conf string) (Setup, error) {
+func geminiSetup(o runner.Options, conf string) (runner.Setup, error) {
 	args := []string{"--output-format", "stream-json", "--yolo", "--skip-trust"}
-	if useACP(o) {
+	if acp.Speaks(o) {
 		args = []string{"--acp", "--skip-trust"}
 	}
 	if o.Model != "" {
@@ -76,7 +76,7 @@ func geminiSetup(o Options, conf string) (Setup, error) {
 	for _, d := range o.AddDirs {
 		args = append(args, "--include-directories", d)
 	}
-	if o.ResumeSession != "" && !useACP(o) {
+	if o.ResumeSession != "" && !acp.Speaks(o) {
 		args = append(args, "--resume", o.ResumeSession) // ACP loads it with session/load
 	}
 	// Without this gemini relaunches itself as a child that ignores SIGINT.
@@ -86,19 +86,19 @@ func geminiSetup(o Options, conf string) (Setup, error) {
 		if o.StateDir != "" {
 			home = geminiStateHome(o)
 		}
-		if err := WriteJSON(filepath.Join(home, ".gemini", "settings.json"), geminiSettings); err != nil {
-			return Setup{}, err
+		if err := runner.WriteJSON(filepath.Join(home, ".gemini", "settings.json"), geminiSettings); err != nil {
+			return runner.Setup{}, err
 		}
 		env = append(env,
 			"GEMINI_CLI_HOME="+home,
 			"GOOGLE_GEMINI_BASE_URL="+o.BaseURL,
 			"GEMINI_API_KEY="+o.KeyFrom(o.Env))
 	}
-	if useACP(o) {
-		return Setup{Args: args, Env: env}, nil
+	if acp.Speaks(o) {
+		return runner.Setup{Args: args, Env: env}, nil
 	}
 	// One argument, so that a task starting with "-" stays a task.
-	return Setup{Args: append(args, "--prompt="+o.PromptWithAddition()), Env: env}, nil
+	return runner.Setup{Args: append(args, "--prompt="+o.PromptWithAddition()), Env: env}, nil
 }
 
 // geminiSettings is the settings.json of lane's Gemini CLI home: API-key
@@ -116,7 +116,7 @@ var geminiSettings = map[string]any{
 
 // geminiStateHome is lane's lasting Gemini CLI home, for the runs it
 // points at an endpoint.
-func geminiStateHome(o Options) string { return filepath.Join(o.StateDir, "gemini") }
+func geminiStateHome(o runner.Options) string { return filepath.Join(o.StateDir, "gemini") }
 
 // geminiLogMinute is the layout of the minute in a Gemini CLI session
 // log's name: session-2006-01-02T15-04-ID8.jsonl.
@@ -132,7 +132,7 @@ const geminiLogMinute = "2006-01-02T15-04"
 // session-*.jsonl, so a log of an earlier minute loads at once, where
 // waiting for the next minute would cost up to a minute. (Its --resume of
 // the JSON stream has no such trouble.)
-func geminiLoadMoveAside(ctx context.Context, o Options, session string) error {
+func geminiLoadMoveAside(ctx context.Context, o runner.Options, session string) error {
 	env := o.Env
 	if o.BaseURL != "" && o.StateDir != "" {
 		env = append(slices.Clone(env), "GEMINI_CLI_HOME="+geminiStateHome(o))
@@ -184,14 +184,14 @@ var geminiUserSetup = []string{"GEMINI.md", "settings.json", "extensions", "comm
 // settings.json with lane's defaults and the user's choice of sign-in
 // alone; a run lane points at an endpoint keeps lane's (an API key). Its
 // sessions stay there for the attempt's later tries.
-func geminiHermetic(o Options, env []string) (add, excluded []string, err error) {
-	base := cmp.Or(LookupEnv(o.Env, "GEMINI_CLI_HOME"), LookupEnv(o.Env, "HOME"))
+func geminiHermetic(o runner.Options, env []string) (add, excluded []string, err error) {
+	base := cmp.Or(runner.LookupEnv(o.Env, "GEMINI_CLI_HOME"), runner.LookupEnv(o.Env, "HOME"))
 	user := ""
 	if base != "" {
 		user = filepath.Join(base, ".gemini")
 	}
 	home := filepath.Join(o.HermeticHome, "gemini")
-	dir, excluded, err := HermeticConfig(home, ".gemini", user, []string{"oauth_creds.json", "google_accounts.json"}, geminiUserSetup)
+	dir, excluded, err := runner.HermeticConfig(home, ".gemini", user, []string{"oauth_creds.json", "google_accounts.json"}, geminiUserSetup)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -200,7 +200,7 @@ func geminiHermetic(o Options, env []string) (add, excluded []string, err error)
 		src, defaults = filepath.Join(user, "settings.json"), maps.Clone(geminiSettings)
 		delete(defaults, "security") // the user's sign-in, or what the environment says
 	}
-	if err := WriteSignInSettings(src, filepath.Join(dir, "settings.json"), defaults); err != nil {
+	if err := runner.WriteSignInSettings(src, filepath.Join(dir, "settings.json"), defaults); err != nil {
 		return nil, nil, err
 	}
 	return []string{"GEMINI_CLI_HOME=" + home}, excluded, nil
@@ -210,6 +210,6 @@ func geminiHermetic(o Options, env []string) (add, excluded []string, err error)
 // $GEMINI_CLI_HOME/.gemini/tmp/PROJECT/chats/session-DATE-ID8.jsonl
 // ($HOME when GEMINI_CLI_HOME is not set).
 func geminiLogs(env []string) func(string) []string {
-	root := gemini.LogsRoot(LookupEnv(env, "GEMINI_CLI_HOME"), LookupEnv(env, "HOME"))
-	return func(session string) []string { return gemini.SessionLogs(root, session) }
+	root := LogsRoot(runner.LookupEnv(env, "GEMINI_CLI_HOME"), runner.LookupEnv(env, "HOME"))
+	return func(session string) []string { return SessionLogs(root, session) }
 }

@@ -1,4 +1,4 @@
-package runner
+package codex
 
 import (
 	"context"
@@ -14,7 +14,8 @@ import (
 	"lane/interact"
 	"lane/internal/clitest"
 	"lane/internal/responsestest"
-	"lane/runtimes/codex"
+	"lane/internal/runtest"
+	"lane/runner"
 	"lane/trace"
 )
 
@@ -34,7 +35,7 @@ type codexRig struct {
 	t    *testing.T
 	srv  *responsestest.Server
 	desk *interact.Memory
-	o    Options
+	o    runner.Options
 	rec  *signalRecorder
 	ctx  context.Context
 }
@@ -48,12 +49,12 @@ func newCodexRig(t *testing.T, turns ...responsestest.Turn) *codexRig {
 	r := &codexRig{
 		t: t, srv: srv, desk: interact.NewMemory(), rec: newSignalRecorder(), ctx: ctx,
 	}
-	r.o = Options{
-		Found: &Binary{Path: bin, Version: "codex-cli 0.171.0"}, Dir: t.TempDir(), Prompt: "write hello.txt",
+	r.o = runner.Options{
+		Found: &runner.Binary{Path: bin, Version: "codex-cli 0.171.0"}, Dir: t.TempDir(), Prompt: "write hello.txt",
 		Model: "test-model", Label: "test-model", BaseURL: srv.URL(), KeyEnv: "OPENAI_API_KEY",
 		Env:  append(clitest.Env(t.TempDir()), "OPENAI_API_KEY=sk-test"),
 		Desk: r.desk, Attended: true,
-		Watchdogs: Watchdogs{Hard: 80 * time.Second}, TempDir: t.TempDir(),
+		Watchdogs: runner.Watchdogs{Hard: 80 * time.Second}, TempDir: t.TempDir(),
 		PermissionMode: "default", AllowedTools: []string{"Read"},
 	}
 	return r
@@ -70,14 +71,14 @@ func (r *codexRig) capture(name string) {
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		r.t.Fatal(err)
 	}
-	r.o.Found = &Binary{Path: script, Version: r.o.Found.Version}
+	r.o.Found = &runner.Binary{Path: script, Version: r.o.Found.Version}
 }
 
 // start runs the run in the background; wait returns it.
 func (r *codexRig) start() func() *trace.Run {
 	done := make(chan *trace.Run, 1)
 	go func() {
-		run, err := runOn(r.ctx, "codex", r.o, r.rec)
+		run, err := runCodex(r.ctx, r.o, r.rec)
 		if err != nil {
 			r.t.Error(err)
 		}
@@ -124,9 +125,7 @@ func (r *codexRig) await(kind trace.Kind) trace.Event {
 }
 
 func (r *codexRig) events(run *trace.Run) []trace.Event {
-	r.rec.mu.Lock()
-	defer r.rec.mu.Unlock()
-	return slices.Clone(r.rec.events[run.ID])
+	return r.rec.EventsOf(run.ID)
 }
 
 func (r *codexRig) request(n int) responsestest.Request {
@@ -140,12 +139,12 @@ func (r *codexRig) request(n int) responsestest.Request {
 
 // signalRecorder is a memRecorder that also hands every event to seen.
 type signalRecorder struct {
-	*memRecorder
+	*runtest.MemRecorder
 	seen chan trace.Event
 }
 
 func newSignalRecorder() *signalRecorder {
-	return &signalRecorder{memRecorder: newMemRecorder(), seen: make(chan trace.Event, 4096)}
+	return &signalRecorder{MemRecorder: runtest.NewMemRecorder(), seen: make(chan trace.Event, 4096)}
 }
 
 func (s *signalRecorder) Event(ev trace.Event) error {
@@ -153,7 +152,7 @@ func (s *signalRecorder) Event(ev trace.Event) error {
 	case s.seen <- ev:
 	default:
 	}
-	return s.memRecorder.Event(ev)
+	return s.MemRecorder.Event(ev)
 }
 
 func findEvent(evs []trace.Event, kind trace.Kind) (int, trace.Event) {
@@ -476,7 +475,7 @@ func TestCodexInteractiveResume(t *testing.T) {
 
 func TestCodexSetupInteractive(t *testing.T) {
 	t.Parallel()
-	o := Options{Dir: "/proj", Prompt: "-fix it", Model: "m1", BaseURL: "http://127.0.0.1:9/v1", KeyEnv: "MY_KEY",
+	o := runner.Options{Dir: "/proj", Prompt: "-fix it", Model: "m1", BaseURL: "http://127.0.0.1:9/v1", KeyEnv: "MY_KEY",
 		Env: []string{"MY_KEY=sk-1"}, Desk: interact.NewMemory()}
 	// A bench's attempt: a desk to cancel it by, nobody to steer it, a
 	// mode that never asks: codex exec, as unattended runs have.
@@ -508,8 +507,8 @@ func TestCodexSetupInteractive(t *testing.T) {
 
 func TestCodexCall(t *testing.T) {
 	t.Parallel()
-	cmd := codex.Approval{ItemID: "c1", Command: `/bin/bash -lc 'git status'`}
-	call, req := codexCall(codex.MethodCommandApproval, cmd, nil, "/proj")
+	cmd := Approval{ItemID: "c1", Command: `/bin/bash -lc 'git status'`}
+	call, req := codexCall(MethodCommandApproval, cmd, nil, "/proj")
 	if call.Tool != "Bash" || call.Kind != trace.CallShell || call.Command != "git status" ||
 		req.Tool != "command_execution" || req.Summary != "git status" || string(req.Input) != `{"command":"git status"}` {
 		t.Errorf("command: %+v %+v", call, req)
@@ -518,14 +517,14 @@ func TestCodexCall(t *testing.T) {
 	if v, _ := pol.Judge(call); v != interact.Allow {
 		t.Errorf("Bash(git status:*) does not allow %+v", call)
 	}
-	add := []codex.FileChange{{Path: "/proj/a.txt", Kind: "add"}}
-	call, req = codexCall(codex.MethodFileChangeApproval, codex.Approval{ItemID: "p1"}, add, "/proj")
+	add := []FileChange{{Path: "/proj/a.txt", Kind: "add"}}
+	call, req = codexCall(MethodFileChangeApproval, Approval{ItemID: "p1"}, add, "/proj")
 	if call.Tool != "Write" || call.Kind != trace.CallWrite || !slices.Equal(call.Paths, []string{"/proj/a.txt"}) ||
 		req.Tool != "file_change" || req.Summary != "add /proj/a.txt" {
 		t.Errorf("add: %+v %+v", call, req)
 	}
-	edit := append(add, codex.FileChange{Path: "/proj/b.go", Kind: "update"})
-	if call, _ = codexCall(codex.MethodFileChangeApproval, codex.Approval{}, edit, "/proj"); call.Tool != "Edit" || len(call.Paths) != 2 {
+	edit := append(add, FileChange{Path: "/proj/b.go", Kind: "update"})
+	if call, _ = codexCall(MethodFileChangeApproval, Approval{}, edit, "/proj"); call.Tool != "Edit" || len(call.Paths) != 2 {
 		t.Errorf("edit: %+v", call)
 	}
 	if v, _ := interact.NewPolicy(interact.ModeAcceptEdits, nil, nil, []string{"/proj"}).Judge(call); v != interact.Allow {
@@ -575,4 +574,9 @@ func TestCodexInteractiveAlways(t *testing.T) {
 	if run.Permissions.Requests != 1 || len(r.desk.Asked) != 0 {
 		t.Errorf("permissions %+v, %d more asked", run.Permissions, len(r.desk.Asked))
 	}
+}
+
+// runCodex runs o on Codex, as lane run does.
+func runCodex(ctx context.Context, o runner.Options, rec runner.Recorder) (*trace.Run, error) {
+	return runner.Run(ctx, runner.Job{Runtime: Runtime(), Options: o}, rec)
 }

@@ -1,0 +1,36 @@
+package claude
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"lane/runner"
+)
+
+func TestClaudeArgs(t *testing.T) {
+	t.Parallel()
+	args := ClaudeArgs(runner.Options{
+		Dir: "/proj", Prompt: "-starts with a dash\nand a newline", Model: "opus",
+		AllowedTools: []string{"Read", "Bash(git *)", "Bash(go test)"}, PermissionMode: "bypassPermissions",
+		AppendSystemPrompt: "be brief", ResumeSession: "s1", MaxTurns: 4,
+	})
+	want := []string{"-p", "--output-format", "stream-json", "--verbose", "--model", "opus",
+		"--add-dir", "/proj", "--permission-mode", "bypassPermissions", "--tools", "Read,Bash", "--allowedTools", "Read,Bash(git *),Bash(go test)",
+		"--strict-mcp-config", "--append-system-prompt", "be brief", "--resume", "s1", "--max-turns", "4",
+		"--", "-starts with a dash\nand a newline"}
+	if strings.Join(args, "|") != strings.Join(want, "|") {
+		t.Errorf("args\n%q\nwant\n%q", args, want)
+	}
+	if slices.Contains(ClaudeArgs(runner.Options{AllowMCP: true, Dir: "/d", Prompt: "p"}), "--strict-mcp-config") {
+		t.Error("--allow-mcp must drop --strict-mcp-config")
+	}
+}
+
+func TestClaudeEnvDropsNestingMarker(t *testing.T) {
+	t.Parallel()
+	env := ClaudeEnv([]string{"CLAUDECODE=1", "ANTHROPIC_API_KEY=k", "IS_SANDBOX=1"})
+	if slices.Contains(env, "CLAUDECODE=1") || !slices.Contains(env, "ANTHROPIC_API_KEY=k") || !slices.Contains(env, "IS_SANDBOX=1") {
+		t.Errorf("env %v", env)
+	}
+}

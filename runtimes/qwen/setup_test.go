@@ -1,0 +1,26 @@
+package qwen
+
+import (
+	"slices"
+	"testing"
+
+	"lane/runner"
+)
+
+// The command line, environment and configuration of one run (part of
+// what runner's TestCLISetup checked of every agent CLI).
+func TestQwenSetup(t *testing.T) {
+	t.Parallel()
+	env := []string{"MY_KEY=sk-1"}
+	base := runner.Options{Dir: "/proj", Prompt: "-fix it", Model: "m1", Env: env}
+	withEndpoint := base
+	withEndpoint.BaseURL, withEndpoint.KeyEnv = "http://127.0.0.1:9/v1", "MY_KEY"
+	resumed := base
+	resumed.ResumeSession = "sess-9"
+
+	su, _ := qwenSetup(withEndpoint, t.TempDir())
+	args, extra := su.Args, su.Env
+	if !slices.Contains(args, "openai") || !slices.Contains(extra, "OPENAI_BASE_URL=http://127.0.0.1:9/v1") || !slices.Contains(extra, "OPENAI_API_KEY=sk-1") {
+		t.Errorf("args %q env %q", args, extra)
+	}
+}
