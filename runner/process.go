@@ -54,27 +54,12 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("per-run configuration folder: %w", err)
 	}
-	su, err := p.Setup(o, conf)
+	inv, su, capability, err := processInvocation(p, o, conf)
 	if err != nil {
 		os.RemoveAll(conf)
 		return nil, err
 	}
-	env := append([]string{}, o.Env...)
-	if p.CleanEnv != nil {
-		env = p.CleanEnv(env)
-	}
-	env = append(env, su.Env...)
-	capability := p.Capability(o)
-	if o.HermeticHome != "" && p.Hermetic != nil {
-		add, excluded, err := p.Hermetic(o, env)
-		if err != nil {
-			os.RemoveAll(conf)
-			return nil, fmt.Errorf("hermetic run: %w", err)
-		}
-		env = append(env, add...)
-		capability.Hermetic = append([]string{}, excluded...)
-	}
-	inv := Invocation{Path: o.Found.Path, Args: su.Args, Dir: o.Dir, Env: env, Stdin: su.Stdin}
+	env := inv.Env
 	if o.Within != nil {
 		// Elsewhere the runtime gets only what it needs of lane's
 		// environment, not the machine's.
@@ -153,6 +138,33 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		a.amend = newShellLog(p.ShellLog.Files(env), p.ShellLog.ExitCode).amend
 	}
 	return a, nil
+}
+
+// processInvocation sets the runtime up in its per-run folder conf and
+// says how to start it: the command line, the environment (lane's, the
+// runtime's setup's and, for a hermetic run, what keeps it in its home)
+// and what the run can do.
+func processInvocation(p *Process, o Options, conf string) (Invocation, Setup, trace.Capability, error) {
+	su, err := p.Setup(o, conf)
+	if err != nil {
+		return Invocation{}, Setup{}, trace.Capability{}, err
+	}
+	env := append([]string{}, o.Env...)
+	if p.CleanEnv != nil {
+		env = p.CleanEnv(env)
+	}
+	env = append(env, su.Env...)
+	capability := p.Capability(o)
+	if o.HermeticHome != "" && p.Hermetic != nil {
+		add, excluded, err := p.Hermetic(o, env)
+		if err != nil {
+			return Invocation{}, Setup{}, trace.Capability{}, fmt.Errorf("hermetic run: %w", err)
+		}
+		env = append(env, add...)
+		capability.Hermetic = append([]string{}, excluded...)
+	}
+	inv := Invocation{Path: o.Found.Path, Args: su.Args, Dir: o.Dir, Env: env, Stdin: su.Stdin}
+	return inv, su, capability, nil
 }
 
 // continueSession makes the attempt after a failed one resume the session
