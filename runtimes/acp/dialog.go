@@ -30,6 +30,17 @@ import (
 // watches it (lane run): it can be cancelled, not steered (see oneWay).
 func Speaks(o runner.Options) bool { return o.Interactive() && o.Mode() != interact.ModeBypass }
 
+// JudgeOr is the judge of a CLI that speaks either ACP or a stream of its
+// own: ACP's tally when the run speaks ACP, else the one own makes.
+func JudgeOr(own func(o runner.Options) runner.CLITally) func(o runner.Options) runner.Judge {
+	return func(o runner.Options) runner.Judge {
+		if Speaks(o) {
+			return &runner.CLIJudge{Options: o, Tally: &Tally{Model: o.PricedModel()}}
+		}
+		return &runner.CLIJudge{Options: o, Tally: own(o)}
+	}
+}
+
 // Capability is what a run of an ACP-capable CLI is allowed: over ACP,
 // its permission mode and rules, which lane applies to every call the
 // agent asks about; else every tool (its own yolo mode).

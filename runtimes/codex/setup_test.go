@@ -5,19 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"lane/runner"
+	"lane/internal/runtest"
 )
 
 // The command line, environment and configuration of one run (part of
 // what runner's TestCLISetup checked of every agent CLI).
 func TestCodexSetup(t *testing.T) {
 	t.Parallel()
-	env := []string{"MY_KEY=sk-1"}
-	base := runner.Options{Dir: "/proj", Prompt: "-fix it", Model: "m1", Env: env}
-	withEndpoint := base
-	withEndpoint.BaseURL, withEndpoint.KeyEnv = "http://127.0.0.1:9/v1", "MY_KEY"
-	resumed := base
-	resumed.ResumeSession = "sess-9"
+	_, withEndpoint, resumed := runtest.SetupCases()
 
 	su, _ := codexSetup(withEndpoint, t.TempDir())
 	args, extra := su.Args, su.Env

@@ -38,12 +38,7 @@ func Runtime() *runner.Runtime {
 				d.MaxOutputSize = runner.MaxEventOutput
 				return d
 			},
-			NewJudge: func(o runner.Options) runner.Judge {
-				if acp.Speaks(o) {
-					return &runner.CLIJudge{Options: o, Tally: &acp.Tally{Model: o.PricedModel()}}
-				}
-				return &runner.CLIJudge{Options: o, Tally: &Tally{}}
-			},
+			NewJudge:   acp.JudgeOr(func(_ runner.Options) runner.CLITally { return &Tally{} }),
 			Final:      func(ev trace.Event) bool { return ev.Kind == trace.KindResult },
 			StopOn:     runner.AuthRefusal,
 			ShellLog:   &runner.ShellLog{Files: geminiLogs, ExitCode: ShellExitCode},

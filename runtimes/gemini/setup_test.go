@@ -7,19 +7,14 @@ import (
 	"slices"
 	"testing"
 
-	"lane/runner"
+	"lane/internal/runtest"
 )
 
 // The command line, environment and configuration of one run (part of
 // what runner's TestCLISetup checked of every agent CLI).
 func TestGeminiSetup(t *testing.T) {
 	t.Parallel()
-	env := []string{"MY_KEY=sk-1"}
-	base := runner.Options{Dir: "/proj", Prompt: "-fix it", Model: "m1", Env: env}
-	withEndpoint := base
-	withEndpoint.BaseURL, withEndpoint.KeyEnv = "http://127.0.0.1:9/v1", "MY_KEY"
-	resumed := base
-	resumed.ResumeSession = "sess-9"
+	base, withEndpoint, _ := runtest.SetupCases()
 
 	conf := t.TempDir()
 	su, err := geminiSetup(withEndpoint, conf)

@@ -30,12 +30,7 @@ func Runtime() *runner.Runtime {
 				d.MaxOutputSize = runner.MaxEventOutput
 				return d
 			},
-			NewJudge: func(o runner.Options) runner.Judge {
-				if acp.Speaks(o) {
-					return &runner.CLIJudge{Options: o, Tally: &acp.Tally{Model: o.PricedModel()}}
-				}
-				return &runner.CLIJudge{Options: o, Tally: &Tally{Model: o.PricedModel()}}
-			},
+			NewJudge: acp.JudgeOr(func(o runner.Options) runner.CLITally { return &Tally{Model: o.PricedModel()} }),
 			Final: func(ev trace.Event) bool {
 				return ev.Kind == trace.KindResult || // ACP's, lane's own
 					ev.Kind == trace.KindTask && ev.Subtype == "step_finish" && ev.Result != nil && ev.Result.StopReason == "stop"
