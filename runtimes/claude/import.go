@@ -17,12 +17,12 @@ import (
 	"lane/trace"
 )
 
-// Reader reads Reader Code's transcripts: $CLAUDE_CONFIG_DIR/projects (or
+// Reader reads Claude Code's transcripts: $CLAUDE_CONFIG_DIR/projects (or
 // ~/.claude/projects), one <session>.jsonl per session in a folder per
 // project, and <session>/subagents/agent-<id>.jsonl for each subagent, whose
 // <id>.meta.json names the tool call that started it.
 //
-// What the files hold, from Reader Code 2.1.328's own (testdata): the
+// What the files hold, from Claude Code 2.1.328's own (testdata): the
 // conversation as user and assistant lines (each assistant line one content
 // block, the lines of one API response sharing message.id and requestId,
 // and its usage repeated on each), and bookkeeping lines (queue-operation,

@@ -12,7 +12,7 @@ import (
 	"lane/trace"
 )
 
-// Reader reads Reader CLI's rollouts: $CODEX_HOME (or ~/.codex)
+// Reader reads Codex's rollouts: $CODEX_HOME (or ~/.codex)
 // sessions/YYYY/MM/DD/rollout-*.jsonl and archived_sessions/. One rollout is
 // one thread; a resumed thread (codex exec resume, codex resume) is appended
 // to the same file, and each invocation becomes a run of its own.

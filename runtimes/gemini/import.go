@@ -12,7 +12,7 @@ import (
 	"lane/trace"
 )
 
-// Reader reads Reader CLI's session logs: $GEMINI_CLI_HOME (or ~)
+// Reader reads Gemini CLI's session logs: $GEMINI_CLI_HOME (or ~)
 // .gemini/tmp/PROJECT/chats/session-DATE-ID8.jsonl. Each start of the CLI
 // on a session (a first run, or --resume) writes a header line, and each
 // becomes a run of its own. A message is written again when it gains its

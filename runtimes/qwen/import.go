@@ -11,7 +11,7 @@ import (
 	"lane/trace"
 )
 
-// Reader reads Reader Code's session logs: $QWEN_HOME (or ~/.qwen)
+// Reader reads Qwen Code's session logs: $QWEN_HOME (or ~/.qwen)
 // projects/PROJECT/chats/SESSION.jsonl, one record a line, chained by
 // parentUuid. A resumed session is appended to the same file. Nothing marks
 // where one start of the CLI ends, so each prompt a person gave begins a run
