@@ -90,6 +90,9 @@ func runAttempt(ctx context.Context, a *attempt, rec Recorder) (*trace.Run, erro
 		if a.amend != nil {
 			a.amend(&ev)
 		}
+		if ev.RateLimit != nil {
+			ev.RateLimit.Runtime, ev.RateLimit.Account = run.Runtime, run.Account
+		}
 		var cause error
 		if a.observe != nil {
 			cause = a.observe(ev)
@@ -181,5 +184,7 @@ func noteRunEvent(run *trace.Run, ev trace.Event) {
 		run.Permissions.Allowed++
 	case ev.Kind == trace.KindPermissionDecision:
 		run.Permissions.Denied++
+	case ev.RateLimit != nil:
+		run.Limits = trace.MergeLimits(run.Limits, ev.RateLimit.Windows)
 	}
 }

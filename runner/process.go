@@ -87,6 +87,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 			SessionID:   o.ResumeSession,
 			RuntimeVer:  o.Found.Version,
 			Capability:  capability,
+			Account:     accountOf(p, o),
 		},
 		execute: func(ctx context.Context, emit func(trace.Event) error) (Exit, error) {
 			return supervise(ctx, supervision{
@@ -138,6 +139,15 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		a.amend = newShellLog(p.ShellLog.Files(env), p.ShellLog.ExitCode).amend
 	}
 	return a, nil
+}
+
+// accountOf is the login a run of p uses: the one the user's environment
+// points at.
+func accountOf(p *Process, o Options) string {
+	if p.Account == nil {
+		return ""
+	}
+	return p.Account(o.Env)
 }
 
 // processInvocation sets the runtime up in its per-run folder conf and

@@ -64,7 +64,7 @@ func scanBench(sc scanner) (*trace.Bench, error) {
 	b.Status = trace.Status(status)
 	b.StartedAt = fromUnixNano(started)
 	b.EndedAt = fromUnixNano(ended)
-	if b.Models, err = parseList(models); err != nil {
+	if b.Models, err = parseList[string](models); err != nil {
 		return nil, fmt.Errorf("decode models of bench %s: %w", b.ID, err)
 	}
 	if suite.Valid {

@@ -21,7 +21,8 @@ import (
 // Copying a history from one database to another (lane db copy), either
 // backend to either: runs and their events, benches with their attempts,
 // attempt runs and blobs. Not the workers table, which is the pool's live
-// state rather than history. Sessions are not stored apart: they are the
+// state rather than history, nor the ledger of usage limits, the accounts'
+// live state (the target's own runs keep it). Sessions are not stored apart: they are the
 // runs' session ids, and come with the runs.
 
 // Defaults of CopyOptions.

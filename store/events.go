@@ -27,6 +27,7 @@ type row struct {
 	kind    string
 	payload string
 	raw     []byte
+	limit   *trace.RateLimit // for the ledger of usage limits
 }
 
 func newRow(ev trace.Event) (row, error) {
@@ -41,7 +42,7 @@ func newRow(ev trace.Event) (row, error) {
 	if len(ev.Raw) > 0 {
 		raw = ev.Raw // the caller hands it over (see EventWriter.Write)
 	}
-	return row{runID: ev.RunID, seq: ev.Seq, time: unixNano(ev.Time), kind: string(ev.Kind), payload: string(b), raw: raw}, nil
+	return row{runID: ev.RunID, seq: ev.Seq, time: unixNano(ev.Time), kind: string(ev.Kind), payload: string(b), raw: raw, limit: ev.RateLimit}, nil
 }
 
 func (r row) size() int { return len(r.payload) + len(r.raw) }
@@ -62,6 +63,9 @@ var insertEvents = insertEvent + eventValues + strings.Repeat(", "+eventValues, 
 // reported in rejected while the others go in; without it, such a row fails
 // the whole call.
 func insertRows(ctx context.Context, tx *txn, rows []row, skipRejected bool) (rejected error, err error) {
+	if err := upsertLimits(ctx, tx, rows); err != nil {
+		return nil, err
+	}
 	var (
 		one, many *stmt
 		errs      []error

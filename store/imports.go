@@ -68,7 +68,7 @@ func (s *Store) ImportFiles(ctx context.Context, runtime string) (map[string]*Im
 		if state.Valid {
 			f.State = json.RawMessage(state.String)
 		}
-		if f.Runs, err = parseList(runs); err != nil {
+		if f.Runs, err = parseList[string](runs); err != nil {
 			return nil, fmt.Errorf("decode runs of import file %s: %w", f.Path, err)
 		}
 		files[f.Path] = &f
@@ -268,7 +268,7 @@ func (s *Store) ForgetImport(ctx context.Context, path string) ([]string, error)
 		if err != nil {
 			return err
 		}
-		ids, err := parseList(runs)
+		ids, err := parseList[string](runs)
 		if err != nil {
 			return err
 		}

@@ -24,7 +24,7 @@ var runColumns = []string{
 	"owner_pid", "owner_start", "owner_host", "worker",
 	"permission_requests", "permissions_allowed", "permissions_denied", "cap_steer",
 	"imported", "source", "cache_creation_1h_tokens",
-	"changes", "cap_hermetic",
+	"changes", "cap_hermetic", "account", "limits",
 }
 
 var (
@@ -71,6 +71,10 @@ func runArgs(r *trace.Run) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode changes: %w", err)
 	}
+	limits, err := jsonList(r.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("encode limits: %w", err)
+	}
 	return []any{
 		r.ID, r.ParentRunID, r.Attempt, string(r.Status), r.Runtime, r.Model, r.Dir, r.Prompt, r.SessionID, r.RuntimeVer,
 		r.CostUSD, r.CostEstimate, r.SessionCostUSD,
@@ -81,7 +85,7 @@ func runArgs(r *trace.Run) ([]any, error) {
 		r.OwnerPID, int64(r.OwnerStart), r.OwnerHost, r.Worker,
 		r.Permissions.Requests, r.Permissions.Allowed, r.Permissions.Denied, steer,
 		r.Imported, r.Source, r.Usage.CacheCreation1hTokens,
-		changes, hermetic,
+		changes, hermetic, r.Account, limits,
 	}, nil
 }
 
@@ -94,7 +98,7 @@ func scanRun(sc scanner) (*trace.Run, error) {
 		started, ended, exit    sql.NullInt64
 		addDirs, tools, denials sql.NullString
 		steer, changes          sql.NullString
-		hermetic                sql.NullString
+		hermetic, limits        sql.NullString
 		ownerStart              int64
 	)
 	err := sc.Scan(
@@ -107,7 +111,7 @@ func scanRun(sc scanner) (*trace.Run, error) {
 		&r.OwnerPID, &ownerStart, &r.OwnerHost, &r.Worker,
 		&r.Permissions.Requests, &r.Permissions.Allowed, &r.Permissions.Denied, &steer,
 		&r.Imported, &r.Source, &r.Usage.CacheCreation1hTokens,
-		&changes, &hermetic,
+		&changes, &hermetic, &r.Account, &limits,
 	)
 	if err != nil {
 		return nil, err
@@ -120,17 +124,20 @@ func scanRun(sc scanner) (*trace.Run, error) {
 		c := int(exit.Int64)
 		r.ExitCode = &c
 	}
-	if r.Capability.AddDirs, err = parseList(addDirs); err != nil {
+	if r.Capability.AddDirs, err = parseList[string](addDirs); err != nil {
 		return nil, fmt.Errorf("decode add_dirs of run %s: %w", r.ID, err)
 	}
-	if r.Capability.AllowedTools, err = parseList(tools); err != nil {
+	if r.Capability.AllowedTools, err = parseList[string](tools); err != nil {
 		return nil, fmt.Errorf("decode allowed_tools of run %s: %w", r.ID, err)
 	}
-	if r.Capability.Steer, err = parseList(steer); err != nil {
+	if r.Capability.Steer, err = parseList[string](steer); err != nil {
 		return nil, fmt.Errorf("decode cap_steer of run %s: %w", r.ID, err)
 	}
-	if r.Capability.Hermetic, err = parseList(hermetic); err != nil {
+	if r.Capability.Hermetic, err = parseList[string](hermetic); err != nil {
 		return nil, fmt.Errorf("decode cap_hermetic of run %s: %w", r.ID, err)
+	}
+	if r.Limits, err = parseList[trace.LimitWindow](limits); err != nil {
+		return nil, fmt.Errorf("decode limits of run %s: %w", r.ID, err)
 	}
 	if denials.Valid {
 		r.PermissionDenials = json.RawMessage(denials.String)
@@ -478,7 +485,7 @@ func fromUnixNano(n sql.NullInt64) time.Time {
 }
 
 // jsonList is l as stored: a JSON array, NULL for nil.
-func jsonList(l []string) (any, error) {
+func jsonList[T any](l []T) (any, error) {
 	if l == nil {
 		return nil, nil
 	}
@@ -489,11 +496,11 @@ func jsonList(l []string) (any, error) {
 	return string(b), nil
 }
 
-func parseList(s sql.NullString) ([]string, error) {
+func parseList[T any](s sql.NullString) ([]T, error) {
 	if !s.Valid {
 		return nil, nil
 	}
-	var l []string
+	var l []T
 	if err := json.Unmarshal([]byte(s.String), &l); err != nil {
 		return nil, err
 	}

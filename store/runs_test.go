@@ -49,6 +49,8 @@ func fullRun(t *testing.T, id string) *trace.Run {
 		Prompt:         "do it\nwith ünïcode and 'quotes'",
 		SessionID:      "sess-1",
 		RuntimeVer:     "2.1.0",
+		Account:        "/home/dev/.claude",
+		Limits:         []trace.LimitWindow{{Name: "five_hour", Utilization: 0.92, Status: trace.LimitWarning, ResetsAt: t0.Add(time.Hour).UTC()}},
 		CostUSD:        0.125,
 		CostEstimate:   true,
 		SessionCostUSD: 1.5,

@@ -80,10 +80,10 @@ func (s *Store) Workers(ctx context.Context) ([]Worker, error) {
 			return nil, fmt.Errorf("list workers: %w", err)
 		}
 		w.StartedAt, w.HeartbeatAt, w.StoppedAt = fromUnixNano(started), fromUnixNano(beat), fromUnixNano(stopped)
-		if w.Runtimes, err = parseList(runtimes); err != nil {
+		if w.Runtimes, err = parseList[string](runtimes); err != nil {
 			return nil, fmt.Errorf("decode runtimes of worker %s: %w", w.Name, err)
 		}
-		if w.Running, err = parseList(running); err != nil {
+		if w.Running, err = parseList[string](running); err != nil {
 			return nil, fmt.Errorf("decode running of worker %s: %w", w.Name, err)
 		}
 		out = append(out, w)

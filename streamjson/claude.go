@@ -153,6 +153,8 @@ func decodeLine(w *wireLine, n int64, line []byte, maxOutput int) []trace.Event 
 		evs = resultEvents(w, base)
 	case "control_request", "control_response", "control_cancel_request", "command_lifecycle":
 		evs = controlEvents(w, base)
+	case "rate_limit_event":
+		evs = rateLimitEvents(line, base)
 	}
 	if len(evs) == 0 {
 		ev := base

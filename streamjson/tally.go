@@ -29,8 +29,9 @@ type Tally struct {
 	toolCalls map[string]bool     // tool_use ids seen
 	anonCalls int                 // tool calls without an id
 
-	retries  int             // api_retry events
-	apiError trace.ErrorKind // kind of the last synthetic API error message
+	retries  int              // api_retry events
+	apiError trace.ErrorKind  // kind of the last synthetic API error message
+	limit    *trace.RateLimit // the last rate_limit_event
 }
 
 type message struct {
@@ -79,6 +80,8 @@ func (t *Tally) Observe(ev trace.Event) {
 		}
 	case trace.KindRetry:
 		t.retries++
+	case trace.KindRateLimit:
+		t.limit = ev.RateLimit
 	case trace.KindError:
 		if ev.MessageID != "" && ev.ErrorKind != "" {
 			t.apiError = ev.ErrorKind
@@ -277,6 +280,11 @@ func (t *Tally) Judge(exitCode int) trace.Verdict {
 
 	if len(bad) == 0 {
 		return trace.Verdict{Status: trace.StatusSucceeded}
+	}
+	if t.limit.Refused() && (r.APIErrorStatus == 429 || r.TerminalReason == "api_error") {
+		// Not a contradiction: Claude Code calls the refusal a success
+		// that is an error, and the rate_limit_event says why.
+		return trace.RateLimitedVerdict(t.limit)
 	}
 	v := trace.Verdict{Status: trace.StatusFailed}
 	if len(ok) > 0 && len(bad) > 0 {

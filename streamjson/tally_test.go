@@ -82,7 +82,10 @@ func TestTallyFixtures(t *testing.T) {
 		"i_hangmid_watchdog15s": crash,
 		"j_subagent": {status: trace.StatusSucceeded, usage: trace.Usage{InputTokens: 300, OutputTokens: 60, CacheReadTokens: 150},
 			turns: 3, tools: 2, results: 2, cost: 0.002025, total: 0.002025},
-		"j_subagent_foreground":   ok(u2, 2, 2, 0.00162),
+		"j_subagent_foreground": ok(u2, 2, 2, 0.00162),
+		"l_rate_limit_rejected": {exit: 1, status: trace.StatusFailed, kind: trace.ErrorRateLimited, turns: 1, results: 1,
+			message: "the five_hour usage limit refused the request; it resets at 2026-12-04 03:34 UTC", hint: "lane limits"},
+		"l_rate_limit_warning":    ok(u2, 2, 1, 0.00081),
 		"k_long_bash_task_events": ok(trace.Usage{InputTokens: 2000, OutputTokens: 100, CacheReadTokens: 400, CacheCreationTokens: 200}, 2, 1, 0.00554),
 	}
 	// Two-way runs (runner's interactive tests): a follow-up is a turn and a

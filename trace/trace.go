@@ -5,6 +5,7 @@ package trace
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -32,6 +33,7 @@ const (
 	KindDelta      Kind = "delta"       // a partial message fragment (Text holds a text/thinking delta)
 	KindTodo       Kind = "todo"        // the agent's plan changed (Text: the rendered list)
 	KindTranscript Kind = "transcript"  // the local loop's whole conversation (Raw: JSON), kept for resume
+	KindRateLimit  Kind = "rate_limit"  // a subscription's usage limits as the API reported them (RateLimit)
 
 	// A person in the loop (interactive runs).
 	KindPermissionRequest  Kind = "permission_request"  // a tool call waits for a person (Permission, ToolUseID, ToolName, Input)
@@ -93,6 +95,84 @@ type Retry struct {
 	DelayMS     int64  `json:"delay_ms,omitempty"`
 	ErrorStatus int    `json:"error_status,omitempty"` // HTTP status, 0 when none (e.g. a timeout)
 	Error       string `json:"error,omitempty"`
+}
+
+// Limit statuses, as Anthropic's API says them: a window (or the account
+// as a whole) is allowed, allowed but near its limit, or refusing
+// requests until it resets.
+const (
+	LimitAllowed  = "allowed"
+	LimitWarning  = "allowed_warning"
+	LimitRejected = "rejected"
+)
+
+// RateLimit is one report of a subscription's usage limits, as the model
+// API sent it with a response and the runtime passed it on.
+type RateLimit struct {
+	// Runtime and Account say whose limits these are: the runtime and the
+	// identity of the login it used (its config folder, never a secret).
+	// lane fills them in; the runtime's line does not say.
+	Runtime string `json:"runtime,omitempty"`
+	Account string `json:"account,omitempty"`
+	// Status is the account's as a whole; Window is the window that
+	// decides it (five_hour, seven_day…) and ResetsAt when that one resets.
+	Status   string        `json:"status"`
+	Window   string        `json:"window,omitempty"`
+	ResetsAt time.Time     `json:"resets_at,omitzero"`
+	Windows  []LimitWindow `json:"windows,omitempty"`
+	// Overage is the status of paying beyond the limit ("rejected" when
+	// the account may not).
+	Overage string `json:"overage,omitempty"`
+}
+
+// LimitWindow is the state of one usage window of an account.
+type LimitWindow struct {
+	Name        string    `json:"name"`        // five_hour, seven_day, seven_day_opus…
+	Utilization float64   `json:"utilization"` // the share used, 0 to 1
+	Status      string    `json:"status,omitempty"`
+	ResetsAt    time.Time `json:"resets_at,omitzero"`
+}
+
+// Refused says whether the report refuses requests.
+func (r *RateLimit) Refused() bool { return r != nil && r.Status == LimitRejected }
+
+// Binding is the window the report is about: the one that refuses, else
+// the one named as deciding, else the fullest.
+func (r *RateLimit) Binding() LimitWindow {
+	var named, fullest LimitWindow
+	for _, w := range r.Windows {
+		if w.Status == LimitRejected {
+			return w
+		}
+		if w.Name == r.Window {
+			named = w
+		}
+		if fullest.Name == "" || w.Utilization > fullest.Utilization {
+			fullest = w
+		}
+	}
+	switch {
+	case named.Name != "":
+		return named
+	case r.Window == "" && fullest.Name != "":
+		return fullest
+	}
+	return LimitWindow{Name: r.Window, Status: r.Status, ResetsAt: r.ResetsAt}
+}
+
+// MergeLimits is the last state of each window: was, updated by the
+// windows of a newer report.
+func MergeLimits(was []LimitWindow, report []LimitWindow) []LimitWindow {
+	out := append([]LimitWindow(nil), was...)
+	for _, w := range report {
+		i := slices.IndexFunc(out, func(o LimitWindow) bool { return o.Name == w.Name })
+		if i < 0 {
+			out = append(out, w)
+		} else {
+			out[i] = w
+		}
+	}
+	return out
 }
 
 // Result is the runtime's own account of how a run ended. lane does not take
@@ -164,6 +244,8 @@ type Event struct {
 	Usage  *Usage  `json:"usage,omitempty"`
 	Retry  *Retry  `json:"retry,omitempty"`
 	Result *Result `json:"result,omitempty"`
+	// rate_limit
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
 
 	// error: a machine-readable kind (see ErrorKind) beside the human Text.
 	ErrorKind ErrorKind `json:"error_kind,omitempty"`
@@ -210,6 +292,7 @@ const (
 	ErrorCancelled      ErrorKind = "cancelled"       // a person or a signal stopped the run
 	ErrorContradiction  ErrorKind = "contradiction"   // the runtime's status fields disagree
 	ErrorUsage          ErrorKind = "usage"           // lane was called wrongly
+	ErrorRateLimited    ErrorKind = "rate_limited"    // a subscription's usage limit refused the request until it resets
 )
 
 // A Verdict is lane's judgement of how a run ended, as a runtime's decoder
@@ -222,6 +305,23 @@ type Verdict struct {
 	// Contradiction names the runtime's fields that disagreed, e.g.
 	// "subtype=success but is_error=true, terminal_reason=api_error".
 	Contradiction string
+}
+
+// RateLimitedVerdict is the verdict on a run that a usage limit refused:
+// failed, rate limited, saying which window and when it resets.
+func RateLimitedVerdict(rl *RateLimit) Verdict {
+	w := rl.Binding()
+	msg := "a usage limit refused the request"
+	if w.Name != "" {
+		msg = "the " + w.Name + " usage limit refused the request"
+	}
+	if !w.ResetsAt.IsZero() {
+		msg += "; it resets at " + w.ResetsAt.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	return Verdict{
+		Status: StatusFailed, ErrorKind: ErrorRateLimited, Message: msg,
+		Hint: "wait for the reset (lane bench waits by itself) or use another account; lane limits shows each window",
+	}
 }
 
 // Capability is what a run was allowed to touch, recorded so a person can
@@ -253,6 +353,11 @@ type Run struct {
 	Prompt      string `json:"prompt"`
 	SessionID   string `json:"session_id,omitempty"`
 	RuntimeVer  string `json:"runtime_version,omitempty"`
+	// Account is the identity of the login the runtime used (its config
+	// folder), for the runtimes whose subscriptions have usage limits.
+	Account string `json:"account,omitempty"`
+	// Limits is the last state of each usage window the run saw reported.
+	Limits []LimitWindow `json:"limits,omitempty"`
 
 	CostUSD      float64 `json:"cost_usd"`
 	CostEstimate bool    `json:"cost_estimate,omitempty"` // true when lane computed it from tokens

@@ -63,6 +63,7 @@ func Runtime() *runner.Runtime {
 				return nil
 			},
 			AuthHint: streamjson.AuthHint,
+			Account:  runner.HomeAccount("CLAUDE_CONFIG_DIR", ".claude"),
 			Capability: func(o runner.Options) trace.Capability {
 				return trace.Capability{
 					Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: o.AllowedTools,

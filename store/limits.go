@@ -1,0 +1,90 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"lane/trace"
+)
+
+// Limit is the newest state of one usage window of an account, as the
+// ledger keeps it: what a run last reported of it.
+type Limit struct {
+	Runtime     string    `json:"runtime"`
+	Account     string    `json:"account"`
+	Window      string    `json:"window"`
+	Utilization float64   `json:"utilization"`
+	Status      string    `json:"status"`
+	ResetsAt    time.Time `json:"resets_at,omitzero"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	RunID       string    `json:"run_id"`
+}
+
+// Refusing says whether the window refuses requests at now: it said
+// rejected and has not reset since.
+func (l Limit) Refusing(now time.Time) bool {
+	return l.Status == trace.LimitRejected && (l.ResetsAt.IsZero() || now.Before(l.ResetsAt))
+}
+
+// upsertLimits brings the ledger up to date with the usage limits the
+// events of rows report. A report older than the one kept changes nothing,
+// so events written out of order (two processes, a reindex) leave the
+// newest.
+func upsertLimits(ctx context.Context, tx *txn, rows []row) error {
+	for _, r := range rows {
+		rl := r.limit
+		if rl == nil || rl.Runtime == "" || rl.Account == "" {
+			continue
+		}
+		for _, w := range rl.Windows {
+			_, err := tx.ExecContext(ctx, `INSERT INTO limits
+				(runtime, account, window_name, utilization, status, resets_at, updated_at, run_id)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (runtime, account, window_name) DO UPDATE SET
+					utilization = excluded.utilization, status = excluded.status, resets_at = excluded.resets_at,
+					updated_at = excluded.updated_at, run_id = excluded.run_id
+				WHERE excluded.updated_at >= limits.updated_at`,
+				rl.Runtime, rl.Account, w.Name, w.Utilization, w.Status, nanosOrZero(w.ResetsAt), r.time, r.runID)
+			if err != nil {
+				return fmt.Errorf("record usage limit %s of %s: %w", w.Name, rl.Account, err)
+			}
+		}
+	}
+	return nil
+}
+
+func nanosOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// Limits is the ledger: every window of every account lane has seen
+// reported, by runtime, account and window.
+func (s *Store) Limits(ctx context.Context) ([]Limit, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT runtime, account, window_name, utilization, status, resets_at, updated_at, run_id
+		FROM limits ORDER BY runtime, account, window_name`)
+	if err != nil {
+		return nil, fmt.Errorf("read usage limits: %w", err)
+	}
+	defer rows.Close()
+	var out []Limit
+	for rows.Next() {
+		var l Limit
+		var resets, updated int64
+		if err := rows.Scan(&l.Runtime, &l.Account, &l.Window, &l.Utilization, &l.Status, &resets, &updated, &l.RunID); err != nil {
+			return nil, fmt.Errorf("read usage limits: %w", err)
+		}
+		if resets != 0 {
+			l.ResetsAt = time.Unix(0, resets).UTC()
+		}
+		l.UpdatedAt = time.Unix(0, updated).UTC()
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read usage limits: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"lane/trace"
+)
+
+// The ledger keeps, per account and window, the newest report of any run,
+// on both backends; a run keeps its account and the windows it saw.
+func TestLimitsLedger(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, b backend) {
+		t.Parallel()
+		ctx := context.Background()
+		s := b.open(t)
+		t0 := time.Date(2026, 12, 4, 18, 0, 0, 0, time.UTC)
+		reset := t0.Add(3 * time.Hour)
+		report := func(runID string, seq int64, at time.Time, account string, used float64, status string) trace.Event {
+			return trace.Event{RunID: runID, Seq: seq, Time: at, Kind: trace.KindRateLimit, RateLimit: &trace.RateLimit{
+				Runtime: "claude", Account: account, Status: status, Window: "five_hour", ResetsAt: reset,
+				Windows: []trace.LimitWindow{
+					{Name: "five_hour", Utilization: used, Status: status, ResetsAt: reset},
+					{Name: "seven_day", Utilization: 0.41, Status: trace.LimitAllowed, ResetsAt: t0.Add(120 * time.Hour)},
+				},
+			}}
+		}
+		r1, r2 := testRun("r1"), testRun("r2")
+		r1.Account = "/home/a/.claude"
+		r1.Limits = []trace.LimitWindow{{Name: "five_hour", Utilization: 1, Status: trace.LimitRejected, ResetsAt: reset}}
+		for _, r := range []*trace.Run{r1, r2} {
+			if err := s.CreateRun(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// r2's older report arrives after r1's newer one.
+		if err := s.AppendEvents(ctx, []trace.Event{report("r1", 1, t0.Add(time.Minute), "/home/a/.claude", 1, trace.LimitRejected)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AppendEvents(ctx, []trace.Event{
+			report("r2", 1, t0, "/home/a/.claude", 0.92, trace.LimitWarning),
+			report("r2", 2, t0, "/home/b/.claude", 0.10, trace.LimitAllowed),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Limits(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []string
+		for _, l := range got {
+			rows = append(rows, l.Account+" "+l.Window+" "+l.Status+" "+l.RunID)
+		}
+		want := []string{
+			"/home/a/.claude five_hour rejected r1",
+			"/home/a/.claude seven_day allowed r1",
+			"/home/b/.claude five_hour allowed r2",
+			"/home/b/.claude seven_day allowed r2",
+		}
+		if !slices.Equal(rows, want) {
+			t.Errorf("ledger\n%q\nwant\n%q", rows, want)
+		}
+		if l := got[0]; !l.ResetsAt.Equal(reset) || l.Utilization != 1 || !l.Refusing(t0) || l.Refusing(reset) {
+			t.Errorf("five_hour of a: %+v", l)
+		}
+		back, err := s.GetRun(ctx, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.Account != r1.Account || len(back.Limits) != 1 || !back.Limits[0].ResetsAt.Equal(reset) || back.Limits[0].Status != trace.LimitRejected {
+			t.Errorf("run read back: account %q limits %+v", back.Account, back.Limits)
+		}
+	})
+}

@@ -1,0 +1,20 @@
+-- Subscription usage limits. runs.account is the login a run used (its
+-- config folder) and runs.limits the last state of each usage window the
+-- run saw (JSON, NULL when it saw none). limits is the ledger: per
+-- runtime, account and window, the newest state any run reported, so that
+-- every process on the database sees the same.
+
+ALTER TABLE runs ADD COLUMN account TEXT COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN limits TEXT COLLATE "C";
+
+CREATE TABLE limits (
+    runtime     TEXT COLLATE "C" NOT NULL,
+    account     TEXT COLLATE "C" NOT NULL,
+    window_name TEXT COLLATE "C" NOT NULL,
+    utilization DOUBLE PRECISION NOT NULL,
+    status      TEXT COLLATE "C" NOT NULL,
+    resets_at   BIGINT NOT NULL,
+    updated_at  BIGINT NOT NULL,
+    run_id      TEXT COLLATE "C" NOT NULL,
+    PRIMARY KEY (runtime, account, window_name)
+);

@@ -1,0 +1,20 @@
+-- Subscription usage limits. runs.account is the login a run used (its
+-- config folder) and runs.limits the last state of each usage window the
+-- run saw (JSON, NULL when it saw none). limits is the ledger: per
+-- runtime, account and window, the newest state any run reported, so that
+-- every process on the database sees the same.
+
+ALTER TABLE runs ADD COLUMN account TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN limits TEXT;
+
+CREATE TABLE limits (
+    runtime     TEXT    NOT NULL,
+    account     TEXT    NOT NULL,
+    window_name TEXT    NOT NULL,
+    utilization REAL    NOT NULL,
+    status      TEXT    NOT NULL,
+    resets_at   INTEGER NOT NULL, -- unix nanoseconds, 0 when not said
+    updated_at  INTEGER NOT NULL,
+    run_id      TEXT    NOT NULL,
+    PRIMARY KEY (runtime, account, window_name)
+);
