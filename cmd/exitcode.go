@@ -22,6 +22,7 @@ const (
 	ExitAuth           = 4
 	ExitRuntimeMissing = 5
 	ExitInternal       = 6 // lane itself failed (database, pipes)
+	ExitRateLimited    = 7 // a subscription's usage limit refused the run until it resets
 	ExitCancelled      = 130
 )
 
@@ -106,6 +107,8 @@ func runExitCode(r *trace.Run) int {
 		return ExitAuth
 	case trace.ErrorRuntimeMissing:
 		return ExitRuntimeMissing
+	case trace.ErrorRateLimited:
+		return ExitRateLimited
 	}
 	return ExitRunFailed
 }

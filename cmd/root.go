@@ -166,6 +166,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		NewCmdRuns(f, nil),
 		NewCmdImport(f, nil),
 		NewCmdCosts(f, nil),
+		NewCmdLimits(f, nil),
 		NewCmdShow(f, nil),
 		NewCmdDiff(f),
 		NewCmdUndo(f),

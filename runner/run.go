@@ -172,7 +172,7 @@ func (job Job) fallsBack(ctx context.Context, run *trace.Run) bool {
 		return false
 	}
 	switch run.ErrorKind {
-	case trace.ErrorRuntimeMissing, trace.ErrorAuth, trace.ErrorAPI:
+	case trace.ErrorRuntimeMissing, trace.ErrorAuth, trace.ErrorAPI, trace.ErrorRateLimited:
 		return true
 	}
 	return false

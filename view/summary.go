@@ -18,7 +18,11 @@ func (p *Printer) Summary(r *trace.Run) error {
 		return nil
 	}
 	var b strings.Builder
-	parts := []string{p.paint(statusStyle(r.Status), statusMarker(r.Status)+" "+statusLabel(r)), cost(r)}
+	label := statusLabel(r)
+	if w, ok := refusedWindow(r); ok && r.ErrorKind == trace.ErrorRateLimited {
+		label += resets(w.ResetsAt, r.EndedAt) // "rate limited (claude five_hour) · resets 21:13"
+	}
+	parts := []string{p.paint(statusStyle(r.Status), statusMarker(r.Status)+" "+label), cost(r)}
 	if u := r.Usage; !u.IsZero() {
 		parts = append(parts, "in "+count(u.InputTokens), "out "+count(u.OutputTokens))
 		if u.CacheReadTokens != 0 || u.CacheCreationTokens != 0 {
@@ -39,7 +43,7 @@ func (p *Printer) Summary(r *trace.Run) error {
 		parts = append(parts, "worker "+r.Worker)
 	}
 	if r.SessionID != "" {
-		parts = append(parts, "session "+short(r.SessionID))
+		parts = append(parts, "session "+Short(r.SessionID))
 	}
 	if r.ID != "" {
 		parts = append(parts, "run "+flat(r.ID))
@@ -123,6 +127,12 @@ func statusLabel(r *trace.Run) string {
 	}
 	label := flat(strings.ReplaceAll(s, "_", " "))
 	k := r.ErrorKind
+	if k == trace.ErrorRateLimited {
+		if w, ok := refusedWindow(r); ok {
+			return "rate limited (" + limitLabel(r.Runtime, w.Name) + ")"
+		}
+		return "rate limited"
+	}
 	redundant := (r.Status == trace.StatusTimedOut && k == trace.ErrorTimeout) ||
 		(r.Status == trace.StatusCancelled && k == trace.ErrorCancelled)
 	if k != trace.ErrorNone && !redundant {
@@ -200,8 +210,8 @@ func humanDuration(d time.Duration) string {
 	return fmt.Sprintf("%dh%02dm", d/time.Hour, d%time.Hour/time.Minute)
 }
 
-// short is the first eight characters of an id.
-func short(id string) string {
+// Short is the first eight characters of an id, as lane shows ids.
+func Short(id string) string {
 	id = flat(id)
 	if r := []rune(id); len(r) > 8 {
 		return string(r[:8])

@@ -71,7 +71,7 @@ func tableRow(r *trace.Run, now time.Time, home string) []string {
 		started = relativeTime(now, r.StartedAt)
 	}
 	return []string{
-		cell(short(r.ID)),
+		cell(Short(r.ID)),
 		status,
 		cell(r.Runtime),
 		cell(r.Model),

@@ -113,6 +113,8 @@ func (p *Printer) render(b *strings.Builder, ev trace.Event) {
 			label += ": " + t
 		}
 		p.line(b, depth, dim, truncate(label, lineWidth))
+	case trace.KindRateLimit:
+		p.rateLimit(b, depth, ev)
 	case trace.KindCompact:
 		p.line(b, depth, dim, "── context compacted ──")
 	case trace.KindTodo:

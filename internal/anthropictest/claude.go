@@ -29,3 +29,11 @@ func ClaudeEnv(baseURL, home string) []string {
 		"IS_SANDBOX=1", // lets --permission-mode bypassPermissions run as root
 	)
 }
+
+// ClaudeSubscriptionEnv is ClaudeEnv with a subscription login
+// (CLAUDE_CODE_OAUTH_TOKEN) instead of an API key: only then does Claude
+// Code read the unified rate limit headers (Unified) and report them as
+// rate_limit_event lines.
+func ClaudeSubscriptionEnv(baseURL, home string) []string {
+	return append(ClaudeEnv(baseURL, home), "ANTHROPIC_API_KEY=", "CLAUDE_CODE_OAUTH_TOKEN=tok-test")
+}

@@ -198,6 +198,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler) // drop the connection, as Stall does
 		}
 	}
+	for k, vs := range turn.header {
+		w.Header()[k] = vs
+	}
 	switch {
 	case req.Kind == Other && req.Path == "/v1/messages/count_tokens":
 		w.Header().Set("Content-Type", "application/json")

@@ -17,6 +17,14 @@ type Turn struct {
 	blocks []block
 	// release, when not nil, holds the answer until it is closed (see Held).
 	release <-chan struct{}
+	header  http.Header // added to the response's headers (see WithHeader)
+}
+
+// WithHeader answers t with h among the response's headers: a
+// subscription's rate limit state (Unified.Header), for one.
+func (t Turn) WithHeader(h http.Header) Turn {
+	t.header = h
+	return t
 }
 
 type hang int

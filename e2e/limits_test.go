@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lane/internal/anthropictest"
+	"lane/store"
+	"lane/trace"
+)
+
+// subscriptionEnv is newEnv with a subscription login, in UTC so that the
+// times lane prints can be told.
+func subscriptionEnv(t *testing.T, turns ...anthropictest.Turn) *env {
+	e := newEnv(t, turns...)
+	home := filepath.Join(filepath.Dir(e.proj), "home")
+	e.vars = append(e.vars, anthropictest.ClaudeSubscriptionEnv(e.srv.URL(), home)...)
+	e.vars = append(e.vars, "TZ=UTC")
+	return e
+}
+
+// clock is how lane shows a reset of today, or of another day.
+func clock(at time.Time) string {
+	at = at.UTC()
+	if y, m, d := at.Date(); y == time.Now().UTC().Year() && m == time.Now().UTC().Month() && d == time.Now().UTC().Day() {
+		return at.Format("15:04")
+	}
+	return at.Format("Jan 2 15:04")
+}
+
+// With a subscription login, Claude Code passes on the API's usage limits:
+// a window near its limit is shown live and kept; a refused request ends
+// the run rate limited, with its own exit code, the window and the reset,
+// at once (one request) and without a contradiction note; lane limits
+// shows the account's windows.
+func TestRateLimitWarningThenRefusal(t *testing.T) {
+	t.Parallel()
+	now := time.Now().Truncate(time.Second)
+	fiveHour, sevenDay := now.Add(2*time.Hour+13*time.Minute), now.Add(100*time.Hour)
+	near := anthropictest.Unified{
+		Status: "allowed", Claim: "five_hour", Reset: fiveHour, Overage: "rejected",
+		FiveHour: anthropictest.Window{Status: "allowed_warning", Utilization: 0.92, Reset: fiveHour},
+		SevenDay: anthropictest.Window{Status: "allowed", Utilization: 0.41, Reset: sevenDay},
+	}
+	e := subscriptionEnv(t, anthropictest.Text("hello").WithHeader(near.Header()))
+	r := e.run("say hello")
+	wantExit(t, r, 0)
+	if want := "⚠ claude five_hour at 92 % · resets " + clock(fiveHour); !strings.Contains(r.stdout, want) {
+		t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+	}
+
+	refused := near
+	refused.Status = "rejected"
+	refused.FiveHour = anthropictest.Window{Status: "rejected", Utilization: 1, Reset: fiveHour}
+	e.srv.SetTurns(anthropictest.Status(429, "").WithHeader(refused.Header()))
+	before := len(e.srv.MainRequests())
+	// Claude Code's own retries on: a refusal by the limit is not retried.
+	e.vars = append(e.vars, "CLAUDE_CODE_MAX_RETRIES=5")
+	t.Logf("lane run:\n%s", r.stdout)
+	r = e.run("-o", "json", "say hello again")
+	wantExit(t, r, 7)
+	run := lastRun(t, r)
+	if run.ErrorKind != trace.ErrorRateLimited || run.Contradiction != "" || !strings.Contains(run.ErrorMessage, "five_hour") {
+		t.Errorf("run %s/%s message %q contradiction %q", run.Status, run.ErrorKind, run.ErrorMessage, run.Contradiction)
+	}
+	if got := len(e.srv.MainRequests()) - before; got != 1 {
+		t.Errorf("the refused run sent %d requests, want 1", got)
+	}
+	if len(run.Limits) != 2 || run.Limits[0].Name != "five_hour" || run.Limits[0].Status != trace.LimitRejected || !run.Limits[0].ResetsAt.Equal(fiveHour) {
+		t.Errorf("the run's windows %+v", run.Limits)
+	}
+	account := filepath.Join(filepath.Dir(e.proj), "home", ".claude")
+	if run.Account != account {
+		t.Errorf("account %q, want %q", run.Account, account)
+	}
+
+	r = e.lane(t.Context(), "limits", "-o", "json")
+	wantExit(t, r, 0)
+	var ledger []store.Limit
+	if err := json.Unmarshal([]byte(r.stdout), &ledger); err != nil {
+		t.Fatalf("lane limits -o json: %v\n%s", err, r.stdout)
+	}
+	if len(ledger) != 2 || ledger[0].Account != account || ledger[0].Window != "five_hour" || ledger[0].Status != trace.LimitRejected ||
+		ledger[0].RunID != run.ID || ledger[1].Window != "seven_day" || ledger[1].Utilization != 0.41 {
+		t.Errorf("ledger %+v", ledger)
+	}
+	r = e.lane(t.Context(), "limits")
+	wantExit(t, r, 0)
+	t.Logf("lane limits:\n%s", r.stdout)
+	for _, want := range []string{"five_hour", "100 %", "rejected", "seven_day", "41 %", "(in 2h1", run.ID[:8]} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("lane limits lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// The text summary of a refused run says it is rate limited, by which
+// window, until when.
+func TestRateLimitedSummary(t *testing.T) {
+	t.Parallel()
+	reset := time.Now().Add(90 * time.Minute).Truncate(time.Second)
+	refused := anthropictest.Unified{
+		Status: "rejected", Claim: "seven_day", Reset: reset, Overage: "rejected",
+		FiveHour: anthropictest.Window{Status: "allowed", Utilization: 0.3, Reset: reset},
+		SevenDay: anthropictest.Window{Status: "rejected", Utilization: 1, Reset: reset},
+	}
+	e := subscriptionEnv(t, anthropictest.Status(429, "").WithHeader(refused.Header()))
+	r := e.run("say hello")
+	wantExit(t, r, 7)
+	if want := "✘ rate limited (claude seven_day) · resets " + clock(reset); !strings.Contains(r.stdout, want) {
+		t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+	}
+}

@@ -1,0 +1,65 @@
+package view
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"lane/trace"
+)
+
+// rateLimit shows a report of usage limits when a window is near its limit
+// ("⚠ claude five_hour at 92 % · resets 21:13"). A refusal is said by the
+// run's summary, and a window with room says nothing.
+func (p *Printer) rateLimit(b *strings.Builder, depth int, ev trace.Event) {
+	rl := ev.RateLimit
+	if rl == nil || rl.Refused() {
+		return
+	}
+	for _, w := range rl.Windows {
+		if w.Status != trace.LimitWarning {
+			continue
+		}
+		p.line(b, depth, yellow, "⚠ "+limitLabel(rl.Runtime, w.Name)+" at "+percent(w.Utilization)+resets(w.ResetsAt, ev.Time))
+	}
+}
+
+// limitLabel reads like "claude five_hour".
+func limitLabel(runtime, window string) string {
+	return strings.TrimSpace(flat(runtime) + " " + flat(window))
+}
+
+// percent reads like "92 %".
+func percent(share float64) string {
+	return strconv.Itoa(int(share*100+0.5)) + " %"
+}
+
+// resets reads like " · resets 21:13" (local time), with the day when it is
+// not the day of now, and nothing when the reset is not known.
+func resets(at, now time.Time) string {
+	if at.IsZero() {
+		return ""
+	}
+	at = at.Local()
+	layout := "15:04"
+	if y, m, d := at.Date(); now.IsZero() || !sameDay(y, m, d, now.Local()) {
+		layout = "Jan 2 15:04"
+	}
+	return " · resets " + at.Format(layout)
+}
+
+func sameDay(y int, m time.Month, d int, t time.Time) bool {
+	ty, tm, td := t.Date()
+	return y == ty && m == tm && d == td
+}
+
+// refusedWindow is the window that refused a rate-limited run, from the
+// last state of its windows.
+func refusedWindow(r *trace.Run) (trace.LimitWindow, bool) {
+	for _, w := range r.Limits {
+		if w.Status == trace.LimitRejected {
+			return w, true
+		}
+	}
+	return trace.LimitWindow{}, false
+}

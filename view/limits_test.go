@@ -1,0 +1,46 @@
+package view
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"lane/trace"
+)
+
+// A window near its limit is said live; one with room is not; a run the
+// limit refused says which window and when it resets in its summary.
+func TestRateLimitLines(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 4, 18, 40, 0, 0, time.Local)
+	reset := time.Date(2026, 12, 4, 21, 13, 0, 0, time.Local)
+	report := func(status string, used float64) trace.Event {
+		return trace.Event{Kind: trace.KindRateLimit, Time: now, RateLimit: &trace.RateLimit{
+			Runtime: "claude", Status: status, Window: "five_hour", Windows: []trace.LimitWindow{
+				{Name: "five_hour", Utilization: used, Status: status, ResetsAt: reset},
+				{Name: "seven_day", Utilization: 0.41, Status: trace.LimitAllowed, ResetsAt: reset.Add(96 * time.Hour)},
+			}}}
+	}
+	var b strings.Builder
+	p := NewPrinter(&b, false)
+	for _, ev := range []trace.Event{report(trace.LimitAllowed, 0.5), report(trace.LimitWarning, 0.92)} {
+		if err := p.Event(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := b.String(), "⚠ claude five_hour at 92 % · resets 21:13\n"; got != want {
+		t.Errorf("live lines %q, want %q", got, want)
+	}
+
+	b.Reset()
+	p.Event(report(trace.LimitRejected, 1))
+	run := &trace.Run{ID: "3f2a9c1b", Runtime: "claude", Status: trace.StatusFailed, ErrorKind: trace.ErrorRateLimited,
+		StartedAt: now, EndedAt: now.Add(2 * time.Second),
+		Limits: []trace.LimitWindow{{Name: "five_hour", Utilization: 1, Status: trace.LimitRejected, ResetsAt: reset.Add(24 * time.Hour)}}}
+	if err := p.Summary(run); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); !strings.HasPrefix(got, "✘ rate limited (claude five_hour) · resets Dec 5 21:13 · $0.00") || !strings.Contains(got, "run 3f2a9c1b") {
+		t.Errorf("summary %q", got)
+	}
+}
