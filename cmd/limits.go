@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lane/store"
+	"lane/trace"
 	"lane/view"
 )
 
@@ -61,7 +62,7 @@ func runLimits(ctx context.Context, f *Factory, opts *LimitsOptions) error {
 	}
 	if opts.OutputFormat == formatJSON {
 		if limits == nil {
-			limits = []store.Limit{}
+			limits = []trace.Limit{}
 		}
 		enc := json.NewEncoder(f.IO.Out)
 		enc.SetIndent("", "  ")
@@ -80,7 +81,7 @@ func runLimits(ctx context.Context, f *Factory, opts *LimitsOptions) error {
 
 // limitsTable writes a line per window: a reset that has passed shows as
 // such, and its status is what the API said before it.
-func limitsTable(w io.Writer, limits []store.Limit, now time.Time) error {
+func limitsTable(w io.Writer, limits []trace.Limit, now time.Time) error {
 	home, _ := os.UserHomeDir()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUNTIME\tACCOUNT\tWINDOW\tUSED\tSTATUS\tRESETS\tSEEN\tRUN")

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"lane/internal/anthropictest"
-	"lane/store"
 	"lane/trace"
 )
 
@@ -79,7 +78,7 @@ func TestRateLimitWarningThenRefusal(t *testing.T) {
 
 	r = e.lane(t.Context(), "limits", "-o", "json")
 	wantExit(t, r, 0)
-	var ledger []store.Limit
+	var ledger []trace.Limit
 	if err := json.Unmarshal([]byte(r.stdout), &ledger); err != nil {
 		t.Fatalf("lane limits -o json: %v\n%s", err, r.stdout)
 	}

@@ -8,25 +8,6 @@ import (
 	"lane/trace"
 )
 
-// Limit is the newest state of one usage window of an account, as the
-// ledger keeps it: what a run last reported of it.
-type Limit struct {
-	Runtime     string    `json:"runtime"`
-	Account     string    `json:"account"`
-	Window      string    `json:"window"`
-	Utilization float64   `json:"utilization"`
-	Status      string    `json:"status"`
-	ResetsAt    time.Time `json:"resets_at,omitzero"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	RunID       string    `json:"run_id"`
-}
-
-// Refusing says whether the window refuses requests at now: it said
-// rejected and has not reset since.
-func (l Limit) Refusing(now time.Time) bool {
-	return l.Status == trace.LimitRejected && (l.ResetsAt.IsZero() || now.Before(l.ResetsAt))
-}
-
 // upsertLimits brings the ledger up to date with the usage limits the
 // events of rows report. A report older than the one kept changes nothing,
 // so events written out of order (two processes, a reindex) leave the
@@ -61,18 +42,18 @@ func nanosOrZero(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// Limits is the ledger: every window of every account lane has seen
+// Limits is the ledger (trace.Limit): every window of every account lane has seen
 // reported, by runtime, account and window.
-func (s *Store) Limits(ctx context.Context) ([]Limit, error) {
+func (s *Store) Limits(ctx context.Context) ([]trace.Limit, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT runtime, account, window_name, utilization, status, resets_at, updated_at, run_id
 		FROM limits ORDER BY runtime, account, window_name`)
 	if err != nil {
 		return nil, fmt.Errorf("read usage limits: %w", err)
 	}
 	defer rows.Close()
-	var out []Limit
+	var out []trace.Limit
 	for rows.Next() {
-		var l Limit
+		var l trace.Limit
 		var resets, updated int64
 		if err := rows.Scan(&l.Runtime, &l.Account, &l.Window, &l.Utilization, &l.Status, &resets, &updated, &l.RunID); err != nil {
 			return nil, fmt.Errorf("read usage limits: %w", err)

@@ -133,6 +133,25 @@ type LimitWindow struct {
 	ResetsAt    time.Time `json:"resets_at,omitzero"`
 }
 
+// Limit is the newest state of one usage window of an account, as lane's
+// ledger keeps it: what a run last reported of it.
+type Limit struct {
+	Runtime     string    `json:"runtime"`
+	Account     string    `json:"account"`
+	Window      string    `json:"window"`
+	Utilization float64   `json:"utilization"`
+	Status      string    `json:"status"`
+	ResetsAt    time.Time `json:"resets_at,omitzero"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	RunID       string    `json:"run_id"`
+}
+
+// Refusing says whether the window refuses requests at now: it said
+// rejected and has not reset since.
+func (l Limit) Refusing(now time.Time) bool {
+	return l.Status == LimitRejected && (l.ResetsAt.IsZero() || now.Before(l.ResetsAt))
+}
+
 // Refused says whether the report refuses requests.
 func (r *RateLimit) Refused() bool { return r != nil && r.Status == LimitRejected }
 
