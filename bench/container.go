@@ -112,13 +112,12 @@ func runContainerAttempt(ctx context.Context, env AttemptEnv, task *Task, a *tra
 			return
 		}
 	} else {
-		run, err := env.Run(ctx, RunSpec{
+		run, ok := agentRun(ctx, env, a, RunSpec{
 			Dir: ht.Environment.Workdir, Prompt: ht.Instruction, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID,
 			N: a.N, Timeout: cmp.Or(task.Timeout, ht.Agent.Timeout), MaxTurns: task.MaxTurns,
 			MaxCostUSD: task.MaxCostUSD, Home: home, Container: c, Share: share,
 		})
-		if err != nil {
-			failAttempt(a, FailLane, "lane could not run the agent: "+err.Error(), -1)
+		if !ok {
 			return
 		}
 		a.RunID, a.DurationMS, a.CostUSD = run.ID, run.DurationMS, run.CostUSD
@@ -128,7 +127,7 @@ func runContainerAttempt(ctx context.Context, env AttemptEnv, task *Task, a *tra
 				errored(FailEnvironment, "the agent's runtime cannot run in this task's image: "+why)
 				return
 			}
-			failAttempt(a, runFailure(run), "", 0)
+			failRun(a, run)
 			return
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -17,6 +18,10 @@ import (
 type counts struct {
 	total, done, failed, errored, running, skipped int
 	spent                                          float64
+	// waiting is the usage limit attempts wait for ("claude five_hour")
+	// and until when; "" when none waits.
+	waiting      string
+	waitingUntil time.Time
 }
 
 // add counts an attempt that ended with status s; one that did not end
@@ -45,11 +50,12 @@ type progress struct {
 	w   io.Writer // nil: no progress
 	tty bool
 
-	mu       sync.Mutex
-	c        counts
-	lastLen  int
-	lastDone int
-	drawn    bool
+	mu          sync.Mutex
+	c           counts
+	lastLen     int
+	lastDone    int
+	lastWaiting string
+	drawn       bool
 }
 
 func newProgress(w io.Writer, c counts) *progress {
@@ -77,6 +83,10 @@ func (c counts) line() string {
 		fmt.Fprintf(&b, " · %d skipped", c.skipped)
 	}
 	b.WriteString(" · " + view.USD(c.spent))
+	if c.waiting != "" {
+		left := time.Until(c.waitingUntil).Round(time.Second)
+		fmt.Fprintf(&b, " · waiting for %s until %s (%s)", c.waiting, c.waitingUntil.Local().Format("15:04:05"), left)
+	}
 	return b.String()
 }
 
@@ -102,8 +112,8 @@ func (p *progress) draw() {
 func (p *progress) drawLocked() {
 	l := p.c.line()
 	if !p.tty {
-		if p.c.done != p.lastDone {
-			p.lastDone = p.c.done
+		if p.c.done != p.lastDone || p.c.waiting != p.lastWaiting {
+			p.lastDone, p.lastWaiting = p.c.done, p.c.waiting
 			fmt.Fprintln(p.w, l)
 		}
 		return

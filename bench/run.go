@@ -82,6 +82,9 @@ type Config struct {
 	CleanOutput      func(task *Task, checkOutput string) string
 	Engine           *container.Engine
 	Mounts           Mounts
+	// Limits, when set, waits out the usage limits of the attempts'
+	// accounts (lane bench --on-limit, --limit-reserve).
+	Limits *Limits
 	// Removed, when set, is told of each attempt folder removed, so that
 	// what was kept about it elsewhere (lane's snapshots of it) can go too.
 	Removed  func(dir string)
@@ -139,6 +142,9 @@ func Run(ctx context.Context, cfg Config) (*trace.Bench, error) {
 	}
 	r.prog = newProgress(cfg.Progress, r.counts)
 	r.prog.draw()
+	if cfg.Limits != nil && cfg.Limits.Waiting == nil {
+		cfg.Limits.Waiting = r.showWaiting
+	}
 	if cfg.Pool != nil {
 		return r.dispatch(ctx, todo)
 	}
@@ -486,6 +492,15 @@ func (r *runner) showCounts() {
 	r.prog.update(r.counts)
 }
 
+// showWaiting says on the progress line which usage limit attempts wait
+// for, and until when ("" once none waits).
+func (r *runner) showWaiting(what string, until time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.counts.waiting, r.counts.waitingUntil = what, until
+	r.prog.update(r.counts)
+}
+
 // sweepFixtures removes what attempts of killed lane processes left in the
 // fixture repositories this bench checks worktrees out of.
 func (r *runner) sweepFixtures(ctx context.Context) {
@@ -504,7 +519,7 @@ func (r *runner) sweepFixtures(ctx context.Context) {
 func (r *runner) execute(ctx context.Context, task *Task, a *trace.Attempt) {
 	RunAttempt(ctx, AttemptEnv{Run: r.cfg.Run, WorkDir: r.workDir, Keep: r.cfg.Keep, Removed: r.cfg.Removed,
 		SuiteDir: r.suite.Dir, Hermetic: r.cfg.Hermetic, EnvironmentError: r.cfg.EnvironmentError, CleanOutput: r.cfg.CleanOutput,
-		Engine: r.cfg.Engine, Mounts: r.cfg.Mounts}, task, a)
+		Engine: r.cfg.Engine, Mounts: r.cfg.Mounts, Limits: r.cfg.Limits}, task, a)
 }
 
 // AttemptEnv is what running one attempt needs besides its task.
@@ -532,6 +547,9 @@ type AttemptEnv struct {
 	// Mounts says what an agent needs mounted into a container task's
 	// container; nil mounts nothing.
 	Mounts Mounts
+	// Limits, when set, keeps agent runs from an account that a usage
+	// limit refuses, and runs a refused one again after the reset.
+	Limits *Limits
 }
 
 // RunAttempt fills a fresh folder for the attempt, runs the setup, the agent
@@ -583,18 +601,17 @@ func RunAttempt(ctx context.Context, env AttemptEnv, task *Task, a *trace.Attemp
 			prompt = retryPrompt(env, task, a.CheckOutput)
 		}
 		a.Tries = try
-		run, err := env.Run(ctx, RunSpec{
+		run, ok := agentRun(ctx, env, a, RunSpec{
 			Dir: dir, Prompt: prompt, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID, N: a.N,
 			Timeout: task.Timeout, MaxTurns: task.MaxTurns, MaxCostUSD: task.MaxCostUSD, Resume: prev, Home: home,
 		})
-		if err != nil {
-			failAttempt(a, FailLane, "lane could not run the agent: "+err.Error(), -1)
+		if !ok {
 			return
 		}
 		a.RunID, a.DurationMS, a.CostUSD = run.ID, a.DurationMS+run.DurationMS, a.CostUSD+run.CostUSD
 		a.Usage, a.Turns, a.ToolCalls = a.Usage.Add(run.Usage), a.Turns+run.Turns, a.ToolCalls+run.ToolCalls
 		if run.Status != trace.StatusSucceeded {
-			failAttempt(a, runFailure(run), "", 0)
+			failRun(a, run)
 			return
 		}
 		check(ctx, env, task, src, dir, a)
@@ -636,6 +653,36 @@ func releaseFolder(ctx context.Context, env AttemptEnv, task *Task, dir string) 
 
 // failAttempt marks a failed, of kind, with output and exitCode where the
 // check's would go.
+// agentRun runs the attempt's agent, waiting while a usage limit refuses
+// its account (AttemptEnv.Limits). false: the attempt ends here, lane
+// could not run the agent or the wait would be too long (a is set so).
+func agentRun(ctx context.Context, env AttemptEnv, a *trace.Attempt, spec RunSpec) (*trace.Run, bool) {
+	run, err := env.Limits.Run(env.Run)(ctx, spec)
+	var tooLong *NotWaitedError
+	switch {
+	case errors.As(err, &tooLong):
+		a.Status, a.FailureKind, a.CheckOutput = trace.AttemptSkipped, FailRateLimited, err.Error()
+		return nil, false
+	case err != nil && ctx.Err() != nil:
+		failAttempt(a, FailCancelled, "", -1) // cut short while waiting for a limit's reset
+		return nil, false
+	case err != nil:
+		failAttempt(a, FailLane, "lane could not run the agent: "+err.Error(), -1)
+		return nil, false
+	}
+	return run, true
+}
+
+// failRun sets the outcome of an attempt whose run did not succeed: failed,
+// or skipped when a usage limit refused it (the agent was not measured).
+func failRun(a *trace.Attempt, run *trace.Run) {
+	if run.ErrorKind == trace.ErrorRateLimited {
+		a.Status, a.FailureKind, a.CheckOutput = trace.AttemptSkipped, FailRateLimited, run.ErrorMessage
+		return
+	}
+	failAttempt(a, runFailure(run), "", 0)
+}
+
 func failAttempt(a *trace.Attempt, kind, output string, exitCode int) {
 	a.Status, a.FailureKind, a.CheckOutput, a.CheckExitCode = trace.AttemptFailed, kind, output, exitCode
 }

@@ -47,6 +47,7 @@ type BenchOptions struct {
 	ParallelSet bool
 	// Workers sends the attempts to the pool of lane workers.
 	Workers bool
+	Limits  LimitFlags
 }
 
 // NewCmdBench builds `lane bench` and its subcommands.
@@ -90,6 +91,7 @@ cost, tokens, files changed, failures by kind. See README "lane bench".`,
 	fl.BoolVar(&opts.Keep, "keep", false, "keep each attempt's folder (a git fixture's worktree stays registered in it)")
 	fl.StringVar(&opts.Resume, "resume", "", "continue an interrupted bench: run only its unfinished attempts")
 	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text or json")
+	addLimitFlags(fl, &opts.Limits)
 	fl.BoolVar(&opts.Workers, "workers", false, "run the attempts on the pool of lane workers of the shared PostgreSQL database")
 	addRuntimeFlags(f, c, &opts.Run)
 	c.AddCommand(newCmdBenchReport(f), newCmdBenchList(f))
@@ -187,10 +189,14 @@ func checkBenchFlags(opts *BenchOptions) error {
 // benchConfig is the bench the flags ask for, without its Run and
 // Progress: the stored bench to resume, or the suite file loaded.
 func benchConfig(ctx context.Context, f *Factory, st *store.Store, opts *BenchOptions) (bench.Config, error) {
+	limits, err := opts.Limits.limits(st)
+	if err != nil {
+		return bench.Config{}, err
+	}
 	bc := bench.Config{
 		Models: opts.Models, Repeat: opts.Repeat, Parallel: opts.Parallel, MaxCostUSD: opts.MaxCost,
 		Keep: opts.Keep, Hermetic: !opts.NoHermetic, Store: st, Log: slog.Default(),
-		EnvironmentError: suites.EnvironmentError, CleanOutput: suites.CleanOutput,
+		EnvironmentError: suites.EnvironmentError, CleanOutput: suites.CleanOutput, Limits: limits,
 	}
 	if opts.Resume == "" {
 		buildArgs, err := keyValues(opts.BuildArgs)

@@ -30,6 +30,7 @@ type WorkerOptions struct {
 	Keep       bool
 	NoHermetic bool
 	Run        RunOptions // how each attempt runs, as lane bench's runtime flags say
+	Limits     LimitFlags
 }
 
 // NewCmdWorker builds `lane worker`.
@@ -53,6 +54,7 @@ machine".`,
 	fl.DurationVar(&opts.Lease, "lease", pool.DefaultLease, "how long an attempt stays this worker's without a heartbeat")
 	fl.BoolVar(&opts.Keep, "keep", false, "keep each attempt's folder")
 	fl.BoolVar(&opts.NoHermetic, "no-hermetic", false, "let each attempt's agent see this machine's own setup for it (CLAUDE.md, settings, hooks, plugins, MCP servers)")
+	addLimitFlags(fl, &opts.Limits)
 	// The runs of a worker are lane runs like any other: the same watchdogs,
 	// permission mode and sandbox by default, set on the worker's machine.
 	addRuntimeFlags(f, c, &opts.Run)
@@ -121,6 +123,10 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 			return nil, usageErrorf(fmt.Errorf("unknown runtime %q in --runtimes (known: %v)", rt, f.runtimes().Names()))
 		}
 	}
+	limits, err := opts.Limits.limits(st)
+	if err != nil {
+		return nil, err
+	}
 	w := &pool.Worker{
 		Store: st, Name: name, Runtimes: append(runtimes, bench.OracleModel), Parallel: opts.Parallel, Lease: opts.Lease,
 		Log: slog.Default(), Now: time.Now, RuntimeOf: benchRuntimeOf(f, cfg, &opts.Run),
@@ -161,7 +167,8 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 		}
 		env := bench.AttemptEnv{Run: recordedRunner(f, st, cfg, bo, hooks), Keep: opts.Keep, Removed: forgetFolder(f),
 			Blob: blob, WorkDir: workDir, Hermetic: !opts.NoHermetic,
-			EnvironmentError: suites.EnvironmentError, CleanOutput: suites.CleanOutput, Engine: engine, Mounts: mounts}
+			EnvironmentError: suites.EnvironmentError, CleanOutput: suites.CleanOutput, Engine: engine, Mounts: mounts,
+			Limits: limits}
 		bench.RunAttempt(ctx, env, task, a)
 	}
 	return w, nil

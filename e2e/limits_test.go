@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,5 +113,75 @@ func TestRateLimitedSummary(t *testing.T) {
 	wantExit(t, r, 7)
 	if want := "✘ rate limited (claude seven_day) · resets " + clock(reset); !strings.Contains(r.stdout, want) {
 		t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+	}
+}
+
+// A bench that meets a refused window waits for its reset, then goes on:
+// every attempt passes, no attempt is counted failed, the server saw a
+// refused request per attempt in flight at the most (none while the bench
+// waited), and the progress line said what it waited for.
+func TestBenchWaitsForTheLimitsReset(t *testing.T) {
+	t.Parallel()
+	e := subscriptionEnv(t)
+	start := time.Now()
+	reset := start.Add(4 * time.Second).Truncate(time.Second).Add(time.Second)
+	window := func(status string, used float64) anthropictest.Unified {
+		return anthropictest.Unified{
+			Status: status, Claim: "five_hour", Reset: reset, Overage: "rejected",
+			FiveHour: anthropictest.Window{Status: status, Utilization: used, Reset: reset},
+			SevenDay: anthropictest.Window{Status: "allowed", Utilization: 0.2, Reset: reset.Add(100 * time.Hour)},
+		}
+	}
+	var mu sync.Mutex
+	var refusedAt []time.Time
+	e.srv.SetResponder(func(r anthropictest.Request) (anthropictest.Turn, bool) {
+		if time.Now().Before(reset) {
+			mu.Lock()
+			refusedAt = append(refusedAt, time.Now())
+			mu.Unlock()
+			return anthropictest.Status(429, "").WithHeader(window("rejected", 1).Header()), true
+		}
+		for _, m := range r.Messages {
+			for _, b := range m.Blocks() {
+				if b.Type == "tool_result" {
+					return anthropictest.Text("done").WithHeader(window("allowed", 0.1).Header()), true
+				}
+			}
+		}
+		return anthropictest.Tools(anthropictest.Bash("", "echo 42 > answer.txt")).WithHeader(window("allowed", 0.1).Header()), true
+	})
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "empty"), 0o755)
+	os.WriteFile(filepath.Join(dir, "empty", "README"), []byte("empty\n"), 0o644)
+	suite := filepath.Join(dir, "suite.yaml")
+	os.WriteFile(suite, []byte(`name: limits
+models: [sonnet]
+repeat: 4
+tasks:
+  - id: write-answer
+    prompt: "write 42 into answer.txt"
+    fixture: empty
+    check: "grep -qx 42 answer.txt"
+`), 0o644)
+	r := e.lane(t.Context(), "bench", "--parallel", "2", suite)
+	wantExit(t, r, 0)
+	t.Logf("lane bench:\n%s", r.stderr)
+	if time.Now().Before(reset) {
+		t.Errorf("the bench ended %s before the reset", time.Until(reset))
+	}
+	st := e.openStore()
+	_, attempts := onlyBenchAttempts(t, st, 4)
+	for _, a := range attempts {
+		if a.Status != trace.AttemptPassed {
+			t.Errorf("attempt %d: %s (%s) %s", a.N, a.Status, a.FailureKind, a.CheckOutput)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(refusedAt) == 0 || len(refusedAt) > 2 {
+		t.Errorf("%d refused requests, want one per attempt in flight (2) at the most", len(refusedAt))
+	}
+	if want := "waiting for claude five_hour until"; !strings.Contains(r.stderr+r.stdout, want) {
+		t.Errorf("the progress never said %q:\n%s", want, r.stderr)
 	}
 }

@@ -100,18 +100,20 @@ type wireBlock struct {
 }
 
 type wireUsage struct {
-	InputTokens              int64
-	OutputTokens             int64
-	CacheReadInputTokens     int64
-	CacheCreationInputTokens int64
+	InputTokens                int64
+	OutputTokens               int64
+	CacheReadInputTokens       int64
+	CacheCreationInputTokens   int64
+	CacheCreation1hInputTokens int64 // cache_creation.ephemeral_1h_input_tokens
 }
 
 func (u wireUsage) trace() trace.Usage {
 	return trace.Usage{
-		InputTokens:         u.InputTokens,
-		OutputTokens:        u.OutputTokens,
-		CacheReadTokens:     u.CacheReadInputTokens,
-		CacheCreationTokens: u.CacheCreationInputTokens,
+		InputTokens:           u.InputTokens,
+		OutputTokens:          u.OutputTokens,
+		CacheReadTokens:       u.CacheReadInputTokens,
+		CacheCreationTokens:   u.CacheCreationInputTokens,
+		CacheCreation1hTokens: u.CacheCreation1hInputTokens,
 	}
 }
 
@@ -430,7 +432,29 @@ func (u *wireUsage) read(s *scanner) {
 			u.CacheReadInputTokens = s.int()
 		case "cache_creation_input_tokens":
 			u.CacheCreationInputTokens = s.int()
+		case "cache_creation":
+			u.readCacheCreation(s)
 		default:
+			s.skip()
+		}
+	}
+}
+
+// readCacheCreation reads usage.cache_creation, the split of the cache
+// writes between the 5-minute and the 1-hour cache (the 1-hour one costs
+// more).
+func (u *wireUsage) readCacheCreation(s *scanner) {
+	if !s.object() {
+		return
+	}
+	for n := 0; ; {
+		key, ok := s.member(&n)
+		if !ok {
+			return
+		}
+		if string(key) == "ephemeral_1h_input_tokens" {
+			u.CacheCreation1hInputTokens = s.int()
+		} else {
 			s.skip()
 		}
 	}

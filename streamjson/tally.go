@@ -116,10 +116,11 @@ func (t *Tally) observeMessage(ev trace.Event) {
 	}
 	u := *ev.Usage
 	m.usage = trace.Usage{
-		InputTokens:         max(m.usage.InputTokens, u.InputTokens),
-		OutputTokens:        max(m.usage.OutputTokens, u.OutputTokens),
-		CacheReadTokens:     max(m.usage.CacheReadTokens, u.CacheReadTokens),
-		CacheCreationTokens: max(m.usage.CacheCreationTokens, u.CacheCreationTokens),
+		InputTokens:           max(m.usage.InputTokens, u.InputTokens),
+		OutputTokens:          max(m.usage.OutputTokens, u.OutputTokens),
+		CacheReadTokens:       max(m.usage.CacheReadTokens, u.CacheReadTokens),
+		CacheCreationTokens:   max(m.usage.CacheCreationTokens, u.CacheCreationTokens),
+		CacheCreation1hTokens: max(m.usage.CacheCreation1hTokens, u.CacheCreation1hTokens),
 	}
 	m.priced = true
 }

@@ -345,3 +345,20 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+// The split of cache writes between the 5-minute and the 1-hour cache is
+// read live, from the messages and from the result, as the importer reads
+// it from the transcript.
+func TestTallyKeepsTheOneHourCacheWrites(t *testing.T) {
+	t.Parallel()
+	usage := `"usage":{"input_tokens":10,"output_tokens":5,"cache_creation_input_tokens":1000,"cache_creation":{"ephemeral_5m_input_tokens":400,"ephemeral_1h_input_tokens":600}}`
+	for name, stream := range map[string]string{
+		"messages": `{"type":"assistant","message":{"id":"m1","model":"claude-sonnet-4-5","content":[{"type":"text","text":"hi"}],` + usage + `}}` + "\n",
+		"result": `{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0.01,` + usage + `}` + "\n",
+	} {
+		tl := tallyOf(t, []byte(stream))
+		if u := tl.Usage(); u.CacheCreationTokens != 1000 || u.CacheCreation1hTokens != 600 {
+			t.Errorf("%s: usage %+v, want 1000 cache writes, 600 of them for an hour", name, u)
+		}
+	}
+}
