@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"slices"
 
 	"lane/bench/stats"
@@ -15,6 +16,16 @@ type Report struct {
 	CostUSD float64      `json:"cost_usd"` // every attempt's cost, finished or not
 	Models  []ModelStats `json:"models"`
 	Tasks   []TaskStats  `json:"tasks"` // per task × model, in the suite's order
+	// Accounts are the logins the attempts ran under (their runs'
+	// accounts), for the runtimes lane keeps accounts of.
+	Accounts []AccountAttempts `json:"accounts,omitempty"`
+}
+
+// AccountAttempts is how many attempts ran under one login.
+type AccountAttempts struct {
+	Runtime  string `json:"runtime"`
+	Account  string `json:"account"`
+	Attempts int    `json:"attempts"`
 }
 
 // ModelStats are one model's figures over every task.
@@ -62,7 +73,29 @@ func Compare(b trace.Bench, attempts []trace.Attempt, runs map[string]*trace.Run
 			}
 		}
 	}
+	r.Accounts = accountsOf(attempts, runs)
 	return r
+}
+
+// accountsOf counts the attempts by the account of their last run.
+func accountsOf(attempts []trace.Attempt, runs map[string]*trace.Run) []AccountAttempts {
+	var out []AccountAttempts
+	for _, a := range attempts {
+		run := runs[a.RunID]
+		if run == nil || run.Account == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(c AccountAttempts) bool { return c.Runtime == run.Runtime && c.Account == run.Account })
+		if i < 0 {
+			out = append(out, AccountAttempts{Runtime: run.Runtime, Account: run.Account})
+			i = len(out) - 1
+		}
+		out[i].Attempts++
+	}
+	slices.SortFunc(out, func(x, y AccountAttempts) int {
+		return cmp.Or(cmp.Compare(x.Runtime, y.Runtime), cmp.Compare(x.Account, y.Account))
+	})
+	return out
 }
 
 // filesChanged is the Files of the recorded changes of every attempt's

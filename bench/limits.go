@@ -60,12 +60,19 @@ type Limits struct {
 	// account ("claude five_hour" until a time) and, with a zero time,
 	// when none waits any more.
 	Waiting func(what string, until time.Time)
-	Clock   Clock
+	// Profiles, when set, names the profiles (logins of their own) that
+	// can run a model, in the config file's order; nil or empty: the
+	// login the environment points at. Attempts go to the profiles in
+	// turn, skipping those that wait.
+	Profiles func(model string) []string
+	Clock    Clock
 
 	mu       sync.Mutex
-	models   map[string]string   // model → the account key its runs used
+	models   map[string]string   // model and profile → the account key its runs used
 	accounts map[string]*account // by key: runtime and account
 	waiters  int
+	turn     int               // the profile the next attempt tries first
+	ran      map[string]string // run id → the profile it ran under, for a later try to continue there
 }
 
 // account is where one account stands.
@@ -85,20 +92,23 @@ func accountKey(run *trace.Run) string {
 	return run.Runtime + "\x00" + run.Account
 }
 
-// Run wraps run so that each agent run waits while its account's limit
-// refuses, and a run the limit refused is run again after the reset.
+// Run wraps run so that each agent run goes to a profile whose account no
+// usage limit refuses, waiting while every one is refused, and a run the
+// limit refused is run again after the reset.
 func (l *Limits) Run(run RunFunc) RunFunc {
 	if l == nil {
 		return run
 	}
 	return func(ctx context.Context, spec RunSpec) (*trace.Run, error) {
 		for {
-			probe, err := l.acquire(ctx, spec.Model)
+			profile, probe, err := l.acquire(ctx, spec.Model, l.continuing(spec.Resume))
 			if err != nil {
 				return nil, err
 			}
+			spec.Profile = profile
 			got, err := run(ctx, spec)
-			refused := l.release(spec.Model, got, probe)
+			refused := l.release(slot(spec.Model, profile), got, probe)
+			l.note(got, profile)
 			if err != nil || !refused || l.OnLimit == OnLimitFail || ctx.Err() != nil {
 				return got, err
 			}
@@ -108,6 +118,9 @@ func (l *Limits) Run(run RunFunc) RunFunc {
 		}
 	}
 }
+
+// slot names a model run under a profile, for the account it was seen to use.
+func slot(model, profile string) string { return model + "\x00" + profile }
 
 // NotWaitedError is an account's refusal that an attempt does not wait
 // for: its reset is beyond Limits.MaxWait, or Limits.OnLimit is fail.
@@ -120,41 +133,92 @@ func (e *NotWaitedError) Error() string {
 	return fmt.Sprintf("the %s usage limit refuses requests until %s; not waited for", e.Window, e.Until.UTC().Format(time.RFC3339))
 }
 
-// acquire waits until model's account may send a request, and says
-// whether this attempt is the probe after a reset.
-func (l *Limits) acquire(ctx context.Context, model string) (probe bool, err error) {
-	l.checkLedger(ctx, model)
+// continuing is the profile a later try's session lives in: the one its
+// earlier run ran under ("" for none, or when that is not known here).
+func (l *Limits) continuing(prev *trace.Run) string {
+	if prev == nil {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ran[prev.ID]
+}
+
+func (l *Limits) note(run *trace.Run, profile string) {
+	if run == nil || profile == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ran == nil {
+		l.ran = map[string]string{}
+	}
+	l.ran[run.ID] = profile
+}
+
+func (l *Limits) profilesOf(model string) []string {
+	if l.Profiles == nil {
+		return []string{""}
+	}
+	if ps := l.Profiles(model); len(ps) > 0 {
+		return ps
+	}
+	return []string{""}
+}
+
+// acquire waits until one of model's profiles (only that one, when set)
+// has an account that may send a request, and says which, and whether
+// this attempt is the probe after a reset.
+func (l *Limits) acquire(ctx context.Context, model, only string) (profile string, probe bool, err error) {
+	profiles := l.profilesOf(model)
+	if only != "" {
+		profiles = []string{only}
+	}
+	l.checkLedger(ctx, model, profiles)
 	for {
 		l.mu.Lock()
-		acc := l.accounts[l.models[model]]
 		now := l.clock().Now()
-		switch {
-		case acc == nil || (!acc.probe && !acc.until.After(now)):
-			l.mu.Unlock()
-			return false, nil
-		case acc.until.After(now):
-			wait := acc.until.Sub(now)
-			if l.OnLimit == OnLimitFail || (l.MaxWait > 0 && wait > l.MaxWait) {
+		start := l.turn
+		l.turn++
+		var soonest, probing *account
+		for i := range profiles {
+			p := profiles[(start+i)%len(profiles)]
+			acc := l.accounts[l.models[slot(model, p)]]
+			switch {
+			case acc == nil || (!acc.probe && !acc.until.After(now)):
 				l.mu.Unlock()
-				return false, &NotWaitedError{Window: acc.window, Until: acc.until}
+				return p, false, nil
+			case acc.until.After(now):
+				if soonest == nil || acc.until.Before(soonest.until) {
+					soonest = acc
+				}
+			case !acc.probing:
+				acc.probing = true
+				acc.settled = make(chan struct{})
+				l.mu.Unlock()
+				return p, true, nil
+			default:
+				probing = acc
 			}
-			l.mu.Unlock()
-			if err := l.sleep(ctx, acc, wait); err != nil {
-				return false, err
-			}
-		case !acc.probing:
-			acc.probing = true
-			acc.settled = make(chan struct{})
-			l.mu.Unlock()
-			return true, nil
-		default:
-			settled := acc.settled
+		}
+		if probing != nil {
+			settled := probing.settled
 			l.mu.Unlock()
 			select {
 			case <-settled:
 			case <-ctx.Done():
-				return false, ctx.Err()
+				return "", false, ctx.Err()
 			}
+			continue
+		}
+		wait := soonest.until.Sub(now)
+		if l.OnLimit == OnLimitFail || (l.MaxWait > 0 && wait > l.MaxWait) {
+			l.mu.Unlock()
+			return "", false, &NotWaitedError{Window: soonest.window, Until: soonest.until}
+		}
+		l.mu.Unlock()
+		if err := l.sleep(ctx, soonest, wait); err != nil {
+			return "", false, err
 		}
 	}
 }
@@ -188,21 +252,21 @@ func (l *Limits) sleep(ctx context.Context, acc *account, d time.Duration) error
 // release learns from a finished run which account model uses and where
 // it stands, ends the probe when this run was it, and says whether the
 // limit refused the run.
-func (l *Limits) release(model string, run *trace.Run, probe bool) (refused bool) {
+func (l *Limits) release(slot string, run *trace.Run, probe bool) (refused bool) {
 	key := accountKey(run)
 	refused = run != nil && run.ErrorKind == trace.ErrorRateLimited
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if key == "" {
 		if probe {
-			l.endProbe(l.accounts[l.models[model]])
+			l.endProbe(l.accounts[l.models[slot]])
 		}
 		return refused
 	}
 	if l.models == nil {
 		l.models, l.accounts = map[string]string{}, map[string]*account{}
 	}
-	l.models[model] = key
+	l.models[slot] = key
 	acc := l.accounts[key]
 	if acc == nil {
 		acc = &account{}
@@ -262,26 +326,40 @@ func (l *Limits) endProbe(acc *account) {
 	close(acc.settled)
 }
 
-// waitFor is how long model's account waits from now.
+// waitFor is how long the first of model's profiles to reset waits from
+// now.
 func (l *Limits) waitFor(model string) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if acc := l.accounts[l.models[model]]; acc != nil {
-		return acc.until.Sub(l.clock().Now())
+	var wait time.Duration
+	for i, p := range l.profilesOf(model) {
+		acc := l.accounts[l.models[slot(model, p)]]
+		if acc == nil {
+			return 0
+		}
+		if d := acc.until.Sub(l.clock().Now()); i == 0 || d < wait {
+			wait = d
+		}
 	}
-	return 0
+	return wait
 }
 
-// checkLedger takes up what the shared ledger says of model's account: a
-// window another process saw refused, or above the reserve.
-func (l *Limits) checkLedger(ctx context.Context, model string) {
+// checkLedger takes up what the shared ledger says of the accounts of
+// model's profiles: a window another process saw refused, or above the
+// reserve.
+func (l *Limits) checkLedger(ctx context.Context, model string, profiles []string) {
 	if l.Ledger == nil {
 		return
 	}
+	keys := map[string]bool{}
 	l.mu.Lock()
-	key := l.models[model]
+	for _, p := range profiles {
+		if key := l.models[slot(model, p)]; key != "" {
+			keys[key] = true
+		}
+	}
 	l.mu.Unlock()
-	if key == "" {
+	if len(keys) == 0 {
 		return
 	}
 	limits, err := l.Ledger(ctx)
@@ -291,9 +369,10 @@ func (l *Limits) checkLedger(ctx context.Context, model string) {
 	now := l.clock().Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	acc := l.accounts[key]
 	for _, w := range limits {
-		if w.Runtime+"\x00"+w.Account != key || !w.ResetsAt.After(now) {
+		key := w.Runtime + "\x00" + w.Account
+		acc := l.accounts[key]
+		if !keys[key] || acc == nil || !w.ResetsAt.After(now) {
 			continue
 		}
 		if w.Refusing(now) || (l.Reserve > 0 && w.Utilization*100 >= float64(100-l.Reserve)) {

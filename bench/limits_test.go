@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -223,5 +224,42 @@ func TestLimitsReserveAndLedger(t *testing.T) {
 	clock.advance(t0.Add(time.Hour))
 	if err := <-done; err != nil {
 		t.Error(err)
+	}
+}
+
+// Of two profiles, the one a limit refuses gets no attempt after its
+// refusal: they go to the other, and a later try stays where its session is.
+func TestLimitsSpreadAcrossProfiles(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 4, 18, 0, 0, 0, time.UTC)
+	clock := newFakeClock(t0)
+	var mu sync.Mutex
+	ran := map[string]int{}
+	agent := func(ctx context.Context, spec RunSpec) (*trace.Run, error) {
+		mu.Lock()
+		ran[spec.Profile]++
+		mu.Unlock()
+		run := &trace.Run{ID: spec.TaskID, Runtime: "claude", Account: "/home/" + spec.Profile, Status: trace.StatusSucceeded}
+		if spec.Profile == "work" {
+			run.Status, run.ErrorKind = trace.StatusFailed, trace.ErrorRateLimited
+			run.Limits = []trace.LimitWindow{{Name: "seven_day", Utilization: 1, Status: trace.LimitRejected, ResetsAt: t0.Add(72 * time.Hour)}}
+		}
+		return run, nil
+	}
+	l := &Limits{Clock: clock, Profiles: func(string) []string { return []string{"work", "home"} }}
+	run := l.Run(agent)
+	var last *trace.Run
+	for i := range 6 {
+		r, err := run(t.Context(), RunSpec{Model: "sonnet", TaskID: "t" + strconv.Itoa(i)})
+		if err != nil || r.Status != trace.StatusSucceeded || r.Account != "/home/home" {
+			t.Fatalf("attempt %d: %+v, %v", i, r, err)
+		}
+		last = r
+	}
+	if ran["work"] != 1 || ran["home"] != 6 {
+		t.Errorf("runs by profile %v, want work refused once, then home for all", ran)
+	}
+	if _, err := run(t.Context(), RunSpec{Model: "sonnet", TaskID: "t-again", Resume: last}); err != nil || ran["home"] != 7 {
+		t.Errorf("a later try: %v, runs %v", err, ran)
 	}
 }

@@ -42,8 +42,22 @@ func (r Report) WriteTable(w io.Writer) error {
 		}
 	}
 	fmt.Fprint(ew, r.brokenLine())
+	fmt.Fprint(ew, r.accountsLine())
 	fmt.Fprintf(ew, "\n%s\n", legend)
 	return ew.err
+}
+
+// accountsLine says which logins ran the attempts, when more than one did
+// ("accounts: claude /home/me/.claude-work 3, claude /home/me/.claude-home 5").
+func (r Report) accountsLine() string {
+	if len(r.Accounts) < 2 {
+		return ""
+	}
+	var parts []string
+	for _, a := range r.Accounts {
+		parts = append(parts, a.Runtime+" "+a.Account+" "+itoa(a.Attempts))
+	}
+	return "\naccounts: " + strings.Join(parts, ", ") + "\n"
 }
 
 // legend says what the columns are.

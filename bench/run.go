@@ -46,6 +46,9 @@ type RunSpec struct {
 	// Share is a folder of the attempt's that the container has at the
 	// same path (a container task), "" otherwise.
 	Share string
+	// Profile is the config file's profile (a login of its own) the run
+	// uses, "" for the one the environment points at (see Limits).
+	Profile string
 }
 
 // RunFunc runs one agent run (either lane), records it, and returns it. It

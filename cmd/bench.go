@@ -120,6 +120,9 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	if err != nil {
 		return err
 	}
+	if bc.Limits, err = opts.Limits.limits(f, st, cfg, &opts.Run); err != nil {
+		return err
+	}
 	if err := resolveBenchModels(f, cfg, opts, bc.Suite); err != nil {
 		return err
 	}
@@ -189,14 +192,10 @@ func checkBenchFlags(opts *BenchOptions) error {
 // benchConfig is the bench the flags ask for, without its Run and
 // Progress: the stored bench to resume, or the suite file loaded.
 func benchConfig(ctx context.Context, f *Factory, st *store.Store, opts *BenchOptions) (bench.Config, error) {
-	limits, err := opts.Limits.limits(st)
-	if err != nil {
-		return bench.Config{}, err
-	}
 	bc := bench.Config{
 		Models: opts.Models, Repeat: opts.Repeat, Parallel: opts.Parallel, MaxCostUSD: opts.MaxCost,
 		Keep: opts.Keep, Hermetic: !opts.NoHermetic, Store: st, Log: slog.Default(),
-		EnvironmentError: suites.EnvironmentError, CleanOutput: suites.CleanOutput, Limits: limits,
+		EnvironmentError: suites.EnvironmentError, CleanOutput: suites.CleanOutput,
 	}
 	if opts.Resume == "" {
 		buildArgs, err := keyValues(opts.BuildArgs)
@@ -350,7 +349,7 @@ func recordedRunner(f *Factory, st *store.Store, cfg *config.File, opts *BenchOp
 	return func(ctx context.Context, spec bench.RunSpec) (*trace.Run, error) {
 		ro := opts.Run
 		ro.desk = desk
-		ro.Dir, ro.Model, ro.Task, ro.hermeticHome = spec.Dir, spec.Model, spec.Prompt, spec.Home
+		ro.Dir, ro.Model, ro.Task, ro.hermeticHome, ro.Profile = spec.Dir, spec.Model, spec.Prompt, spec.Home, spec.Profile
 		ro.MaxTurns, ro.MaxCost, ro.OutputFormat = spec.MaxTurns, spec.MaxCostUSD, formatNone
 		if prev := spec.Resume; prev != nil {
 			// A later try of the attempt: the same session, asked again.

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"lane/bench"
+	"lane/config"
 	"lane/store"
 	"lane/trace"
 	"lane/view"
@@ -134,13 +135,22 @@ func addLimitFlags(fl *pflag.FlagSet, o *LimitFlags) {
 }
 
 // limits is the bench's Limits the flags ask for, reading the store's
-// ledger so that what other processes saw counts too.
-func (o LimitFlags) limits(st *store.Store) (*bench.Limits, error) {
+// ledger so that what other processes saw counts too, and spreading
+// attempts across the profiles of the config file that serve a model's
+// runtime.
+func (o LimitFlags) limits(f *Factory, st *store.Store, cfg *config.File, ro *RunOptions) (*bench.Limits, error) {
 	if o.OnLimit != "" && o.OnLimit != bench.OnLimitWait && o.OnLimit != bench.OnLimitFail {
 		return nil, usageErrorf(fmt.Errorf("unknown --on-limit %q (want wait or fail)", o.OnLimit))
 	}
 	if o.Reserve < 0 || o.Reserve >= 100 || o.Wait < 0 {
 		return nil, usageErrorf(fmt.Errorf("--limit-reserve must be 0 to 99 and --limit-wait not negative"))
 	}
-	return &bench.Limits{OnLimit: o.OnLimit, MaxWait: o.Wait, Reserve: o.Reserve, Ledger: st.Limits}, nil
+	profiles := func(model string) []string {
+		t, err := cfg.Resolve(model, ro.Runtime, ro.BaseURL, f.Getenv)
+		if err != nil {
+			return nil // the run says why
+		}
+		return cfg.ProfilesOf(t.Runtime)
+	}
+	return &bench.Limits{OnLimit: o.OnLimit, MaxWait: o.Wait, Reserve: o.Reserve, Ledger: st.Limits, Profiles: profiles}, nil
 }

@@ -26,6 +26,9 @@ import (
 // RunOptions are the flags of `lane run` (and `lane resume`).
 type RunOptions struct {
 	Dir string
+	// Profile is the config file's profile (a login of its own) the run
+	// uses, "" for the one the environment points at.
+	Profile string
 	// NoChanges records no snapshot of the folder (--no-changes).
 	NoChanges          bool
 	Model              string
@@ -153,6 +156,7 @@ func addRunFlags(f *Factory, c *cobra.Command, opts *RunOptions) {
 	fl.IntVar(&opts.MaxTurns, "max-turns", 0, "stop after this many agent turns (0: no limit)")
 	fl.StringVarP(&opts.OutputFormat, "output-format", "o", formatText, "text, json or stream-json")
 	fl.Float64Var(&opts.MaxCost, "max-cost", 0, "stop before spending more than this many USD (local loop; 0: no limit)")
+	fl.StringVar(&opts.Profile, "profile", "", "run under this profile of the config file: a login of its own (its config folder)")
 	addRuntimeFlags(f, c, opts)
 }
 
@@ -315,6 +319,13 @@ func newJob(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, 
 	o := runOptions(f, cfg, t, opts, dir, addDirs)
 	if err := runner.CheckPermissions(o); err != nil {
 		return runner.Job{}, usageErrorf(err)
+	}
+	if opts.Profile != "" {
+		login, err := cfg.ProfileEnv(opts.Profile, t.Runtime)
+		if err != nil {
+			return runner.Job{}, usageErrorf(err)
+		}
+		o.Env = append(o.Env, login)
 	}
 	o.Bin = runtimeBin(f, opts, rt)
 	if rt.Local && opts.ParentRunID != "" && opts.Resume != "" {

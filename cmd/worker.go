@@ -123,7 +123,7 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 			return nil, usageErrorf(fmt.Errorf("unknown runtime %q in --runtimes (known: %v)", rt, f.runtimes().Names()))
 		}
 	}
-	limits, err := opts.Limits.limits(st)
+	limits, err := opts.Limits.limits(f, st, cfg, &opts.Run)
 	if err != nil {
 		return nil, err
 	}

@@ -41,6 +41,9 @@ type File struct {
 	// Changes: false records no snapshot of runs' folders, as --no-changes
 	// does for one run (unset or true: lane diff and lane undo work).
 	Changes *bool `yaml:"changes"`
+	// Profiles are logins of their own that benches spread attempts
+	// across (see Profile).
+	Profiles []Profile `yaml:"profiles"`
 
 	// Runtimes are the runtimes model names resolve against (Load's
 	// caller hands them over: runner's table).
@@ -100,6 +103,9 @@ func Load(path string, runtimes descriptor.Table) (*File, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	if err := f.Permissions.check(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := f.checkProfiles(userHome()); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	for name, ep := range f.Endpoints {

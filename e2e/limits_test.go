@@ -185,3 +185,78 @@ tasks:
 		t.Errorf("the progress never said %q:\n%s", want, r.stderr)
 	}
 }
+
+// Of two profiles in the config file, each a Claude Code config folder of
+// its own, the one whose limit refuses gets one request: the attempts run
+// on the other, and the report says which account ran them.
+func TestBenchSpreadsAcrossProfiles(t *testing.T) {
+	t.Parallel()
+	e := subscriptionEnv(t)
+	root := filepath.Dir(e.proj)
+	home := filepath.Join(root, "home")
+	profileDir := func(name string) string {
+		dir := filepath.Join(root, "logins", name)
+		os.MkdirAll(dir, 0o755)
+		// The scripted server tells the logins apart by a header.
+		os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"env":{"ANTHROPIC_CUSTOM_HEADERS":"X-Lane-Profile: `+name+`"}}`), 0o644)
+		return dir
+	}
+	work, personal := profileDir("work"), profileDir("personal")
+	os.MkdirAll(filepath.Join(home, ".config", "lane"), 0o755)
+	os.WriteFile(filepath.Join(home, ".config", "lane", "config.yaml"), []byte(`profiles:
+  - {name: work, dir: `+work+`, runtimes: [claude]}
+  - {name: personal, dir: `+personal+`, runtimes: [claude]}
+`), 0o644)
+	reset := time.Now().Add(72 * time.Hour)
+	refused := anthropictest.Unified{Status: "rejected", Claim: "seven_day", Reset: reset, Overage: "rejected",
+		FiveHour: anthropictest.Window{Status: "allowed", Utilization: 0.5, Reset: time.Now().Add(time.Hour)},
+		SevenDay: anthropictest.Window{Status: "rejected", Utilization: 1, Reset: reset}}
+	var mu sync.Mutex
+	byProfile := map[string]int{}
+	e.srv.SetResponder(func(r anthropictest.Request) (anthropictest.Turn, bool) {
+		profile := r.Header.Get("X-Lane-Profile")
+		mu.Lock()
+		byProfile[profile]++
+		mu.Unlock()
+		if profile == "work" {
+			return anthropictest.Status(429, "").WithHeader(refused.Header()), true
+		}
+		for _, m := range r.Messages {
+			for _, b := range m.Blocks() {
+				if b.Type == "tool_result" {
+					return anthropictest.Text("done"), true
+				}
+			}
+		}
+		return anthropictest.Tools(anthropictest.Bash("", "echo 42 > answer.txt")), true
+	})
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "empty"), 0o755)
+	os.WriteFile(filepath.Join(dir, "empty", "README"), []byte("empty\n"), 0o644)
+	suite := filepath.Join(dir, "suite.yaml")
+	os.WriteFile(suite, []byte("name: profiles\nmodels: [sonnet]\nrepeat: 3\ntasks:\n  - id: write-answer\n    prompt: \"write 42 into answer.txt\"\n    fixture: empty\n    check: \"grep -qx 42 answer.txt\"\n"), 0o644)
+	// Not hermetic: each login's own settings.json must reach Claude Code.
+	r := e.lane(t.Context(), "bench", "--no-hermetic", "-o", "json", suite)
+	wantExit(t, r, 0)
+	_, attempts := onlyBenchAttempts(t, e.openStore(), 3)
+	for _, a := range attempts {
+		if a.Status != trace.AttemptPassed {
+			t.Errorf("attempt %d: %s (%s) %s", a.N, a.Status, a.FailureKind, a.CheckOutput)
+		}
+	}
+	mu.Lock()
+	if byProfile["work"] != 1 || byProfile["personal"] < 6 {
+		t.Errorf("requests by login %v, want work's first refused, then personal for all", byProfile)
+	}
+	mu.Unlock()
+	var report struct {
+		Accounts []struct {
+			Account  string
+			Attempts int
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &report); err != nil || len(report.Accounts) != 1 ||
+		report.Accounts[0].Account != personal || report.Accounts[0].Attempts != 3 {
+		t.Errorf("report's accounts %+v (%v)", report.Accounts, err)
+	}
+}

@@ -87,7 +87,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 			SessionID:   o.ResumeSession,
 			RuntimeVer:  o.Found.Version,
 			Capability:  capability,
-			Account:     accountOf(p, o),
+			Account:     rt.Account(func(k string) string { return LookupEnv(o.Env, k) }),
 		},
 		execute: func(ctx context.Context, emit func(trace.Event) error) (Exit, error) {
 			return supervise(ctx, supervision{
@@ -139,15 +139,6 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		a.amend = newShellLog(p.ShellLog.Files(env), p.ShellLog.ExitCode).amend
 	}
 	return a, nil
-}
-
-// accountOf is the login a run of p uses: the one the user's environment
-// points at.
-func accountOf(p *Process, o Options) string {
-	if p.Account == nil {
-		return ""
-	}
-	return p.Account(o.Env)
 }
 
 // processInvocation sets the runtime up in its per-run folder conf and

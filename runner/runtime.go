@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"lane/runtimes/descriptor"
-	"path/filepath"
 	"strings"
 
 	"lane/trace"
@@ -79,25 +78,6 @@ type Process struct {
 	// return nil: that run is driven one way, and a person can only cancel
 	// it (see oneWay).
 	NewDialog func(o Options, run *trace.Run) Dialog
-	// Account, when set, names the login a run with the user's
-	// environment env uses (its config folder, never a secret), for a
-	// runtime whose subscriptions have usage limits that lane keeps a
-	// ledger of per account.
-	Account func(env []string) string
-}
-
-// HomeAccount is the Account of a runtime whose login lives in the folder
-// that variable names, else in dir under the home folder.
-func HomeAccount(variable, dir string) func(env []string) string {
-	return func(env []string) string {
-		if v := LookupEnv(env, variable); v != "" {
-			return filepath.Clean(v)
-		}
-		if home := LookupEnv(env, "HOME"); home != "" {
-			return filepath.Join(home, dir)
-		}
-		return ""
-	}
 }
 
 // ShellLog is where a runtime's session logs are and how they say a

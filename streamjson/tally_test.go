@@ -354,7 +354,7 @@ func TestTallyKeepsTheOneHourCacheWrites(t *testing.T) {
 	usage := `"usage":{"input_tokens":10,"output_tokens":5,"cache_creation_input_tokens":1000,"cache_creation":{"ephemeral_5m_input_tokens":400,"ephemeral_1h_input_tokens":600}}`
 	for name, stream := range map[string]string{
 		"messages": `{"type":"assistant","message":{"id":"m1","model":"claude-sonnet-4-5","content":[{"type":"text","text":"hi"}],` + usage + `}}` + "\n",
-		"result": `{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0.01,` + usage + `}` + "\n",
+		"result":   `{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0.01,` + usage + `}` + "\n",
 	} {
 		tl := tallyOf(t, []byte(stream))
 		if u := tl.Usage(); u.CacheCreationTokens != 1000 || u.CacheCreation1hTokens != 600 {

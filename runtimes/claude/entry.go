@@ -28,6 +28,7 @@ func Runtime() *runner.Runtime {
 			Name: "claude", Title: "Claude Code", Package: "@anthropic-ai/claude-code",
 			DefaultModel: "sonnet", Fallback: true,
 			ModelProvider: "anthropic",
+			AccountEnv:    "CLAUDE_CONFIG_DIR", AccountDir: ".claude",
 		},
 		Describe: streamjson.Call,
 		Process: &runner.Process{
@@ -63,7 +64,6 @@ func Runtime() *runner.Runtime {
 				return nil
 			},
 			AuthHint: streamjson.AuthHint,
-			Account:  runner.HomeAccount("CLAUDE_CONFIG_DIR", ".claude"),
 			Capability: func(o runner.Options) trace.Capability {
 				return trace.Capability{
 					Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: o.AllowedTools,

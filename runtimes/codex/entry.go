@@ -22,6 +22,7 @@ func Runtime() *runner.Runtime {
 			Name: "codex", Title: "Codex", Package: "@openai/codex",
 			EndpointAPI: "openai-responses", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
 			ModelProvider: "openai",
+			AccountEnv:    "CODEX_HOME", AccountDir: ".codex",
 		},
 		Describe: Call,
 		Process: &runner.Process{
