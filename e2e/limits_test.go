@@ -1,15 +1,20 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"lane/internal/anthropictest"
+	"lane/store"
 	"lane/trace"
 )
 
@@ -116,6 +121,62 @@ func TestRateLimitedSummary(t *testing.T) {
 	}
 }
 
+// refusedUntil scripts a subscription whose five_hour window refuses every
+// request until reset and then allows them, the task solved by one Bash
+// call; refused counts the requests it refused.
+func refusedUntil(reset time.Time) (respond func(anthropictest.Request) (anthropictest.Turn, bool), refused func() int) {
+	window := func(status string, used float64) http.Header {
+		return anthropictest.Unified{
+			Status: status, Claim: "five_hour", Reset: reset, Overage: "rejected",
+			FiveHour: anthropictest.Window{Status: status, Utilization: used, Reset: reset},
+			SevenDay: anthropictest.Window{Status: "allowed", Utilization: 0.2, Reset: reset.Add(100 * time.Hour)},
+		}.Header()
+	}
+	var n atomic.Int32
+	respond = func(r anthropictest.Request) (anthropictest.Turn, bool) {
+		if time.Now().Before(reset) {
+			n.Add(1)
+			return anthropictest.Status(429, "").WithHeader(window("rejected", 1)), true
+		}
+		return answerWithBash(r).WithHeader(window("allowed", 0.1)), true
+	}
+	return respond, func() int { return int(n.Load()) }
+}
+
+// answerWithBash solves "write 42 into answer.txt" with one Bash call.
+func answerWithBash(r anthropictest.Request) anthropictest.Turn {
+	for _, m := range r.Messages {
+		for _, b := range m.Blocks() {
+			if b.Type == "tool_result" {
+				return anthropictest.Text("done")
+			}
+		}
+	}
+	return anthropictest.Tools(anthropictest.Bash("", "echo 42 > answer.txt"))
+}
+
+// answerSuite is a suite of one task for sonnet, repeated.
+func answerSuite(t *testing.T, repeat int) string {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "empty"), 0o755)
+	os.WriteFile(filepath.Join(dir, "empty", "README"), []byte("empty\n"), 0o644)
+	suite := filepath.Join(dir, "suite.yaml")
+	os.WriteFile(suite, []byte("name: limits\nmodels: [sonnet]\nrepeat: "+strconv.Itoa(repeat)+
+		"\ntasks:\n  - id: write-answer\n    prompt: \"write 42 into answer.txt\"\n    fixture: empty\n    check: \"grep -qx 42 answer.txt\"\n"), 0o644)
+	return suite
+}
+
+// wantAllPassed checks the bench's n attempts all passed.
+func wantAllPassed(t *testing.T, st *store.Store, n int) {
+	t.Helper()
+	_, attempts := onlyBenchAttempts(t, st, n)
+	for _, a := range attempts {
+		if a.Status != trace.AttemptPassed {
+			t.Errorf("attempt %d: %s (%s) %s", a.N, a.Status, a.FailureKind, a.CheckOutput)
+		}
+	}
+}
+
 // A bench that meets a refused window waits for its reset, then goes on:
 // every attempt passes, no attempt is counted failed, the server saw a
 // refused request per attempt in flight at the most (none while the bench
@@ -123,66 +184,49 @@ func TestRateLimitedSummary(t *testing.T) {
 func TestBenchWaitsForTheLimitsReset(t *testing.T) {
 	t.Parallel()
 	e := subscriptionEnv(t)
-	start := time.Now()
-	reset := start.Add(4 * time.Second).Truncate(time.Second).Add(time.Second)
-	window := func(status string, used float64) anthropictest.Unified {
-		return anthropictest.Unified{
-			Status: status, Claim: "five_hour", Reset: reset, Overage: "rejected",
-			FiveHour: anthropictest.Window{Status: status, Utilization: used, Reset: reset},
-			SevenDay: anthropictest.Window{Status: "allowed", Utilization: 0.2, Reset: reset.Add(100 * time.Hour)},
-		}
-	}
-	var mu sync.Mutex
-	var refusedAt []time.Time
-	e.srv.SetResponder(func(r anthropictest.Request) (anthropictest.Turn, bool) {
-		if time.Now().Before(reset) {
-			mu.Lock()
-			refusedAt = append(refusedAt, time.Now())
-			mu.Unlock()
-			return anthropictest.Status(429, "").WithHeader(window("rejected", 1).Header()), true
-		}
-		for _, m := range r.Messages {
-			for _, b := range m.Blocks() {
-				if b.Type == "tool_result" {
-					return anthropictest.Text("done").WithHeader(window("allowed", 0.1).Header()), true
-				}
-			}
-		}
-		return anthropictest.Tools(anthropictest.Bash("", "echo 42 > answer.txt")).WithHeader(window("allowed", 0.1).Header()), true
-	})
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "empty"), 0o755)
-	os.WriteFile(filepath.Join(dir, "empty", "README"), []byte("empty\n"), 0o644)
-	suite := filepath.Join(dir, "suite.yaml")
-	os.WriteFile(suite, []byte(`name: limits
-models: [sonnet]
-repeat: 4
-tasks:
-  - id: write-answer
-    prompt: "write 42 into answer.txt"
-    fixture: empty
-    check: "grep -qx 42 answer.txt"
-`), 0o644)
-	r := e.lane(t.Context(), "bench", "--parallel", "2", suite)
+	reset := time.Now().Add(4 * time.Second).Truncate(time.Second).Add(time.Second)
+	respond, refused := refusedUntil(reset)
+	e.srv.SetResponder(respond)
+	r := e.lane(t.Context(), "bench", "--parallel", "2", answerSuite(t, 4))
 	wantExit(t, r, 0)
 	t.Logf("lane bench:\n%s", r.stderr)
 	if time.Now().Before(reset) {
 		t.Errorf("the bench ended %s before the reset", time.Until(reset))
 	}
-	st := e.openStore()
-	_, attempts := onlyBenchAttempts(t, st, 4)
-	for _, a := range attempts {
-		if a.Status != trace.AttemptPassed {
-			t.Errorf("attempt %d: %s (%s) %s", a.N, a.Status, a.FailureKind, a.CheckOutput)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(refusedAt) == 0 || len(refusedAt) > 2 {
-		t.Errorf("%d refused requests, want one per attempt in flight (2) at the most", len(refusedAt))
+	wantAllPassed(t, e.openStore(), 4)
+	if n := refused(); n == 0 || n > 2 {
+		t.Errorf("%d refused requests, want one per attempt in flight (2) at the most", n)
 	}
 	if want := "waiting for claude five_hour until"; !strings.Contains(r.stderr+r.stdout, want) {
 		t.Errorf("the progress never said %q:\n%s", want, r.stderr)
+	}
+}
+
+// The same across two lane workers on PostgreSQL: each learns the refusal
+// from its own run or from the shared ledger, and neither sends requests
+// while the window is closed.
+func TestWorkersWaitForTheLimitsReset(t *testing.T) {
+	t.Parallel()
+	e := poolEnv(t)
+	srv := anthropictest.NewServer(t)
+	home := filepath.Join(t.TempDir(), "home")
+	os.Mkdir(home, 0o755)
+	e.vars = append(e.vars, anthropictest.ClaudeSubscriptionEnv(srv.URL(), home)...)
+	e.vars = append(e.vars, "LANE_CLAUDE_BIN="+anthropictest.ClaudeBin(t), "HOME="+home)
+	e.startWorker(t, "--name", "w1", "--runtimes", "claude")
+	e.startWorker(t, "--name", "w2", "--runtimes", "claude")
+	reset := time.Now().Add(5 * time.Second).Truncate(time.Second).Add(time.Second)
+	respond, refused := refusedUntil(reset)
+	srv.SetResponder(respond)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	wantExit(t, e.lane(ctx, "bench", "--workers", "-o", "json", answerSuite(t, 4)), 0)
+	if time.Now().Before(reset) {
+		t.Errorf("the bench ended %s before the reset", time.Until(reset))
+	}
+	wantAllPassed(t, e.openStore(), 4)
+	if n := refused(); n == 0 || n > 2 {
+		t.Errorf("%d refused requests, want one per worker at the most", n)
 	}
 }
 
@@ -221,29 +265,12 @@ func TestBenchSpreadsAcrossProfiles(t *testing.T) {
 		if profile == "work" {
 			return anthropictest.Status(429, "").WithHeader(refused.Header()), true
 		}
-		for _, m := range r.Messages {
-			for _, b := range m.Blocks() {
-				if b.Type == "tool_result" {
-					return anthropictest.Text("done"), true
-				}
-			}
-		}
-		return anthropictest.Tools(anthropictest.Bash("", "echo 42 > answer.txt")), true
+		return answerWithBash(r), true
 	})
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "empty"), 0o755)
-	os.WriteFile(filepath.Join(dir, "empty", "README"), []byte("empty\n"), 0o644)
-	suite := filepath.Join(dir, "suite.yaml")
-	os.WriteFile(suite, []byte("name: profiles\nmodels: [sonnet]\nrepeat: 3\ntasks:\n  - id: write-answer\n    prompt: \"write 42 into answer.txt\"\n    fixture: empty\n    check: \"grep -qx 42 answer.txt\"\n"), 0o644)
 	// Not hermetic: each login's own settings.json must reach Claude Code.
-	r := e.lane(t.Context(), "bench", "--no-hermetic", "-o", "json", suite)
+	r := e.lane(t.Context(), "bench", "--no-hermetic", "-o", "json", answerSuite(t, 3))
 	wantExit(t, r, 0)
-	_, attempts := onlyBenchAttempts(t, e.openStore(), 3)
-	for _, a := range attempts {
-		if a.Status != trace.AttemptPassed {
-			t.Errorf("attempt %d: %s (%s) %s", a.N, a.Status, a.FailureKind, a.CheckOutput)
-		}
-	}
+	wantAllPassed(t, e.openStore(), 3)
 	mu.Lock()
 	if byProfile["work"] != 1 || byProfile["personal"] < 6 {
 		t.Errorf("requests by login %v, want work's first refused, then personal for all", byProfile)
