@@ -221,7 +221,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	for _, p := range []string{"GET /{$}", "GET /runs/{id}", "GET /sessions", "GET /costs", "GET /bench", "GET /bench/{id}", "GET /workers"} {
+	for _, p := range []string{"GET /{$}", "GET /runs/{id}", "GET /sessions", "GET /costs", "GET /bench", "GET /bench/{id}", "GET /workers", "GET /limits"} {
 		mux.HandleFunc(p, s.servePage)
 	}
 	mux.HandleFunc("GET /assets/{path...}", s.serveAsset)
@@ -241,6 +241,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/benches", s.listBenches)
 	mux.HandleFunc("GET /api/benches/{id}", s.getBench)
 	mux.HandleFunc("GET /api/workers", s.listWorkers)
+	mux.HandleFunc("GET /api/limits", s.listLimits)
 	s.changesRoutes(mux) // changes.go
 	mux.HandleFunc("GET /ws", s.serveWS)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"lane/trace"
@@ -30,6 +31,12 @@ func upsertLimits(ctx context.Context, tx *txn, rows []row) error {
 			if err != nil {
 				return fmt.Errorf("record usage limit %s of %s: %w", w.Name, rl.Account, err)
 			}
+			_, err = tx.ExecContext(ctx, `INSERT INTO limit_samples
+				(runtime, account, window_name, utilization, status, at, run_id) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				rl.Runtime, rl.Account, w.Name, w.Utilization, w.Status, r.time, r.runID)
+			if err != nil {
+				return fmt.Errorf("record usage limit %s of %s: %w", w.Name, rl.Account, err)
+			}
 		}
 	}
 	return nil
@@ -42,11 +49,26 @@ func nanosOrZero(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// Limits is the ledger (trace.Limit): every window of every account lane has seen
-// reported, by runtime, account and window.
+// Limits is the ledger (trace.Limit): every window of every account lane
+// has seen reported, by runtime, account and window.
 func (s *Store) Limits(ctx context.Context) ([]trace.Limit, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT runtime, account, window_name, utilization, status, resets_at, updated_at, run_id
+	return s.readLimits(ctx, `SELECT runtime, account, window_name, utilization, status, resets_at, updated_at, run_id
 		FROM limits ORDER BY runtime, account, window_name`)
+}
+
+// LimitSamples is every report of a window since since, oldest first, each
+// as a trace.Limit whose UpdatedAt is when it was reported and whose
+// ResetsAt is not kept: what a chart of each window's use over time needs.
+// At most max samples, the newest.
+func (s *Store) LimitSamples(ctx context.Context, since time.Time, max int) ([]trace.Limit, error) {
+	out, err := s.readLimits(ctx, `SELECT runtime, account, window_name, utilization, status, 0, at, run_id
+		FROM limit_samples WHERE at >= ? ORDER BY at DESC LIMIT ?`, since.UnixNano(), max)
+	slices.Reverse(out)
+	return out, err
+}
+
+func (s *Store) readLimits(ctx context.Context, q string, args ...any) ([]trace.Limit, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read usage limits: %w", err)
 	}

@@ -66,6 +66,14 @@ func TestLimitsLedger(t *testing.T) {
 		if l := got[0]; !l.ResetsAt.Equal(reset) || l.Utilization != 1 || !l.Refusing(t0) || l.Refusing(reset) {
 			t.Errorf("five_hour of a: %+v", l)
 		}
+		samples, err := s.LimitSamples(ctx, t0, 10)
+		if err != nil || len(samples) != 6 || samples[0].RunID != "r2" || !samples[0].UpdatedAt.Equal(t0) ||
+			samples[5].RunID != "r1" || samples[5].Utilization != 0.41 {
+			t.Errorf("samples %+v, %v: want all six reports, oldest first", samples, err)
+		}
+		if newest, _ := s.LimitSamples(ctx, t0, 2); len(newest) != 2 || newest[1].RunID != "r1" {
+			t.Errorf("the newest two samples %+v", newest)
+		}
 		back, err := s.GetRun(ctx, "r1")
 		if err != nil {
 			t.Fatal(err)

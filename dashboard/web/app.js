@@ -8,6 +8,7 @@
 
 import { approvals, notifyToggle } from './lib/approvals.js';
 import { h } from './lib/dom.js';
+import { limitsBadge } from './lib/limits.js';
 import { live } from './lib/live.js';
 import { startRouter } from './lib/router.js';
 import { noteRun } from './lib/suggest.js';
@@ -15,6 +16,7 @@ import { runPath } from './lib/widgets.js';
 import { viewBenchDetail } from './views/bench.js';
 import { viewBenches } from './views/benches.js';
 import { viewCosts } from './views/costs.js';
+import { viewLimits } from './views/limits.js';
 import { newRunDialog } from './views/newrun.js';
 import { viewRun, viewRunChanges } from './views/run.js';
 import { viewRuns } from './views/runs.js';
@@ -32,6 +34,7 @@ const routes = [
   [/^\/bench\/?$/, viewBenches, 'bench'],
   [/^\/bench\/([^/]+)\/?$/, viewBenchDetail, 'bench'],
   [/^\/workers\/?$/, viewWorkers, 'workers'],
+  [/^\/limits\/?$/, viewLimits, 'limits'],
 ];
 
 // Every run announced feeds the suggestions; registered first, this
@@ -41,6 +44,7 @@ live.on((msg) => { if (msg.type === 'run') noteRun(msg.run); });
 document.getElementById('new-run').addEventListener('click', newRunDialog());
 notifyToggle(document.getElementById('notify'));
 approvals.on(showWaiting(document.getElementById('waiting')));
+limitsBadge(document.getElementById('limits'));
 live.connect(document.getElementById('conn'));
 approvals.start();
 startRouter(document.getElementById('app'), routes);

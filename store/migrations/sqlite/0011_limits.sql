@@ -2,7 +2,8 @@
 -- config folder) and runs.limits the last state of each usage window the
 -- run saw (JSON, NULL when it saw none). limits is the ledger: per
 -- runtime, account and window, the newest state any run reported, so that
--- every process on the database sees the same.
+-- every process on the database sees the same; limit_samples keeps every
+-- report, for the dashboard's chart of each window's use over time.
 
 ALTER TABLE runs ADD COLUMN account TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN limits TEXT;
@@ -18,3 +19,14 @@ CREATE TABLE limits (
     run_id      TEXT    NOT NULL,
     PRIMARY KEY (runtime, account, window_name)
 );
+
+CREATE TABLE limit_samples (
+    runtime     TEXT    NOT NULL,
+    account     TEXT    NOT NULL,
+    window_name TEXT    NOT NULL,
+    utilization REAL    NOT NULL,
+    status      TEXT    NOT NULL,
+    at          INTEGER NOT NULL,
+    run_id      TEXT    NOT NULL
+);
+CREATE INDEX limit_samples_at ON limit_samples (at);

@@ -1,0 +1,69 @@
+package dashboard
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"lane/trace"
+)
+
+// The top bar says when a window is near its limit, and says so again when
+// a run reports it refused, live; the Limits view lists each window and
+// charts its use.
+func TestBrowserLimits(t *testing.T) {
+	now := time.Now().UTC()
+	reset := now.Add(2 * time.Hour)
+	account := "/home/dev/.claude"
+	report := func(seq int64, at time.Time, status string, used float64) trace.Event {
+		return trace.Event{Seq: seq, Time: at, Kind: trace.KindRateLimit, RateLimit: &trace.RateLimit{
+			Runtime: "claude", Account: account, Status: status, Window: "five_hour", ResetsAt: reset,
+			Windows: []trace.LimitWindow{
+				{Name: "five_hour", Utilization: used, Status: status, ResetsAt: reset},
+				{Name: "seven_day", Utilization: 0.41, Status: trace.LimitAllowed, ResetsAt: reset.Add(96 * time.Hour)},
+			}}}
+	}
+	run := &trace.Run{ID: "run-limit-0001", Status: trace.StatusRunning, Runtime: "claude", Model: "sonnet",
+		Dir: "/work/limits", Prompt: "near the limit", StartedAt: now.Add(-time.Minute), Account: account}
+	ctx := context.Background()
+	e := startBrowserEnv(t, func(e *browserEnv) {
+		w := e.newRun(run)
+		write(t, w, report(1, now.Add(-50*time.Second), trace.LimitAllowed, 0.5), report(2, now.Add(-40*time.Second), trace.LimitWarning, 0.92))
+		w.Close(ctx)
+	})
+	e.do("open the runs", 30*time.Second,
+		chromedp.Navigate(e.url+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`#limits[data-state="near"]`)))
+	if got := eval[string](e, `document.getElementById('limits').textContent`); got != "⚠ claude five_hour at 92 %" {
+		t.Errorf("badge %q", got)
+	}
+
+	refused := &trace.Run{ID: "run-limit-0002", Status: trace.StatusRunning, Runtime: "claude", Model: "sonnet",
+		Dir: "/work/limits", Prompt: "refused", StartedAt: now, Account: account}
+	w := e.newRun(refused)
+	write(t, w, report(1, now, trace.LimitRejected, 1))
+	w.Close(ctx)
+	e.do("the refusal reaches the badge", 30*time.Second, chromedp.WaitVisible(chromedp.CSS(`#limits[data-state="refused"]`)))
+	if got := eval[string](e, `document.getElementById('limits').textContent`); !regexp.MustCompile(`^✘ claude five_hour refused until \d\d:\d\d$`).MatchString(got) {
+		t.Errorf("badge %q", got)
+	}
+
+	e.do("open the limits", 30*time.Second,
+		chromedp.Click(chromedp.CSS(`#limits`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.limits tr.lim-refused`)))
+	rows := eval[[]string](e, `[...document.querySelectorAll('table.limits tbody tr')].map((tr) => tr.innerText.replace(/\s+/g, ' ').trim())`)
+	if len(rows) != 2 || !strings.HasPrefix(rows[0], "claude") || !strings.Contains(rows[0], "five_hour 100 % refuses until it resets") ||
+		!strings.Contains(rows[1], "seven_day 41 % room left") {
+		t.Errorf("rows %q", rows)
+	}
+	if n := eval[int](e, `document.querySelector('.limit-chart polyline').getAttribute('points').split(' ').length`); n != 3 {
+		t.Errorf("five_hour's line has %d points, want its three reports", n)
+	}
+	if nav := eval[string](e, `document.querySelector('#nav a[aria-current="page"]').textContent`); nav != "Limits" {
+		t.Errorf("the nav marks %q", nav)
+	}
+}
