@@ -17,8 +17,11 @@ type Tally struct {
 	resTurns  int         // sum of the results' num_turns
 	runCost   float64     // sum of the results' RunCostUSD
 	haveRun   bool        // a result had RunCostUSD
-	lastTotal *float64    // the last result's TotalCostUSD that was set
-	last      *trace.Result
+	lastTotal *float64    // the last result's TotalCostUSD that was set, since the last conversation_reset
+	// closedTotals are the session totals at each conversation_reset:
+	// Claude Code's totals start again from 0 after one.
+	closedTotals []float64
+	last         *trace.Result
 
 	sessionID string
 	model     string // the session's model, for messages that name none
@@ -80,6 +83,11 @@ func (t *Tally) Observe(ev trace.Event) {
 		}
 	case trace.KindRetry:
 		t.retries++
+	case trace.KindRaw:
+		if ev.Subtype == "conversation_reset" {
+			t.closedTotals = append(t.closedTotals, ptrOr(t.lastTotal))
+			t.lastTotal = nil
+		}
 	case trace.KindRateLimit:
 		t.limit = ev.RateLimit
 	case trace.KindError:
@@ -197,8 +205,16 @@ func (t *Tally) Cost(priorSessionCostUSD float64, price func(model string, u tra
 	switch {
 	case t.haveRun:
 		return t.runCost, false, sessionTotal
-	case t.lastTotal != nil:
-		return max(0, *t.lastTotal-priorSessionCostUSD), false, sessionTotal
+	case t.lastTotal != nil || len(t.closedTotals) > 0:
+		// Each conversation's total counts from where it began: the
+		// first from the session total this run resumed, the others
+		// from 0 (a conversation_reset starts the totals again).
+		prior := priorSessionCostUSD
+		for _, total := range append(t.closedTotals, ptrOr(t.lastTotal)) {
+			usd += max(0, total-prior)
+			prior = 0
+		}
+		return usd, false, sessionTotal
 	}
 	for _, id := range t.msgOrder {
 		m := t.msgs[id]
@@ -217,6 +233,13 @@ func (t *Tally) Cost(priorSessionCostUSD float64, price func(model string, u tra
 		}
 	}
 	return usd, estimate, sessionTotal
+}
+
+func ptrOr(v *float64) float64 {
+	if v == nil {
+		return 0
+	}
+	return *v
 }
 
 // Hints, kept together so that their wording stays consistent.

@@ -85,6 +85,7 @@ func TestTallyFixtures(t *testing.T) {
 		"j_subagent_foreground": ok(u2, 2, 2, 0.00162),
 		"l_rate_limit_rejected": {exit: 1, status: trace.StatusFailed, kind: trace.ErrorRateLimited, turns: 1, results: 1,
 			message: "the five_hour usage limit refused the request; it resets at 2026-12-04 03:34 UTC", hint: "lane limits"},
+		"m_conversation_reset":    {status: trace.StatusSucceeded, usage: u2, turns: 2, results: 3, cost: 0.00162, total: 0.00081},
 		"l_rate_limit_warning":    ok(u2, 2, 1, 0.00081),
 		"k_long_bash_task_events": ok(trace.Usage{InputTokens: 2000, OutputTokens: 100, CacheReadTokens: 400, CacheCreationTokens: 200}, 2, 1, 0.00554),
 	}
@@ -360,5 +361,20 @@ func TestTallyKeepsTheOneHourCacheWrites(t *testing.T) {
 		if u := tl.Usage(); u.CacheCreationTokens != 1000 || u.CacheCreation1hTokens != 600 {
 			t.Errorf("%s: usage %+v, want 1000 cache writes, 600 of them for an hour", name, u)
 		}
+	}
+}
+
+// A conversation_reset (/clear in a two-way run) starts Claude Code's
+// session totals again: the run's cost adds each conversation's, and never
+// goes below what it spent.
+func TestTallyCostAcrossAConversationReset(t *testing.T) {
+	t.Parallel()
+	stream := `{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0.5}` + "\n" +
+		`{"type":"conversation_reset","new_conversation_id":"c2","trigger":"clear","session_id":"s1"}` + "\n" +
+		`{"type":"result","subtype":"success","is_error":false,"num_turns":1,"total_cost_usd":0.2}` + "\n"
+	tl := tallyOf(t, []byte(stream))
+	// This run resumed a session that had cost 0.1 before it.
+	if usd, estimate, total := tl.Cost(0.1, nil); !near(usd, 0.6) || estimate || !near(total, 0.2) {
+		t.Errorf("cost %v (estimate %v), session total %v; want 0.4 + 0.2, total 0.2", usd, estimate, total)
 	}
 }
