@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"lane/store"
 	"lane/trace"
 )
 
@@ -65,5 +66,37 @@ func TestBrowserLimits(t *testing.T) {
 	}
 	if nav := eval[string](e, `document.querySelector('#nav a[aria-current="page"]').textContent`); nav != "Limits" {
 		t.Errorf("the nav marks %q", nav)
+	}
+}
+
+// A run's page says how full the model's context is, and follows it call
+// by call while the run goes on.
+func TestBrowserContextFill(t *testing.T) {
+	now := time.Now().UTC()
+	run := &trace.Run{ID: "run-context-01", Status: trace.StatusRunning, Runtime: "claude", Model: "sonnet",
+		Dir: "/work/ctx", Prompt: "a long task", StartedAt: now.Add(-time.Minute), ContextWindow: 200_000}
+	usage := func(seq int64, in, cached int64, parent string) trace.Event {
+		return trace.Event{Seq: seq, Time: now, Kind: trace.KindUsage, MessageID: "m" + string(rune('0'+seq)), ParentToolUseID: parent,
+			Usage: &trace.Usage{InputTokens: in, CacheReadTokens: cached, OutputTokens: 50}}
+	}
+	var w *store.EventWriter
+	e := startBrowserEnv(t, func(e *browserEnv) {
+		w = e.newRun(run)
+		write(t, w, usage(1, 2_000, 20_000, ""))
+	})
+	defer w.Close(context.Background())
+	e.do("open the run", 30*time.Second,
+		chromedp.Navigate(e.url+"/runs/"+run.ID),
+		chromedp.WaitVisible(chromedp.CSS(`.context-fill`)))
+	fill := func() string { return eval[string](e, `document.querySelector('.context-fill').textContent`) }
+	e.do("the first call's context", 30*time.Second, chromedp.WaitVisible(chromedp.CSS(`.context-fill[data-tokens="22000"]`)))
+	if got := fill(); got != "22k of 200k (11 %)" {
+		t.Errorf("context %q", got)
+	}
+	// A subagent's call is not the main context; the next main call is.
+	write(t, w, usage(2, 90_000, 0, "toolu_1"), usage(3, 3_000, 47_000, ""))
+	e.do("the next call's context", 30*time.Second, chromedp.WaitVisible(chromedp.CSS(`.context-fill[data-tokens="50000"]`)))
+	if got := fill(); got != "50k of 200k (25 %)" {
+		t.Errorf("context %q after the second call", got)
 	}
 }

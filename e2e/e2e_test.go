@@ -175,6 +175,11 @@ func TestRunWritesAFileThroughBash(t *testing.T) {
 	if run.CostUSD <= 0 || run.CostEstimate || run.Usage.InputTokens == 0 || run.Usage.OutputTokens == 0 {
 		t.Errorf("cost %v (estimate %v), usage %+v", run.CostUSD, run.CostEstimate, run.Usage)
 	}
+	// How full the context was: the last call's prompt, against the window
+	// Claude Code names in its result's modelUsage.
+	if run.ContextTokens <= 0 || run.ContextTokens > run.Usage.Prompt() || run.ContextWindow <= 0 {
+		t.Errorf("context %d of %d, usage %+v", run.ContextTokens, run.ContextWindow, run.Usage)
+	}
 	if run.Capability.PermissionMode != "bypassPermissions" || !run.Capability.MCPIsolated || run.Capability.Dir != e.proj {
 		t.Errorf("capability %+v", run.Capability)
 	}

@@ -186,5 +186,11 @@ func noteRunEvent(run *trace.Run, ev trace.Event) {
 		run.Permissions.Denied++
 	case ev.RateLimit != nil:
 		run.Limits = trace.MergeLimits(run.Limits, ev.RateLimit.Windows)
+	case ev.Kind == trace.KindUsage && ev.Usage != nil && ev.ParentToolUseID == "":
+		if p := ev.Usage.Prompt(); p > 0 {
+			run.ContextTokens = p
+		}
+	case ev.Kind == trace.KindResult && ev.Result != nil && ev.Result.ContextWindow > 0:
+		run.ContextWindow = ev.Result.ContextWindow
 	}
 }

@@ -78,16 +78,17 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 	var dlg Dialog
 	a := &attempt{
 		run: &trace.Run{
-			ParentRunID: o.ParentRunID,
-			Attempt:     n,
-			Runtime:     rt.Name,
-			Model:       o.Label,
-			Dir:         o.Dir,
-			Prompt:      o.Prompt,
-			SessionID:   o.ResumeSession,
-			RuntimeVer:  o.Found.Version,
-			Capability:  capability,
-			Account:     rt.Account(func(k string) string { return LookupEnv(o.Env, k) }),
+			ParentRunID:   o.ParentRunID,
+			Attempt:       n,
+			Runtime:       rt.Name,
+			Model:         o.Label,
+			Dir:           o.Dir,
+			Prompt:        o.Prompt,
+			SessionID:     o.ResumeSession,
+			RuntimeVer:    o.Found.Version,
+			Capability:    capability,
+			ContextWindow: o.ContextWindow,
+			Account:       rt.Account(func(k string) string { return LookupEnv(o.Env, k) }),
 		},
 		execute: func(ctx context.Context, emit func(trace.Event) error) (Exit, error) {
 			return supervise(ctx, supervision{

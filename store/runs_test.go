@@ -50,6 +50,8 @@ func fullRun(t *testing.T, id string) *trace.Run {
 		SessionID:      "sess-1",
 		RuntimeVer:     "2.1.0",
 		Account:        "/home/dev/.claude",
+		ContextTokens:  45_000,
+		ContextWindow:  200_000,
 		Limits:         []trace.LimitWindow{{Name: "five_hour", Utilization: 0.92, Status: trace.LimitWarning, ResetsAt: t0.Add(time.Hour).UTC()}},
 		CostUSD:        0.125,
 		CostEstimate:   true,

@@ -1,6 +1,7 @@
 package streamjson
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -715,6 +716,25 @@ func streamEvents(w *wireLine, ev trace.Event) []trace.Event {
 	return []trace.Event{ev}
 }
 
+// contextWindow is the largest contextWindow of a result's modelUsage (by
+// model), 0 when it names none.
+func contextWindow(modelUsage []byte) int {
+	if len(modelUsage) == 0 {
+		return 0
+	}
+	var byModel map[string]struct {
+		ContextWindow int `json:"contextWindow"`
+	}
+	if json.Unmarshal(modelUsage, &byModel) != nil {
+		return 0
+	}
+	n := 0
+	for _, m := range byModel {
+		n = max(n, m.ContextWindow)
+	}
+	return n
+}
+
 func resultEvents(w *wireLine, ev trace.Event) []trace.Event {
 	r := &trace.Result{
 		Subtype:           w.Subtype,
@@ -732,6 +752,7 @@ func resultEvents(w *wireLine, ev trace.Event) []trace.Event {
 		DurationAPIMS:     w.DurationAPIMS,
 		PermissionDenials: w.PermissionDenials,
 		ModelUsage:        w.ModelUsage,
+		ContextWindow:     contextWindow(w.ModelUsage),
 	}
 	ev.Kind = trace.KindResult
 	ev.Subtype = w.Subtype

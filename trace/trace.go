@@ -85,6 +85,10 @@ func (u Usage) Add(o Usage) Usage {
 	}
 }
 
+// Prompt is how many tokens the request sent: plain input, cache reads and
+// cache writes; for one model call, how full its context was.
+func (u Usage) Prompt() int64 { return u.InputTokens + u.CacheReadTokens + u.CacheCreationTokens }
+
 // IsZero reports whether no tokens were counted.
 func (u Usage) IsZero() bool { return u == Usage{} }
 
@@ -216,6 +220,9 @@ type Result struct {
 	DurationAPIMS     int64           `json:"duration_api_ms,omitempty"`
 	PermissionDenials json.RawMessage `json:"permission_denials,omitempty"`
 	ModelUsage        json.RawMessage `json:"model_usage,omitempty"`
+	// ContextWindow is the model's context window in tokens as the
+	// runtime says it (Claude Code's modelUsage contextWindow), 0 when not.
+	ContextWindow int `json:"context_window,omitempty"`
 }
 
 // Event is one normalized event of a run. Fields beyond the first few are set
@@ -386,6 +393,11 @@ type Run struct {
 	Usage          Usage   `json:"usage"`
 	Turns          int     `json:"turns"`
 	ToolCalls      int     `json:"tool_calls"`
+	// ContextTokens is how much the last model call of the main agent
+	// sent (input, cache reads and cache writes): how full its context
+	// was; ContextWindow is the model's window, 0 when unknown.
+	ContextTokens int64 `json:"context_tokens,omitempty"`
+	ContextWindow int   `json:"context_window,omitempty"`
 
 	StartedAt  time.Time `json:"started_at"`
 	EndedAt    time.Time `json:"ended_at,omitzero"`

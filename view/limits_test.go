@@ -44,3 +44,27 @@ func TestRateLimitLines(t *testing.T) {
 		t.Errorf("summary %q", got)
 	}
 }
+
+// The summary (lane run's last line, lane show) says how full the model's
+// context was at the last call, against its window when known.
+func TestSummarySaysHowFullTheContextIs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		tokens int64
+		window int
+		want   string
+	}{
+		{45_000, 200_000, " · context 45k/200k (23 %) · "},
+		{45_000, 0, " · context 45k · "},
+		{0, 200_000, ""},
+	} {
+		var b strings.Builder
+		run := &trace.Run{ID: "r1", Status: trace.StatusSucceeded, ContextTokens: tc.tokens, ContextWindow: tc.window}
+		if err := NewPrinter(&b, false).Summary(run); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.String(); tc.want == "" && strings.Contains(got, "context") || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%d of %d: %q, want %q", tc.tokens, tc.window, got, tc.want)
+		}
+	}
+}

@@ -29,6 +29,9 @@ func (p *Printer) Summary(r *trace.Run) error {
 			parts = append(parts, "cache "+count(u.CacheReadTokens)+"r/"+count(u.CacheCreationTokens)+"w")
 		}
 	}
+	if c := contextLabel(r.ContextTokens, r.ContextWindow); c != "" {
+		parts = append(parts, c)
+	}
 	parts = append(parts, plural(r.Turns, "turn"), plural(r.ToolCalls, "tool"))
 	if d := runDuration(r); d > 0 {
 		parts = append(parts, humanDuration(d))
@@ -63,6 +66,19 @@ func (p *Printer) Summary(r *trace.Run) error {
 	}
 	_, err := io.WriteString(p.w, b.String())
 	return err
+}
+
+// contextLabel says how full the model's context was at the last call:
+// "context 45k/200k (23 %)", "context 45k" when the window is not known,
+// "" when nothing was counted.
+func contextLabel(tokens int64, window int) string {
+	switch {
+	case tokens <= 0:
+		return ""
+	case window <= 0:
+		return "context " + count(tokens)
+	}
+	return "context " + count(tokens) + "/" + count(int64(window)) + " (" + percent(float64(tokens)/float64(window)) + ")"
 }
 
 // changesLabel says what a run changed in its folder, "" when lane did not

@@ -58,13 +58,14 @@ func localAttempt(o runner.Options, n int) (*runner.LoopAttempt, error) {
 	}
 	var res agent.Result
 	run := &trace.Run{
-		ParentRunID: o.ParentRunID,
-		Attempt:     n,
-		Runtime:     "local",
-		Model:       o.Label,
-		Dir:         o.Dir,
-		Prompt:      o.Prompt,
-		SessionID:   o.ResumeSession,
+		ParentRunID:   o.ParentRunID,
+		Attempt:       n,
+		Runtime:       "local",
+		Model:         o.Label,
+		Dir:           o.Dir,
+		Prompt:        o.Prompt,
+		SessionID:     o.ResumeSession,
+		ContextWindow: o.ContextWindow,
 		Capability: trace.Capability{
 			Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: localToolNames(ac.Tools),
 			PermissionMode: tl.permission, MCPIsolated: true,

@@ -13,7 +13,9 @@ import {
 
 // renderRunHead fills head with run (and its children runs), keeping the
 // prompt and result open or closed as the reader left them.
-export function renderRunHead(head, run, children) {
+// context is the live count of tokens the last model call sent, when the
+// page has seen one since the run record was read (0: the record's).
+export function renderRunHead(head, run, children, context = 0) {
   setTitle(`lane · ${STATUS_LABEL[run.status] || run.status} · ${oneLine(run.prompt, 40)}`);
   const wasOpen = (sel, def) => { const d = head.querySelector(sel); return d ? d.open : def; };
   const promptOpen = wasOpen('details.prompt', (run.prompt || '').length < 600);
@@ -23,7 +25,7 @@ export function renderRunHead(head, run, children) {
     h('div', { class: 'page-head' },
       h('h1', null, statusEl(run.status), ' ', h('span', { class: 'title' }, oneLine(run.prompt, 90) || '(no prompt)')),
       runActions(run)),
-    runFacts(run, children),
+    runFacts(run, children, context),
     runError(run),
     run.prompt ? lazyDetails('prompt', 'Prompt', () => h('pre', { class: 'plain' }, run.prompt), promptOpen) : null,
     run.result_text ? lazyDetails('result-text', 'Result', () => md(run.result_text), resultOpen) : null]);
@@ -98,7 +100,7 @@ function actionButton(actions, { cls, label, busy, title, act, ask, done }) {
 }
 
 // runFacts is the run's key/value list.
-function runFacts(r, children) {
+function runFacts(r, children, context) {
   const kv = (k, ...v) => [h('dt', null, k), h('dd', null, ...v)];
   const u = r.usage || {};
   return h('dl', { class: 'kv' },
@@ -111,6 +113,8 @@ function runFacts(r, children) {
     kv('Cost', fmtCost(r.cost_usd, r.cost_estimate), r.cost_estimate ? h('span', { class: 'muted' }, ' (estimated from tokens)') : ''),
     kv('Tokens', h('span', { title: tokensTitle(r.usage) },
       `in ${fmtTokens(u.input_tokens)} · out ${fmtTokens(u.output_tokens)} · cache ${fmtTokens(u.cache_read_tokens)}r/${fmtTokens(u.cache_creation_tokens)}w`)),
+    kv('Context', h('span', { class: 'context-fill', dataset: { tokens: String(context || r.context_tokens || 0) }, title: 'what the last model call sent (input, cache reads and writes) against the model\'s window' },
+      contextText(context || r.context_tokens, r.context_window))),
     kv('Turns', String(r.turns ?? 0), ' · ', `${r.tool_calls ?? 0} tool calls`),
     kv('Duration', durEl(r)),
     kv('Started', timeEl(r.started_at), r.ended_at ? [' → ', timeEl(r.ended_at)] : ''),
@@ -118,6 +122,14 @@ function runFacts(r, children) {
     r.capability?.permission_mode ? kv('Permissions', r.capability.permission_mode) : null,
     r.parent_run_id ? kv('Parent', runLink(r.parent_run_id)) : null,
     children.length ? kv('Children', children.map((c, i) => [i ? ', ' : '', runLink(c.id), ' ', statusEl(c.status)])) : null);
+}
+
+// contextText reads like "45k of 200k (23 %)", "45k" when the window is not
+// known, "–" before any model call.
+export function contextText(tokens, window) {
+  if (!(tokens > 0)) return '–';
+  if (!(window > 0)) return fmtTokens(tokens);
+  return `${fmtTokens(tokens)} of ${fmtTokens(window)} (${Math.round((100 * tokens) / window)} %)`;
 }
 
 // runError is the box of what went wrong, if anything did.

@@ -19,7 +19,7 @@ import { changesPath, filesChanged } from '../lib/changes.js';
 import { errorBox, isRunning, runPath } from '../lib/widgets.js';
 import { asksPanel } from './asks.js';
 import { changesPanel } from './changes.js';
-import { fetchRun, renderRunHead, runLoadError } from './run-head.js';
+import { contextText, fetchRun, renderRunHead, runLoadError } from './run-head.js';
 import { steerPanel } from './steer.js';
 import { traceFeed } from './trace-feed.js';
 import { traceRenderer } from './trace-render.js';
@@ -58,8 +58,9 @@ export function viewRun(root, [id], tab = 'trace') {
     select(t);
   });
   select(tab);
+  let context = 0; // tokens the last model call of the main agent sent, as the trace brings them
   const showHead = () => {
-    renderRunHead(page.head, run, children);
+    renderRunHead(page.head, run, children, context);
     page.steer.show(run);
     page.tabLabel(run);
     showAsks();
@@ -106,7 +107,14 @@ export function viewRun(root, [id], tab = 'trace') {
     try {
       took(await fetchRun(id, life.signal));
       noteRun(run);
-      const renderer = traceRenderer(page.timeline, { startMs: tsMs(run.started_at), isLive });
+      const onContext = (n) => {
+        context = n;
+        const el = page.head.querySelector('.context-fill');
+        if (!el) return;
+        el.textContent = contextText(n, run.context_window);
+        el.dataset.tokens = String(n);
+      };
+      const renderer = traceRenderer(page.timeline, { startMs: tsMs(run.started_at), isLive, onContext });
       const render = (ev) => { renderer.render(ev); jump.rendered(ev); };
       const feed = traceFeed({
         // a live trace follows its end only while it is shown

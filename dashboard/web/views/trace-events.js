@@ -50,7 +50,13 @@ export const EVENT_VIEWS = {
   tool_call: toolCall,
   tool_result: toolResult,
   tool_output: toolOutput,
-  usage() {}, // summed into the run's tokens in the header
+  // summed into the run's tokens in the header; a main-agent call's prompt
+  // is how full its context is
+  usage(ev, t) {
+    const u = ev.usage || {};
+    const prompt = (u.input_tokens || 0) + (u.cache_read_tokens || 0) + (u.cache_creation_tokens || 0);
+    if (!ev.parent_tool_use_id && prompt > 0 && t.onContext) t.onContext(prompt);
+  },
   retry(ev, t) {
     const r = ev.retry || {};
     t.place(ev, t.item(ev, 'retry', tag('retry'),

@@ -14,7 +14,9 @@ const CHUNK = 200;
 // isLive() tells whether the run still runs (a tool call without its
 // result is then still running, not left without one).
 // It returns { render(ev), settle() }; settle() is for when the run ends.
-export function traceRenderer(timeline, { startMs, isLive }) {
+// onContext(tokens), when given, hears how many tokens each model call of
+// the main agent sent: how full its context is, turn by turn.
+export function traceRenderer(timeline, { startMs, isLive, onContext }) {
   let chunk = null, chunkN = 0;
   let deltaEl = null; // the streaming preview of partial text
 
@@ -33,6 +35,7 @@ export function traceRenderer(timeline, { startMs, isLive }) {
     cards: new Map(), // tool_use_id → the card of the tool call (trace-tools.js)
     asks: new Map(),  // permission id → its permission_request event
     isLive,
+    onContext,
     gutter(ev) {
       return h('span', { class: 't', title: ev.time || '' }, fmtOffset(tsMs(ev.time) - startMs));
     },

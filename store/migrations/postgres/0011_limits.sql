@@ -1,4 +1,6 @@
--- Subscription usage limits. runs.account is the login a run used (its
+-- How full a run's context was at its last model call (context_tokens) and
+-- its model's window (context_window, 0 when unknown). Subscription usage
+-- limits. runs.account is the login a run used (its
 -- config folder) and runs.limits the last state of each usage window the
 -- run saw (JSON, NULL when it saw none). limits is the ledger: per
 -- runtime, account and window, the newest state any run reported, so that
@@ -6,6 +8,8 @@
 -- report, for the dashboard's chart of each window's use over time.
 
 ALTER TABLE runs ADD COLUMN account TEXT COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN context_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN context_window BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN limits TEXT COLLATE "C";
 
 CREATE TABLE limits (
