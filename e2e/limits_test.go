@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"lane/internal/anthropictest"
+	"lane/internal/clitest"
+	"lane/internal/responsestest"
 	"lane/store"
 	"lane/trace"
 )
@@ -285,5 +287,40 @@ func TestBenchSpreadsAcrossProfiles(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &report); err != nil || len(report.Accounts) != 1 ||
 		report.Accounts[0].Account != personal || report.Accounts[0].Attempts != 3 {
 		t.Errorf("report's accounts %+v (%v)", report.Accounts, err)
+	}
+}
+
+// Codex leaves its account's usage windows out of its stream: lane reads
+// them from its rollout, shows a window near its limit and keeps them, on
+// the run and in the ledger.
+func TestCodexLimitsFromItsRollout(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	reset := time.Now().Add(3 * time.Hour).Truncate(time.Second)
+	codex := responsestest.NewServer(t, responsestest.Text("done").
+		WithHeader("x-codex-primary-used-percent", "92.5").
+		WithHeader("x-codex-primary-window-minutes", "300").
+		WithHeader("x-codex-primary-reset-at", strconv.FormatInt(reset.Unix(), 10)).
+		WithHeader("x-codex-secondary-used-percent", "41").
+		WithHeader("x-codex-secondary-window-minutes", "10080").
+		WithHeader("x-codex-secondary-reset-at", strconv.FormatInt(reset.Add(72*time.Hour).Unix(), 10)))
+	cfgDir := filepath.Join(home, ".config", "lane")
+	os.MkdirAll(cfgDir, 0o755)
+	os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte("endpoints:\n  resp: {api: openai, base_url: \""+
+		codex.URL()+"\", key_env: OPENAI_API_KEY}\n"), 0o600)
+	db := filepath.Join(t.TempDir(), "lane.db")
+	e := &env{t: t, db: db, vars: append(clitest.Env(home), "LANE_DB="+db, "OPENAI_API_KEY=sk-test", "TZ=UTC",
+		"LANE_CODEX_BIN="+clitest.Bin(t, "codex"))}
+	r := e.lane(t.Context(), "run", "--model", "codex:resp:test-model", "--dir", t.TempDir(), "say done")
+	wantExit(t, r, 0)
+	if want := "⚠ codex five_hour at 93 % · resets " + clock(reset); !strings.Contains(r.stdout, want) {
+		t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+	}
+	st := e.openStore()
+	ledger, err := st.Limits(t.Context())
+	if err != nil || len(ledger) != 2 || ledger[0].Runtime != "codex" || ledger[0].Account != filepath.Join(home, ".codex") ||
+		ledger[0].Window != "five_hour" || ledger[0].Status != trace.LimitWarning || !ledger[0].ResetsAt.Equal(reset) ||
+		ledger[1].Window != "seven_day" || ledger[1].Utilization != 0.41 {
+		t.Errorf("ledger %+v, %v", ledger, err)
 	}
 }

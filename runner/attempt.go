@@ -27,6 +27,10 @@ type attempt struct {
 	observe func(ev trace.Event) error
 	// amend, when set, corrects an event before anything sees it.
 	amend func(ev *trace.Event)
+	// afterExit, when set, reads what the runtime left beside its stream
+	// once it has exited (its session log's usage limits): the events to
+	// record before the run is judged.
+	afterExit func(run *trace.Run) []trace.Event
 	// finish judges the ended run from how it ended and fills in its
 	// accounting. It is not called when the attempt could not start.
 	finish func(run *trace.Run, ex Exit)
@@ -111,6 +115,11 @@ func runAttempt(ctx context.Context, a *attempt, rec Recorder) (*trace.Run, erro
 		if ex.Settled && isIdleTimeout(ex.StopCause) {
 			slog.Debug("runtime lingered after its result", "run", run.ID, "cause", ex.StopCause)
 			ex.StopCause, ex.Code = nil, 0
+		}
+		if a.afterExit != nil {
+			for _, ev := range a.afterExit(run) {
+				_ = emit(ev) // the run has ended: a cause to stop on changes nothing
+			}
 		}
 		a.finish(run, ex)
 	}

@@ -139,6 +139,14 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 	if p.ShellLog != nil {
 		a.amend = newShellLog(p.ShellLog.Files(env), p.ShellLog.ExitCode).amend
 	}
+	if p.SessionLimits != nil {
+		a.afterExit = func(run *trace.Run) []trace.Event {
+			if rl := p.SessionLimits(env, run.SessionID); rl != nil {
+				return []trace.Event{{Kind: trace.KindRateLimit, Subtype: "session_log", RateLimit: rl}}
+			}
+			return nil
+		}
+	}
 	return a, nil
 }
 

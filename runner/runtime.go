@@ -78,6 +78,10 @@ type Process struct {
 	// return nil: that run is driven one way, and a person can only cancel
 	// it (see oneWay).
 	NewDialog func(o Options, run *trace.Run) Dialog
+	// SessionLimits, when set, reads the last report of the account's usage
+	// windows from the runtime's session log, for a runtime whose stream
+	// leaves them out (Codex): env is the run's environment. nil: none.
+	SessionLimits func(env []string, session string) *trace.RateLimit
 }
 
 // ShellLog is where a runtime's session logs are and how they say a

@@ -28,6 +28,9 @@ func Runtime() *runner.Runtime {
 		Process: &runner.Process{
 			Binary: runner.BinarySpec{VersionOK: func(out string) bool { return strings.HasPrefix(out, "codex-cli ") }, Want: `"codex-cli VERSION"`},
 			Setup:  codexSetup,
+			// Its stream leaves out the account's usage windows; its
+			// rollout has them.
+			SessionLimits: sessionLimits,
 			// A hermetic run's CODEX_HOME holds the login alone.
 			Hermetic:     codexHermetic,
 			ContainerEnv: []string{"OPENAI_", "CODEX_", codexKeyEnv + "=", "RUST_LOG="},

@@ -104,6 +104,7 @@ type codexPayload struct {
 		Total codexWireUsage `json:"total_token_usage"`
 		Last  codexWireUsage `json:"last_token_usage"`
 	} `json:"info"`
+	RateLimits json.RawMessage `json:"rate_limits"` // token_count: the account's usage windows
 }
 
 func (c Reader) Read(ctx context.Context, f importer.File, from importer.Position) (*importer.Batch, error) {
@@ -266,8 +267,14 @@ func codexMsg(st *codexState, part *importer.Part, ev trace.Event, p *codexPaylo
 		}
 		return nil, true
 	case "token_count":
+		var out []trace.Event
+		if rl := RateLimitOf(p.RateLimits); rl != nil {
+			lim := ev
+			lim.Kind, lim.Subtype, lim.RateLimit = trace.KindRateLimit, "token_count", rl
+			out = append(out, lim)
+		}
 		if p.Info == nil {
-			return nil, true
+			return out, true
 		}
 		d := p.Info.Total.minus(st.Total)
 		if d.InputTokens < 0 || d.OutputTokens < 0 {
@@ -276,9 +283,10 @@ func codexMsg(st *codexState, part *importer.Part, ev trace.Event, p *codexPaylo
 		st.Total = p.Info.Total
 		u := d.trace()
 		if u.IsZero() {
-			return nil, true
+			return out, true
 		}
 		ev.Kind, ev.Subtype, ev.Usage, ev.Model = trace.KindUsage, "token_count", &u, st.Model
+		return append(out, ev), true
 	case "error", "stream_error":
 		ev.Kind, ev.Subtype, ev.Text = trace.KindError, p.Type, p.Message
 		part.Run.Status, part.Run.ErrorMessage = trace.StatusFailed, p.Message
