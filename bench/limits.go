@@ -59,7 +59,7 @@ type Limits struct {
 	// Waiting, when set, is told when attempts start waiting for an
 	// account ("claude five_hour" until a time) and, with a zero time,
 	// when none waits any more.
-	Waiting func(what string, until time.Time)
+	Waiting func(ctx context.Context, what string, until time.Time)
 	// Profiles, when set, names the profiles (logins of their own) that
 	// can run a model, in the config file's order; nil or empty: the
 	// login the environment points at. Attempts go to the profiles in
@@ -230,7 +230,7 @@ func (l *Limits) sleep(ctx context.Context, acc *account, d time.Duration) error
 	what, until := acc.window, acc.until
 	l.mu.Unlock()
 	if l.Waiting != nil {
-		l.Waiting(what, until)
+		l.Waiting(ctx, what, until)
 	}
 	defer func() {
 		l.mu.Lock()
@@ -238,7 +238,7 @@ func (l *Limits) sleep(ctx context.Context, acc *account, d time.Duration) error
 		none := l.waiters == 0
 		l.mu.Unlock()
 		if none && l.Waiting != nil {
-			l.Waiting("", time.Time{})
+			l.Waiting(context.WithoutCancel(ctx), "", time.Time{})
 		}
 	}()
 	select {

@@ -115,7 +115,7 @@ func TestLimitsWaitForTheResetThenProbe(t *testing.T) {
 	ag := &limitedAgent{clock: clock, reset: t0.Add(38 * time.Minute), used: 0.1}
 	var waits []string
 	var wmu sync.Mutex
-	l := &Limits{Clock: clock, Waiting: func(what string, until time.Time) {
+	l := &Limits{Clock: clock, Waiting: func(_ context.Context, what string, until time.Time) {
 		wmu.Lock()
 		defer wmu.Unlock()
 		waits = append(waits, what+" "+until.Format("15:04"))

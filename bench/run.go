@@ -497,11 +497,16 @@ func (r *runner) showCounts() {
 
 // showWaiting says on the progress line which usage limit attempts wait
 // for, and until when ("" once none waits).
-func (r *runner) showWaiting(what string, until time.Time) {
+func (r *runner) showWaiting(ctx context.Context, what string, until time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.counts.waiting, r.counts.waitingUntil = what, until
 	r.prog.update(r.counts)
+	// The dashboard says so too, from the bench's record.
+	r.bench.Waiting, r.bench.WaitingUntil = what, until
+	if err := r.cfg.Store.UpdateBench(ctx, r.bench); err != nil {
+		r.log.Warn("bench: could not record what it waits for", "bench", r.bench.ID, "err", err)
+	}
 }
 
 // sweepFixtures removes what attempts of killed lane processes left in the

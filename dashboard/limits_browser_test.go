@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"lane/internal/proc"
 	"lane/store"
 	"lane/trace"
 )
@@ -98,5 +100,30 @@ func TestBrowserContextFill(t *testing.T) {
 	e.do("the next call's context", 30*time.Second, chromedp.WaitVisible(chromedp.CSS(`.context-fill[data-tokens="50000"]`)))
 	if got := fill(); got != "50k of 200k (25 %)" {
 		t.Errorf("context %q after the second call", got)
+	}
+}
+
+// A bench whose attempts wait for a usage limit's reset says so at its head.
+func TestBrowserBenchWaiting(t *testing.T) {
+	now := time.Now().UTC()
+	until := now.Add(38 * time.Minute)
+	start, err := proc.StartTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &trace.Bench{ID: "bench-waiting-1", Name: "limits", Models: []string{"sonnet"}, Repeat: 4, Parallel: 2,
+		Status: trace.StatusRunning, StartedAt: now.Add(-time.Minute), OwnerPID: os.Getpid(), OwnerStart: start,
+		Waiting: "claude five_hour", WaitingUntil: until}
+	e := startBrowserEnv(t, func(e *browserEnv) {
+		if err := e.writer.CreateBench(context.Background(), b); err != nil {
+			t.Fatal(err)
+		}
+	})
+	e.do("open the bench", 30*time.Second,
+		chromedp.Navigate(e.url+"/bench/"+b.ID),
+		chromedp.WaitVisible(chromedp.CSS(`.bench-waiting`)))
+	got := eval[string](e, `document.querySelector('.bench-waiting').textContent`)
+	if !regexp.MustCompile(`^for claude five_hour until \d\d:\d\d: a usage limit refuses the account$`).MatchString(got) {
+		t.Errorf("waiting %q", got)
 	}
 }

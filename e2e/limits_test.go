@@ -189,13 +189,34 @@ func TestBenchWaitsForTheLimitsReset(t *testing.T) {
 	reset := time.Now().Add(4 * time.Second).Truncate(time.Second).Add(time.Second)
 	respond, refused := refusedUntil(reset)
 	e.srv.SetResponder(respond)
-	r := e.lane(t.Context(), "bench", "--parallel", "2", answerSuite(t, 4))
+	done := make(chan result)
+	go func() { done <- e.lane(t.Context(), "bench", "--parallel", "2", answerSuite(t, 4)) }()
+	// While it waits, the bench's record says for what (the dashboard shows it).
+	st := e.openStore()
+	sawWaiting := ""
+	var r result
+	for finished := false; !finished; {
+		select {
+		case r = <-done:
+			finished = true
+		case <-time.After(100 * time.Millisecond):
+			if bs, err := st.ListBenches(t.Context(), 1); err == nil && len(bs) == 1 && bs[0].Waiting != "" {
+				sawWaiting = bs[0].Waiting + " until " + bs[0].WaitingUntil.Format(time.RFC3339)
+			}
+		}
+	}
 	wantExit(t, r, 0)
+	if want := "claude five_hour until " + reset.UTC().Format(time.RFC3339); sawWaiting != want {
+		t.Errorf("the bench's record said it waited %q, want %q", sawWaiting, want)
+	}
+	if bs, _ := st.ListBenches(t.Context(), 1); len(bs) != 1 || bs[0].Waiting != "" {
+		t.Errorf("after the bench, it still says it waits: %+v", bs)
+	}
 	t.Logf("lane bench:\n%s", r.stderr)
 	if time.Now().Before(reset) {
 		t.Errorf("the bench ended %s before the reset", time.Until(reset))
 	}
-	wantAllPassed(t, e.openStore(), 4)
+	wantAllPassed(t, st, 4)
 	if n := refused(); n == 0 || n > 2 {
 		t.Errorf("%d refused requests, want one per attempt in flight (2) at the most", n)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"lane/trace"
 )
@@ -23,6 +24,7 @@ func (benchNotFound) Is(target error) bool { return target == ErrNotFound }
 var benchColumns = []string{
 	"id", "name", "suite_path", "models", "repeat", "parallel", "max_cost_usd",
 	"status", "started_at", "ended_at", "suite", "owner_pid", "owner_start", "owner_host", "workers",
+	"waiting", "waiting_until",
 }
 
 var (
@@ -44,7 +46,7 @@ func benchArgs(b *trace.Bench) ([]any, error) {
 	return []any{
 		b.ID, b.Name, b.SuitePath, models, b.Repeat, b.Parallel, b.MaxCostUSD,
 		string(b.Status), unixNano(b.StartedAt), unixNano(b.EndedAt), suite, b.OwnerPID, int64(b.OwnerStart),
-		b.OwnerHost, b.Workers,
+		b.OwnerHost, b.Workers, b.Waiting, nanosOrZero(b.WaitingUntil),
 	}, nil
 }
 
@@ -55,9 +57,11 @@ func scanBench(sc scanner) (*trace.Bench, error) {
 		models, suite  sql.NullString
 		started, ended sql.NullInt64
 		ownerStart     int64
+		waitingUntil   int64
 	)
 	err := sc.Scan(&b.ID, &b.Name, &b.SuitePath, &models, &b.Repeat, &b.Parallel, &b.MaxCostUSD,
-		&status, &started, &ended, &suite, &b.OwnerPID, &ownerStart, &b.OwnerHost, &b.Workers)
+		&status, &started, &ended, &suite, &b.OwnerPID, &ownerStart, &b.OwnerHost, &b.Workers,
+		&b.Waiting, &waitingUntil)
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +75,9 @@ func scanBench(sc scanner) (*trace.Bench, error) {
 		b.Suite = json.RawMessage(suite.String)
 	}
 	b.OwnerStart = uint64(ownerStart)
+	if waitingUntil != 0 {
+		b.WaitingUntil = time.Unix(0, waitingUntil).UTC()
+	}
 	return &b, nil
 }
 

@@ -537,6 +537,10 @@ type Bench struct {
 	// Workers is set when the bench's attempts go to the pool of lane
 	// workers (lane bench --workers) rather than run in its owner.
 	Workers bool `json:"workers,omitempty"`
+	// Waiting is the usage limit the bench's attempts wait for ("claude
+	// five_hour") until WaitingUntil; "" when none waits.
+	Waiting      string    `json:"waiting,omitempty"`
+	WaitingUntil time.Time `json:"waiting_until,omitzero"`
 }
 
 // AttemptStatus is where one attempt of a bench stands.

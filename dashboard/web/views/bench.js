@@ -7,6 +7,7 @@ import { api, aborted } from '../lib/api.js';
 import { add, h } from '../lib/dom.js';
 import { fmtCost } from '../lib/format.js';
 import { lifetime, refresher } from '../lib/lifetime.js';
+import { resetText } from '../lib/limits.js';
 import { live } from '../lib/live.js';
 import { setTitle } from '../lib/title.js';
 import { errorBox, statusEl, timeEl } from '../lib/widgets.js';
@@ -80,6 +81,9 @@ function renderBenchHead(head, res) {
     pool ? ['Runs on', [h('a', { href: '/workers' }, 'the pool of workers'), ': ',
       h('span', { class: `queue-count${p.pending ? ' has-queued' : ''}` },
         p.pending ? `${p.pending} attempt${p.pending === 1 ? '' : 's'} waiting in the queue` : 'none waiting in the queue')]] : null,
+    b.status === 'running' && b.waiting
+      ? ['Waiting', h('a', { class: 'bench-waiting', href: '/limits' }, `for ${b.waiting} until ${resetText(b.waiting_until)}: a usage limit refuses the account`)]
+      : null,
     ['Cost', [fmtCost(cost), b.max_cost_usd ? h('span', { class: 'muted' }, ` of a ${fmtCost(b.max_cost_usd)} budget`) : null]],
     ['Started', timeEl(b.started_at)],
     ['Duration', benchDurEl(b)],

@@ -1,6 +1,7 @@
 -- How full a run's context was at its last model call (context_tokens) and
 -- its model's window (context_window, 0 when unknown). Subscription usage
--- limits. runs.account is the login a run used (its
+-- limits: what a bench's attempts wait for (benches.waiting, until
+-- waiting_until). runs.account is the login a run used (its
 -- config folder) and runs.limits the last state of each usage window the
 -- run saw (JSON, NULL when it saw none). limits is the ledger: per
 -- runtime, account and window, the newest state any run reported, so that
@@ -10,6 +11,8 @@
 ALTER TABLE runs ADD COLUMN account TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN context_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN context_window INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE benches ADD COLUMN waiting TEXT NOT NULL DEFAULT '';
+ALTER TABLE benches ADD COLUMN waiting_until INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN limits TEXT;
 
 CREATE TABLE limits (
