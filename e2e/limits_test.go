@@ -344,4 +344,22 @@ func TestCodexLimitsFromItsRollout(t *testing.T) {
 		ledger[1].Window != "seven_day" || ledger[1].Utilization != 0.41 {
 		t.Errorf("ledger %+v, %v", ledger, err)
 	}
+
+	// Refused: one request, and the run is rate limited, by the window its
+	// rollout says is full.
+	before := len(codex.Requests())
+	codex.SetResponder(func(responsestest.Request) (responsestest.Turn, bool) {
+		return responsestest.Status(429, `{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached"}}`).
+			WithHeader("x-codex-primary-used-percent", "100").
+			WithHeader("x-codex-primary-window-minutes", "300").
+			WithHeader("x-codex-primary-reset-at", strconv.FormatInt(reset.Unix(), 10)), true
+	})
+	r = e.lane(t.Context(), "run", "--model", "codex:resp:test-model", "--dir", t.TempDir(), "-o", "json", "say done")
+	wantExit(t, r, 7)
+	if run := lastRun(t, r); run.ErrorKind != trace.ErrorRateLimited || !strings.Contains(run.ErrorMessage, "five_hour") {
+		t.Errorf("refused run %s/%s %q", run.Status, run.ErrorKind, run.ErrorMessage)
+	}
+	if n := len(codex.Requests()) - before; n != 1 {
+		t.Errorf("the refused run sent %d requests, want 1", n)
+	}
 }

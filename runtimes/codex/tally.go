@@ -46,6 +46,7 @@ type Tally struct {
 	anonCalls int
 	text      string // the last agent message
 
+	limit     *trace.RateLimit // the last report of the account's usage windows (from the rollout)
 	retries   int
 	lastRetry string // the last retry's line
 	failMsg   string // the message of the first turn.failed since the last completed turn
@@ -61,6 +62,8 @@ func (t *Tally) Observe(ev trace.Event) {
 		return // a subagent's thread (app-server): its turns and usage are its own
 	}
 	switch ev.Kind {
+	case trace.KindRateLimit:
+		t.limit = ev.RateLimit
 	case trace.KindSession:
 		if ev.SessionID != "" {
 			t.sessionID = ev.SessionID
@@ -208,6 +211,11 @@ func (t *Tally) Cost(price func(model string, u trace.Usage) (float64, bool)) (u
 // turn ended at all: a crash. Timeouts and cancellation are not decided here.
 func (t *Tally) Judge(exitCode int) trace.Verdict {
 	if msg, failed := t.failure(); failed {
+		if t.limit.Refused() {
+			// "You've hit your usage limit…": the rollout's windows say
+			// which and until when.
+			return trace.RateLimitedVerdict(t.limit)
+		}
 		kind, _, hint := classify(msg)
 		v := trace.Verdict{Status: trace.StatusFailed, ErrorKind: kind, Message: msg, Hint: hint}
 		if exitCode == 0 {

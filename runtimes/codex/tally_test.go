@@ -59,6 +59,9 @@ func TestJudgeCaptures(t *testing.T) {
 		{name: "i_hang_long", status: failed, kind: trace.ErrorCrash, message: "code 124) without finishing a turn"},
 		{name: "i_hangmid_idle30s", status: failed, kind: trace.ErrorAPI, message: "stream disconnected", hint: "base_url"},
 		{name: "j_subagent", status: ok},
+		// The stream alone: Codex's message, an API failure (the rollout's
+		// windows make it rate limited: TestJudgeUsageLimit).
+		{name: "l_usage_limit", status: failed, kind: trace.ErrorAPI, message: "hit your usage limit"},
 		{name: "x_known_model_slug", status: ok},
 		{name: "x_openai_base_url", status: ok},
 		{name: "x_openai_env", status: failed, kind: trace.ErrorCrash, message: "last retry: Reconnecting... 5/5"},
@@ -90,6 +93,22 @@ func TestJudgeCaptures(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("capture %s has no Judge case", name)
 		}
+	}
+}
+
+// A turn a usage limit refused, with the windows Codex's rollout kept: rate
+// limited, by which window, until when.
+func TestJudgeUsageLimit(t *testing.T) {
+	t.Parallel()
+	tl := tally(t, "l_usage_limit")
+	rl := lastLimits(filepath.Join("testdata", "rollouts", "l_usage_limit.jsonl"))
+	if rl == nil || !rl.Refused() {
+		t.Fatalf("the rollout's windows: %+v", rl)
+	}
+	tl.Observe(trace.Event{Kind: trace.KindRateLimit, RateLimit: rl})
+	v := tl.Judge(1)
+	if v.Status != trace.StatusFailed || v.ErrorKind != trace.ErrorRateLimited || !strings.Contains(v.Message, "five_hour") || v.Contradiction != "" {
+		t.Errorf("got %+v", v)
 	}
 }
 
