@@ -94,6 +94,7 @@ func richBenches(t *testing.T, s *Store) historySize {
 	ctx := context.Background()
 	done := testBench(t, "b-done", t0)
 	done.Status, done.EndedAt, done.OwnerHost, done.Workers = trace.StatusSucceeded, t0.Add(time.Hour), "host-b", true
+	done.Waiting, done.WaitingUntil = "claude five_hour", t0.Add(2*time.Hour).UTC()
 	allSet(t, reflect.ValueOf(*done), "")
 	createBenchT(t, s, done)
 	createBenchT(t, s, testBench(t, "b-live", t0.Add(time.Minute)))
