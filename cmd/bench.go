@@ -48,6 +48,7 @@ type BenchOptions struct {
 	// Workers sends the attempts to the pool of lane workers.
 	Workers bool
 	Limits  LimitFlags
+	notes   *notifications // nil: nobody is told
 }
 
 // NewCmdBench builds `lane bench` and its subcommands.
@@ -142,6 +143,10 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	}
 	defer sink.close(ctx)
 	opts.Run.otel = sink
+	if opts.notes, err = startNotify(f, cfg, st); err != nil {
+		return err
+	}
+	defer opts.notes.close(ctx)
 	bc.Run = attemptRunner(f, st, cfg, opts)
 	if suite := benchSuite(bc); suite != nil && hasContainerTasks(suite) {
 		if bc.Engine, err = container.Find(ctx, opts.Engine, f.Getenv); err != nil {
@@ -156,6 +161,9 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	b, err := bench.Run(ctx, bc)
 	if b == nil {
 		return err
+	}
+	if b.Status != trace.StatusRunning {
+		notifyBenchEnd(context.WithoutCancel(ctx), opts.notes, st, b)
 	}
 	if b.Workers && b.Status == trace.StatusRunning {
 		if err != nil {
@@ -176,6 +184,30 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 		return runner.ErrCancelled
 	}
 	return nil
+}
+
+// notifyBenchEnd tells how bench b ended, from its stored attempts.
+func notifyBenchEnd(ctx context.Context, ns *notifications, st *store.Store, b *trace.Bench) {
+	if ns == nil {
+		return
+	}
+	attempts, err := st.Attempts(ctx, b.ID)
+	if err != nil {
+		fmt.Fprintln(ns.io.ErrOut, "lane: bench notification:", err)
+		return
+	}
+	passed, finished, cost := 0, 0, 0.0
+	for _, a := range attempts {
+		cost += a.CostUSD
+		switch a.Status {
+		case trace.AttemptPassed:
+			passed++
+			finished++
+		case trace.AttemptFailed:
+			finished++
+		}
+	}
+	ns.benchEnded(b, passed, finished, cost)
 }
 
 // checkBenchFlags refuses flags that make no bench, as a usage error.
@@ -372,6 +404,7 @@ func recordedRunner(f *Factory, st *store.Store, cfg *config.File, opts *BenchOp
 		}
 		rec := newRunRecorder(st, quiet, formatNone)
 		rec.worker = hooks
+		rec.notes, rec.inBench = opts.notes, true
 		rec.otel = ro.otel.forRun(&telemetry.Bench{ID: spec.BenchID, Task: spec.TaskID, N: spec.N})
 		return executeRun(ctx, f, st, rec, cfg, &ro, spec.Dir, nil)
 	}

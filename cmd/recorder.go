@@ -27,6 +27,12 @@ type runRecorder struct {
 	worker *workerHooks
 	// otel, when set, sends each run as OpenTelemetry spans (cmd/otel.go).
 	otel *otelRun
+	// notes, when set, tells of a request that waits and of the run's end
+	// (cmd/notify.go); an attempt of a bench (inBench) tells of its
+	// requests only: the bench tells of its end.
+	notes   *notifications
+	inBench bool
+	run     *trace.Run // the run being recorded
 }
 
 // workerHooks are what a lane worker's recorder does beyond a plain one.
@@ -52,6 +58,7 @@ func newRunRecorder(st *store.Store, io IO, format string) *runRecorder {
 
 func (r *runRecorder) BeginRun(ctx context.Context, run *trace.Run) error {
 	r.otel.begin()
+	r.run = run
 	if r.worker != nil {
 		return r.beginWorkerRun(ctx, run)
 	}
@@ -88,6 +95,9 @@ func (r *runRecorder) beginWorkerRun(ctx context.Context, run *trace.Run) error 
 
 func (r *runRecorder) Event(ev trace.Event) error {
 	r.otel.event(ev)
+	if ev.Kind == trace.KindPermissionRequest {
+		r.notes.approval(r.run, ev)
+	}
 	err := r.writer.Write(ev)
 	if r.worker != nil && (store.Transient(err) || store.AlreadyExists(err)) {
 		// The writer keeps what it could not flush, and EndRun waits for
@@ -111,6 +121,9 @@ func (r *runRecorder) Event(ev trace.Event) error {
 
 func (r *runRecorder) EndRun(ctx context.Context, run *trace.Run) error {
 	defer r.otel.end(ctx, run)
+	if !r.inBench {
+		defer r.notes.runEnded(run)
+	}
 	if r.worker != nil {
 		return r.endWorkerRun(ctx, run)
 	}

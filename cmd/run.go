@@ -257,6 +257,10 @@ func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	}
 	defer sink.close(ctx)
 	rec.otel = sink.forRun(nil)
+	if rec.notes, err = startNotify(f, cfg, st); err != nil {
+		return err
+	}
+	defer rec.notes.close(ctx)
 	desk, closeDesk := runDesk(f, st, cfg, opts, rec)
 	defer closeDesk()
 	opts.desk, opts.attended = desk, true

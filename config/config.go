@@ -22,6 +22,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"lane/notify"
 	"lane/runtimes/descriptor"
 )
 
@@ -44,6 +45,11 @@ type File struct {
 	// Profiles are logins of their own that benches spread attempts
 	// across (see Profile).
 	Profiles []Profile `yaml:"profiles"`
+	// Notify are where lane tells of runs that wait for approval, runs
+	// that end and benches that end; DashboardURL, when set, is the
+	// dashboard their links lead to.
+	Notify       []notify.Target `yaml:"notify"`
+	DashboardURL string          `yaml:"dashboard_url"`
 
 	// Runtimes are the runtimes model names resolve against (Load's
 	// caller hands them over: runner's table).
@@ -107,6 +113,11 @@ func Load(path string, runtimes descriptor.Table) (*File, error) {
 	}
 	if err := f.checkProfiles(userHome()); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	for _, t := range f.Notify {
+		if err := t.Check(); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
 	}
 	for name, ep := range f.Endpoints {
 		if f.IsRuntime(name) {

@@ -55,3 +55,18 @@ func TestProfiles(t *testing.T) {
 		}
 	}
 }
+
+// Notification targets are checked as the file is read.
+func TestNotifyTargets(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(path, []byte("dashboard_url: http://box:7400\nnotify:\n  - {url: \"https://ntfy.sh/my-runs\", events: [run_end, bench_end]}\n  - {url: \"https://hooks.slack.com/services/T/B/X\", format: slack}\n"), 0o644)
+	f, err := Load(path, runtimes.Entries().Table())
+	if err != nil || len(f.Notify) != 2 || f.Notify[0].Events[1] != "bench_end" || f.DashboardURL != "http://box:7400" {
+		t.Fatalf("%+v, %v", f, err)
+	}
+	os.WriteFile(path, []byte("notify:\n  - {url: \"https://ntfy.sh/x\", events: [started]}\n"), 0o644)
+	if _, err := Load(path, runtimes.Entries().Table()); err == nil || !strings.Contains(err.Error(), `event "started"`) {
+		t.Errorf("an unknown event: %v", err)
+	}
+}

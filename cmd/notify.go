@@ -1,0 +1,134 @@
+package cmd
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"lane/config"
+	"lane/notify"
+	"lane/store"
+	"lane/trace"
+	"lane/view"
+)
+
+// notifyWait is how long a command waits, at its end, for notifications
+// still on their way: never more than this is added to a run.
+const notifyWait = 3 * time.Second
+
+// notifications are a command's notifier (the config file's notify:
+// targets and $LANE_NOTIFY_URL) and what its messages link to.
+type notifications struct {
+	n    *notify.Notifier
+	link string // the dashboard's address, "" for none
+	st   *store.Store
+	io   IO
+}
+
+// startNotify is the command's notifications; nil when there is no target.
+func startNotify(f *Factory, cfg *config.File, st *store.Store) (*notifications, error) {
+	targets := append([]notify.Target(nil), cfg.Notify...)
+	if u := f.Getenv("LANE_NOTIFY_URL"); u != "" {
+		t := notify.Target{URL: u}
+		if err := t.Check(); err != nil {
+			return nil, usageErrorf(fmt.Errorf("LANE_NOTIFY_URL: %w", err))
+		}
+		targets = append(targets, t)
+	}
+	n := notify.New(targets, notify.Options{})
+	if n == nil {
+		return nil, nil
+	}
+	link := strings.TrimRight(cmp.Or(f.Getenv("LANE_DASHBOARD_URL"), cfg.DashboardURL), "/")
+	return &notifications{n: n, link: link, st: st, io: f.IO}, nil
+}
+
+func (ns *notifications) linkTo(path string) string {
+	if ns.link == "" {
+		return ""
+	}
+	return ns.link + path
+}
+
+// approval tells that run waits for a person's answer to ev, a request.
+func (ns *notifications) approval(run *trace.Run, ev trace.Event) {
+	if ns == nil || run == nil || ev.Permission == nil {
+		return
+	}
+	summary := ev.Permission.Summary
+	ns.n.Send(notify.Message{
+		Event: notify.EventApproval, Title: "lane: " + ev.ToolName + " waits for approval",
+		Text:  fmt.Sprintf("%s\nrun %s in %s; answer with lane approve %s (or --deny)", summary, view.Short(run.ID), run.Dir, ev.Permission.ID),
+		RunID: run.ID, Dir: run.Dir, Model: run.Model, RequestID: ev.Permission.ID, Tool: ev.ToolName,
+		Link: ns.linkTo("/runs/" + run.ID),
+	})
+}
+
+// runEnded tells how run ended.
+func (ns *notifications) runEnded(run *trace.Run) {
+	if ns == nil {
+		return
+	}
+	status := strings.ReplaceAll(string(run.Status), "_", " ")
+	if run.ErrorKind != "" && run.Status != trace.StatusSucceeded {
+		status += " (" + string(run.ErrorKind) + ")"
+	}
+	ns.n.Send(notify.Message{
+		Event: notify.EventRunEnd, Title: "lane: run " + view.Short(run.ID) + " " + status,
+		Text:  fmt.Sprintf("%s\n%s · %s · %s", oneLine(run.Prompt), view.USD(run.CostUSD), time.Duration(run.DurationMS)*time.Millisecond, run.Dir),
+		RunID: run.ID, Status: string(run.Status), ErrorKind: string(run.ErrorKind), CostUSD: run.CostUSD,
+		DurationMS: run.DurationMS, Dir: run.Dir, Model: run.Model, Link: ns.linkTo("/runs/" + run.ID),
+	})
+}
+
+// benchEnded tells how bench b ended: passed of finished attempts.
+func (ns *notifications) benchEnded(b *trace.Bench, passed, finished int, cost float64) {
+	if ns == nil || b == nil {
+		return
+	}
+	ns.n.Send(notify.Message{
+		Event: notify.EventBenchEnd, Title: fmt.Sprintf("lane: bench %s %s, %d of %d passed", cmp.Or(b.Name, view.Short(b.ID)), b.Status, passed, finished),
+		Text:    fmt.Sprintf("%s · %s", strings.Join(b.Models, ", "), view.USD(cost)),
+		BenchID: b.ID, Status: string(b.Status), CostUSD: cost, Link: ns.linkTo("/bench/" + b.ID),
+	})
+}
+
+// close waits for the messages still on their way, at most notifyWait,
+// and notes on its run each one that was not delivered.
+func (ns *notifications) close(ctx context.Context) {
+	if ns == nil {
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyWait)
+	defer cancel()
+	for _, f := range ns.n.Wait(wctx) {
+		note := fmt.Sprintf("notification (%s) to %s not delivered: %v", f.Message.Event, f.Target, f.Err)
+		fmt.Fprintln(ns.io.ErrOut, "lane: "+note)
+		if f.Message.RunID == "" {
+			continue
+		}
+		if err := ns.noteOnRun(context.WithoutCancel(ctx), f.Message.RunID, note); err != nil {
+			fmt.Fprintln(ns.io.ErrOut, "lane: "+err.Error())
+		}
+	}
+}
+
+// noteOnRun adds note to the run's events, after its last.
+func (ns *notifications) noteOnRun(ctx context.Context, runID, note string) error {
+	seq, err := ns.st.MaxEventSeq(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("note on run %s: %w", runID, err)
+	}
+	return ns.st.AppendEvents(ctx, []trace.Event{{RunID: runID, Seq: seq + 1, Time: time.Now().UTC(),
+		Kind: trace.KindError, Subtype: "notify", Text: note}})
+}
+
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:117]) + "…"
+	}
+	return s
+}
