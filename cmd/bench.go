@@ -49,6 +49,7 @@ type BenchOptions struct {
 	Workers bool
 	Limits  LimitFlags
 	notes   *notifications // nil: nobody is told
+	origin  string         // the folder the attempts' folders are copies of, for lane apply (lane run --models)
 }
 
 // NewCmdBench builds `lane bench` and its subcommands.
@@ -404,7 +405,7 @@ func recordedRunner(f *Factory, st *store.Store, cfg *config.File, opts *BenchOp
 		}
 		rec := newRunRecorder(st, quiet, formatNone)
 		rec.worker = hooks
-		rec.notes, rec.inBench = opts.notes, true
+		rec.notes, rec.inBench, rec.origin = opts.notes, true, opts.origin
 		rec.otel = ro.otel.forRun(&telemetry.Bench{ID: spec.BenchID, Task: spec.TaskID, N: spec.N})
 		return executeRun(ctx, f, st, rec, cfg, &ro, spec.Dir, nil)
 	}

@@ -265,25 +265,8 @@ func runUndo(ctx context.Context, f *Factory, opts *UndoOptions) error {
 // its own, with the reverse diff, and marks run undone.
 func recordUndo(ctx context.Context, f *Factory, st *store.Store, snap *changes.Snapshotter, run, undo *trace.Run, before *changes.Snapshot) error {
 	ctx = context.WithoutCancel(ctx) // the folder is restored: say so
-	after, err := snap.Take(ctx, run.Dir)
-	if err == nil {
-		defer snap.Release(after)
-		var patch string
-		undo.Changes, patch, err = snap.Diff(ctx, before, after)
-		if err == nil {
-			undo.Changes.Patch, undo.Changes.UndoOf = patch, run.ID
-		}
-	}
-	if err != nil {
-		undo.Changes = &trace.Changes{Error: err.Error(), UndoOf: run.ID}
-	}
-	undo.Status, undo.EndedAt = trace.StatusSucceeded, time.Now().UTC()
-	undo.DurationMS = undo.EndedAt.Sub(undo.StartedAt).Milliseconds()
 	undo.ResultText = fmt.Sprintf("restored %s changed by run %s", plural(int64(run.Changes.Files), "file", "files"), run.ID)
-	if err := st.CreateRun(ctx, undo); err != nil {
-		return fmt.Errorf("record the undo: %w", err)
-	}
-	if err := st.UpdateRun(ctx, undo); err != nil {
+	if err := recordLaneRun(ctx, st, snap, undo, before, func(c *trace.Changes) { c.UndoOf = run.ID }); err != nil {
 		return fmt.Errorf("record the undo: %w", err)
 	}
 	run.Changes.UndoneBy = undo.ID
@@ -292,6 +275,34 @@ func recordUndo(ctx context.Context, f *Factory, st *store.Store, snap *changes.
 	}
 	fmt.Fprintf(f.IO.Out, "%s · run %s\n", undo.ResultText, undo.ID)
 	return nil
+}
+
+// recordLaneRun records a change lane itself made in rec.Dir (an undo, an
+// apply) as a finished run of its own, its diff from before to now, so
+// that lane diff shows it and lane undo takes it back. mark, when set,
+// marks the diff.
+func recordLaneRun(ctx context.Context, st *store.Store, snap *changes.Snapshotter, rec *trace.Run, before *changes.Snapshot, mark func(*trace.Changes)) error {
+	after, err := snap.Take(ctx, rec.Dir)
+	if err == nil {
+		defer snap.Release(after)
+		var patch string
+		rec.Changes, patch, err = snap.Diff(ctx, before, after)
+		if err == nil {
+			rec.Changes.Patch = patch
+		}
+	}
+	if err != nil {
+		rec.Changes = &trace.Changes{Error: err.Error()}
+	}
+	if mark != nil {
+		mark(rec.Changes)
+	}
+	rec.Status, rec.EndedAt = trace.StatusSucceeded, time.Now().UTC()
+	rec.DurationMS = rec.EndedAt.Sub(rec.StartedAt).Milliseconds()
+	if err := st.CreateRun(ctx, rec); err != nil {
+		return err
+	}
+	return st.UpdateRun(ctx, rec)
 }
 
 func writeConflicts(w io.Writer, runID string, ce *changes.ConflictError) {

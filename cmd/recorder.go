@@ -33,6 +33,8 @@ type runRecorder struct {
 	notes   *notifications
 	inBench bool
 	run     *trace.Run // the run being recorded
+	// origin, when set, is the folder the runs' folders are copies of.
+	origin string
 }
 
 // workerHooks are what a lane worker's recorder does beyond a plain one.
@@ -59,6 +61,9 @@ func newRunRecorder(st *store.Store, io IO, format string) *runRecorder {
 func (r *runRecorder) BeginRun(ctx context.Context, run *trace.Run) error {
 	r.otel.begin()
 	r.run = run
+	if r.origin != "" {
+		run.Origin = r.origin
+	}
 	if r.worker != nil {
 		return r.beginWorkerRun(ctx, run)
 	}

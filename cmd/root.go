@@ -167,6 +167,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		NewCmdImport(f, nil),
 		NewCmdCosts(f, nil),
 		NewCmdLimits(f, nil),
+		NewCmdApply(f),
 		NewCmdShow(f, nil),
 		NewCmdDiff(f),
 		NewCmdUndo(f),

@@ -26,6 +26,12 @@ import (
 // RunOptions are the flags of `lane run` (and `lane resume`).
 type RunOptions struct {
 	Dir string
+	// Models, when set (--models), runs the task on each of them at once,
+	// each in a copy of Dir, with Check run in each copy after (see
+	// runCompare).
+	Models       []string
+	Check        string
+	CheckTimeout time.Duration
 	// Profile is the config file's profile (a login of its own) the run
 	// uses, "" for the one the environment points at.
 	Profile string
@@ -134,6 +140,9 @@ provider. TASK "-" reads the task from standard input; end lane's flags with
 	}
 	addRunFlags(f, c, opts)
 	c.Flags().StringVar(&opts.Resume, "resume", "", "resume this Claude session id")
+	c.Flags().StringSliceVar(&opts.Models, "models", nil, "run the task on each of these models at once, each in a copy of --dir (a git worktree of it when it is a clean repository); lane apply brings one's changes in")
+	c.Flags().StringVar(&opts.Check, "check", "", "with --models: a command (sh -c) run in each copy after its agent stops; exit 0 passes")
+	c.Flags().DurationVar(&opts.CheckTimeout, "check-timeout", 10*time.Minute, "with --models: how long the check may take")
 	return c
 }
 
@@ -207,6 +216,15 @@ func readTask(arg string, in io.Reader) (string, error) {
 func runRun(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if err := checkFormat(opts.OutputFormat); err != nil {
 		return err
+	}
+	if len(opts.Models) > 0 {
+		if opts.Resume != "" || opts.Profile != "" {
+			return usageErrorf(errors.New("--models starts runs of its own: not with --resume or --profile"))
+		}
+		return runCompare(ctx, f, opts)
+	}
+	if opts.Check != "" {
+		return usageErrorf(errors.New("--check goes with --models"))
 	}
 	dir, err := resolveDir(opts.Dir)
 	if err != nil {

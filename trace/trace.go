@@ -379,6 +379,9 @@ type Run struct {
 	Prompt      string `json:"prompt"`
 	SessionID   string `json:"session_id,omitempty"`
 	RuntimeVer  string `json:"runtime_version,omitempty"`
+	// Origin is the folder Dir is a copy of, when the run worked in a copy
+	// (lane run --models): where lane apply brings its changes.
+	Origin string `json:"origin,omitempty"`
 	// Account is the identity of the login the runtime used (its config
 	// folder), for the runtimes whose subscriptions have usage limits.
 	Account string `json:"account,omitempty"`
