@@ -78,7 +78,9 @@ func (t Target) format() string {
 	return FormatJSON
 }
 
-func (t Target) wants(event string) bool { return len(t.Events) == 0 || slices.Contains(t.Events, event) }
+func (t Target) wants(event string) bool {
+	return len(t.Events) == 0 || slices.Contains(t.Events, event)
+}
 
 // Message is one notification; lane's JSON format is this object.
 type Message struct {
