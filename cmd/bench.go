@@ -105,19 +105,11 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	if err := checkBenchFlags(opts); err != nil {
 		return err
 	}
-	cfg, err := config.Load(config.Path(f.Getenv), f.runtimes().Table())
-	if err != nil {
-		return usageErrorf(err)
-	}
-	st, err := f.OpenStore(ctx)
+	cfg, st, err := openForRuns(ctx, f)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := runner.BecomeSubreaper(); err != nil {
-		fmt.Fprintln(f.IO.ErrOut, "lane: warning:", err)
-	}
-
 	bc, err := benchConfig(ctx, f, st, opts)
 	if err != nil {
 		return err
@@ -209,6 +201,24 @@ func notifyBenchEnd(ctx context.Context, ns *notifications, st *store.Store, b *
 		}
 	}
 	ns.benchEnded(b, passed, finished, cost)
+}
+
+// openForRuns is what a command that runs agents needs first: the config
+// file, the store (the caller closes it), and lane as the subreaper of the
+// processes it starts (a failure only weakens the clean-up of orphans).
+func openForRuns(ctx context.Context, f *Factory) (*config.File, *store.Store, error) {
+	cfg, err := config.Load(config.Path(f.Getenv), f.runtimes().Table())
+	if err != nil {
+		return nil, nil, usageErrorf(err)
+	}
+	st, err := f.OpenStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := runner.BecomeSubreaper(); err != nil {
+		fmt.Fprintln(f.IO.ErrOut, "lane: warning:", err)
+	}
+	return cfg, st, nil
 }
 
 // checkBenchFlags refuses flags that make no bench, as a usage error.

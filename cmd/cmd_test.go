@@ -51,6 +51,9 @@ func TestRunFlags(t *testing.T) {
 				if o.FirstByteTimeout != 2*time.Minute || o.IdleTimeout != 5*time.Minute || o.HardTimeout != time.Hour {
 					t.Errorf("timeouts %v %v %v", o.FirstByteTimeout, o.IdleTimeout, o.HardTimeout)
 				}
+				if o.Models != nil || o.Check != "" || o.CheckTimeout != 10*time.Minute || o.Profile != "" {
+					t.Errorf("--models defaults %v %q %v, profile %q", o.Models, o.Check, o.CheckTimeout, o.Profile)
+				}
 			},
 		},
 		{
@@ -61,6 +64,7 @@ func TestRunFlags(t *testing.T) {
 				"--runtime", "local", "--base-url", "http://h/v1", "--tool-mode", "text", "--sandbox", "off", "--max-cost", "0.5",
 				"--fallback", "ollama:q", "--bash-timeout", "30s", "--approval-timeout", "45s", "--linger", "10s",
 				"--otel-endpoint", "http://c:4318", "--otel-content", "--otel-flush-timeout", "3s",
+				"--profile", "work", "--models", "sonnet,haiku", "--check", "make test", "--check-timeout", "2m",
 				"--", "-dash task"},
 			check: func(t *testing.T, o *RunOptions) {
 				want := RunOptions{Dir: "/p", Model: "opus", AllowedTools: []string{"Read", "Bash(git *)"}, AppendSystemPrompt: "be brief",
@@ -68,6 +72,7 @@ func TestRunFlags(t *testing.T) {
 					FirstByteTimeout: 90 * time.Second, HardTimeout: 2 * time.Hour, Retries: 2, OutputFormat: "stream-json", Task: "-dash task",
 					Runtime: "local", BaseURL: "http://h/v1", ToolMode: "text", Sandbox: "off", MaxCost: 0.5, Fallback: "ollama:q", BashTimeout: 30 * time.Second,
 					ApprovalTimeout: 45 * time.Second, Linger: 10 * time.Second,
+					Profile: "work", Models: []string{"sonnet", "haiku"}, Check: "make test", CheckTimeout: 2 * time.Minute,
 					OTel: OTelOptions{Endpoint: "http://c:4318", Content: true, FlushTimeout: 3 * time.Second}}
 				if fmt.Sprint(*o) != fmt.Sprint(want) {
 					t.Errorf("got  %+v\nwant %+v", *o, want)

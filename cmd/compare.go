@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"lane/bench"
-	"lane/config"
 	"lane/runner"
 	"lane/store"
 	"lane/trace"
@@ -34,18 +33,11 @@ func runCompare(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load(config.Path(f.Getenv), f.runtimes().Table())
-	if err != nil {
-		return usageErrorf(err)
-	}
-	st, err := f.OpenStore(ctx)
+	cfg, st, err := openForRuns(ctx, f)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := runner.BecomeSubreaper(); err != nil {
-		fmt.Fprintln(f.IO.ErrOut, "lane: warning:", err)
-	}
 	check := strings.TrimSpace(opts.Check)
 	suite := &bench.Suite{Name: "lane run --models", Dir: filepath.Dir(dir), Tasks: []bench.Task{{
 		ID: filepath.Base(dir), Prompt: opts.Task, Fixture: filepath.Base(dir),
