@@ -31,16 +31,25 @@ type Desk struct {
 	st           *store.Store
 	decisionPoll time.Duration
 	steerPoll    time.Duration
-	terminal     *Terminal
+	terminal     Asker
 	now          func() time.Time
 }
 
 // Options tune a Desk; the zero value is the defaults with no terminal.
 type Options struct {
 	DecisionPoll, SteerPoll time.Duration
-	// Terminal, when set, also asks at this terminal (lane run's own).
-	Terminal *Terminal
+	// Terminal, when set, also asks there: lane run's own terminal, or the
+	// editor of lane acp.
+	Terminal Asker
 	Now      func() time.Time
+}
+
+// Asker puts a request to a person where they sit (a terminal, an editor)
+// and returns their answer; ok is false when ctx ended first. Say tells
+// them something.
+type Asker interface {
+	Ask(ctx context.Context, req interact.Request) (ans store.Answer, ok bool)
+	Say(s string)
 }
 
 // New makes the Desk of st.

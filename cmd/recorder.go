@@ -35,6 +35,10 @@ type runRecorder struct {
 	run     *trace.Run // the run being recorded
 	// origin, when set, is the folder the runs' folders are copies of.
 	origin string
+	// via, when set, says how the runs came (lane acp's "acp"); tap, when
+	// set, sees every event as it is recorded (lane acp's session updates).
+	via string
+	tap func(trace.Event)
 }
 
 // workerHooks are what a lane worker's recorder does beyond a plain one.
@@ -63,6 +67,9 @@ func (r *runRecorder) BeginRun(ctx context.Context, run *trace.Run) error {
 	r.run = run
 	if r.origin != "" {
 		run.Origin = r.origin
+	}
+	if r.via != "" {
+		run.Via = r.via
 	}
 	if r.worker != nil {
 		return r.beginWorkerRun(ctx, run)
@@ -102,6 +109,9 @@ func (r *runRecorder) Event(ev trace.Event) error {
 	r.otel.event(ev)
 	if ev.Kind == trace.KindPermissionRequest {
 		r.notes.approval(r.run, ev)
+	}
+	if r.tap != nil {
+		r.tap(ev)
 	}
 	err := r.writer.Write(ev)
 	if r.worker != nil && (store.Transient(err) || store.AlreadyExists(err)) {

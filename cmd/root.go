@@ -168,6 +168,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		NewCmdCosts(f, nil),
 		NewCmdLimits(f, nil),
 		NewCmdApply(f),
+		NewCmdACP(f),
 		NewCmdShow(f, nil),
 		NewCmdDiff(f),
 		NewCmdUndo(f),

@@ -40,6 +40,7 @@ const (
 	ByTerminal  Answerer = "terminal"  // the terminal of the lane run that owns the run
 	ByDashboard Answerer = "dashboard" // a person in lane dashboard
 	ByCLI       Answerer = "cli"       // lane approve, lane send, lane interrupt
+	ByEditor    Answerer = "editor"    // the editor of lane acp (session/request_permission)
 	ByRule      Answerer = "rule"      // a permission rule or the permission mode
 	ByTimeout   Answerer = "timeout"   // nobody answered within --approval-timeout
 	ByLane      Answerer = "lane"      // the run ended while a request waited

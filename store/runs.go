@@ -24,7 +24,7 @@ var runColumns = []string{
 	"owner_pid", "owner_start", "owner_host", "worker",
 	"permission_requests", "permissions_allowed", "permissions_denied", "cap_steer",
 	"imported", "source", "cache_creation_1h_tokens",
-	"changes", "cap_hermetic", "account", "limits", "context_tokens", "context_window", "origin",
+	"changes", "cap_hermetic", "account", "limits", "context_tokens", "context_window", "origin", "via",
 }
 
 var (
@@ -85,7 +85,7 @@ func runArgs(r *trace.Run) ([]any, error) {
 		r.OwnerPID, int64(r.OwnerStart), r.OwnerHost, r.Worker,
 		r.Permissions.Requests, r.Permissions.Allowed, r.Permissions.Denied, steer,
 		r.Imported, r.Source, r.Usage.CacheCreation1hTokens,
-		changes, hermetic, r.Account, limits, r.ContextTokens, r.ContextWindow, r.Origin,
+		changes, hermetic, r.Account, limits, r.ContextTokens, r.ContextWindow, r.Origin, r.Via,
 	}, nil
 }
 
@@ -111,7 +111,7 @@ func scanRun(sc scanner) (*trace.Run, error) {
 		&r.OwnerPID, &ownerStart, &r.OwnerHost, &r.Worker,
 		&r.Permissions.Requests, &r.Permissions.Allowed, &r.Permissions.Denied, &steer,
 		&r.Imported, &r.Source, &r.Usage.CacheCreation1hTokens,
-		&changes, &hermetic, &r.Account, &limits, &r.ContextTokens, &r.ContextWindow, &r.Origin,
+		&changes, &hermetic, &r.Account, &limits, &r.ContextTokens, &r.ContextWindow, &r.Origin, &r.Via,
 	)
 	if err != nil {
 		return nil, err

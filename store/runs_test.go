@@ -52,6 +52,7 @@ func fullRun(t *testing.T, id string) *trace.Run {
 		Account:        "/home/dev/.claude",
 		ContextTokens:  45_000,
 		Origin:         "/work/origin",
+		Via:            "acp",
 		ContextWindow:  200_000,
 		Limits:         []trace.LimitWindow{{Name: "five_hour", Utilization: 0.92, Status: trace.LimitWarning, ResetsAt: t0.Add(time.Hour).UTC()}},
 		CostUSD:        0.125,

@@ -379,6 +379,9 @@ type Run struct {
 	Prompt      string `json:"prompt"`
 	SessionID   string `json:"session_id,omitempty"`
 	RuntimeVer  string `json:"runtime_version,omitempty"`
+	// Via says how the run came, when not by lane run, bench or the
+	// dashboard: "acp" for a prompt of an editor through lane acp.
+	Via string `json:"via,omitempty"`
 	// Origin is the folder Dir is a copy of, when the run worked in a copy
 	// (lane run --models): where lane apply brings its changes.
 	Origin string `json:"origin,omitempty"`

@@ -45,6 +45,9 @@ func (p *Printer) Summary(r *trace.Run) error {
 	if r.Worker != "" {
 		parts = append(parts, "worker "+r.Worker)
 	}
+	if r.Via != "" {
+		parts = append(parts, "via "+flat(r.Via))
+	}
 	if r.SessionID != "" {
 		parts = append(parts, "session "+Short(r.SessionID))
 	}

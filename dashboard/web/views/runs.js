@@ -187,7 +187,8 @@ function runRow(run) {
   // empty for a run started here rather than by the pool
   h('td', { class: 'worker nowrap' }, run.worker ? h('a', { href: '/workers', title: `run by the lane worker ${run.worker}` }, run.worker) : null),
   h('td', { class: 'dir', title: run.dir || '' }, shortDir(run.dir)),
-  h('td', { class: 'prompt' }, runLink(run.id, oneLine(run.prompt, 120) || '(no prompt)')),
+  h('td', { class: 'prompt' }, runLink(run.id, oneLine(run.prompt, 120) || '(no prompt)'),
+    run.via ? h('span', { class: 'tag via', title: run.via === 'acp' ? 'a prompt of an editor, through lane acp' : '' }, ` via ${run.via}`) : null),
   h('td', { class: 'num', title: run.cost_estimate ? 'estimated from tokens' : '' }, fmtCost(run.cost_usd, run.cost_estimate)),
   h('td', { class: 'num nowrap', title: tokensTitle(run.usage) }, tokensText(run.usage)),
   h('td', { class: 'num' }, String(run.turns ?? 0)),

@@ -130,7 +130,7 @@ export const EVENT_VIEWS = {
 };
 
 const ANSWERED_BY = {
-  terminal: 'by the terminal of lane run', dashboard: 'in the dashboard', cli: 'with lane approve',
+  terminal: 'by the terminal of lane run', dashboard: 'in the dashboard', cli: 'with lane approve', editor: 'in the editor (lane acp)',
   rule: 'by a permission rule', timeout: 'by the timeout: nobody answered in time', lane: 'by lane: the run ended first',
 };
 

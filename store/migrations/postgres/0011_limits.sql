@@ -3,6 +3,7 @@
 --   runs.limits          the last state of each usage window it saw (JSON; NULL: none)
 --   runs.context_tokens  how much the main agent's last model call sent
 --   runs.context_window  the model's window (0: unknown)
+--   runs.via             how the run came: "acp" for lane acp's, '' otherwise
 --   runs.origin          the folder a run's folder is a copy of (lane apply's target; '': none)
 --   benches.waiting      the usage limit a bench's attempts wait for, until waiting_until
 -- limits is the ledger: per runtime, account and window, the newest report
@@ -16,6 +17,7 @@ ALTER TABLE runs ADD COLUMN context_window BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE benches ADD COLUMN waiting TEXT COLLATE "C" NOT NULL DEFAULT '';
 ALTER TABLE benches ADD COLUMN waiting_until BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN origin TEXT COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN via TEXT COLLATE "C" NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN limits TEXT COLLATE "C";
 
 CREATE TABLE limits (

@@ -1,0 +1,223 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"lane/internal/anthropictest"
+	"lane/internal/clitest"
+	"lane/store"
+	"lane/trace"
+)
+
+// acpx runs acpx, the ACP client pinned in testdata/runtimes, with lane acp
+// as its agent.
+func (e *env) acpx(t *testing.T, agentArgs string, args ...string) result {
+	t.Helper()
+	bin := clitest.Bin(t, "acpx")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--agent", laneBin + " acp " + agentArgs, "--cwd", e.proj}, args...)...)
+	cmd.Env = e.vars
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errOut.String()}
+	if cmd.ProcessState != nil {
+		r.code = cmd.ProcessState.ExitCode()
+	} else if err != nil {
+		t.Fatalf("acpx: %v", err)
+	}
+	return r
+}
+
+// An editor's prompt through lane acp is a lane run in the session's
+// folder: the agent's work reaches the client as session updates, the
+// permission request as session/request_permission, and the run is
+// recorded as having come through ACP.
+func TestACPClientDrivesLane(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t,
+		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo made > made.txt")),
+		anthropictest.Text("Done: made.txt"))
+	r := e.acpx(t, "--model sonnet --permission-mode default --allowed-tools Read", "--approve-all", "--format", "json", "exec", "make made.txt")
+	wantExit(t, r, 0)
+	for _, want := range []string{`"sessionUpdate":"tool_call"`, `"kind":"execute"`, `"method":"session/request_permission"`,
+		`"sessionUpdate":"tool_call_update","status":"completed"`, `"text":"Done: made.txt"`, `"stopReason":"end_turn"`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the client saw no %s:\n%s", want, r.stdout)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(e.proj, "made.txt")); err != nil || string(b) != "made\n" {
+		t.Fatalf("made.txt: %q %v", b, err)
+	}
+	st := e.openStore()
+	runs, err := st.ListRuns(context.Background(), store.RunFilter{Limit: 10})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %v %v", runs, err)
+	}
+	run := runs[0]
+	if run.Via != "acp" || run.Status != trace.StatusSucceeded || run.Dir != e.proj || run.Permissions.Allowed != 1 {
+		t.Errorf("run %+v", run)
+	}
+}
+
+// A permission the editor denies is the editor's answer: the command does
+// not run, the model hears it was denied, and the run records who said no.
+func TestACPClientDenies(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t,
+		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo made > made.txt")),
+		anthropictest.Text("I was not allowed to."))
+	r := e.acpx(t, "--model sonnet --permission-mode default --allowed-tools Read", "--deny-all", "--format", "json", "exec", "make made.txt")
+	wantExit(t, r, 5) // acpx's own PERMISSION_DENIED: it denied a request
+	if _, err := os.Stat(filepath.Join(e.proj, "made.txt")); err == nil {
+		t.Fatal("a denied command ran")
+	}
+	if out, isErr := lastToolResult(e.srv); !isErr || out == "" {
+		t.Errorf("the model's tool result %q (error %v)", out, isErr)
+	}
+	runs, err := e.openStore().ListRuns(context.Background(), store.RunFilter{Limit: 10})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs %v %v", runs, err)
+	}
+	_, decisions := permissionEvents(e.events(runs[0].ID))
+	if len(decisions) != 1 || decisions[0].Permission.Allow || decisions[0].Permission.By != "editor" {
+		t.Errorf("decisions %+v", decisions)
+	}
+}
+
+// acpClient is a minimal ACP client of lane acp, for what acpx's exec does
+// not do: cancel a prompt, load a session.
+type acpClient struct {
+	conn *sdk.ClientSideConnection
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	text strings.Builder // the agent's message chunks
+}
+
+func (e *env) startACP(t *testing.T, args ...string) *acpClient {
+	t.Helper()
+	cmd := exec.Command(laneBin, append([]string{"acp"}, args...)...)
+	cmd.Env = e.vars
+	cmd.Stderr = os.Stderr
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &acpClient{cmd: cmd}
+	c.conn = sdk.NewClientSideConnection(c, in, out)
+	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	if _, err := c.conn.Initialize(t.Context(), sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (c *acpClient) agentText() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.text.String()
+}
+
+func (c *acpClient) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
+	if m := n.Update.AgentMessageChunk; m != nil && m.Content.Text != nil {
+		c.mu.Lock()
+		c.text.WriteString(m.Content.Text.Text)
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+func (c *acpClient) RequestPermission(context.Context, sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{Cancelled: &sdk.RequestPermissionOutcomeCancelled{}}}, nil
+}
+func (c *acpClient) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	return sdk.ReadTextFileResponse{}, sdk.NewMethodNotFound("fs/read_text_file")
+}
+func (c *acpClient) WriteTextFile(context.Context, sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	return sdk.WriteTextFileResponse{}, sdk.NewMethodNotFound("fs/write_text_file")
+}
+func (c *acpClient) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	return sdk.CreateTerminalResponse{}, sdk.NewMethodNotFound("terminal/create")
+}
+func (c *acpClient) KillTerminal(context.Context, sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	return sdk.KillTerminalResponse{}, sdk.NewMethodNotFound("terminal/kill")
+}
+func (c *acpClient) TerminalOutput(context.Context, sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	return sdk.TerminalOutputResponse{}, sdk.NewMethodNotFound("terminal/output")
+}
+func (c *acpClient) ReleaseTerminal(context.Context, sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	return sdk.ReleaseTerminalResponse{}, sdk.NewMethodNotFound("terminal/release")
+}
+func (c *acpClient) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	return sdk.WaitForTerminalExitResponse{}, sdk.NewMethodNotFound("terminal/wait_for_exit")
+}
+
+func textPrompt(s string) []sdk.ContentBlock { return []sdk.ContentBlock{sdk.TextBlock(s)} }
+
+// session/cancel stops the prompt's run (recorded cancelled, the turn's
+// stop reason cancelled); the next prompt continues the session; a new lane
+// acp loads it by the run's id and continues it again.
+func TestACPCancelThenContinueThenLoad(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, anthropictest.Hang(), anthropictest.Text("second answer"), anthropictest.Text("third answer"))
+	c := e.startACP(t, "--model", "sonnet")
+	ctx := t.Context()
+	sess, err := c.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: e.proj, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan sdk.PromptResponse, 1)
+	go func() {
+		resp, err := c.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sess.SessionId, Prompt: textPrompt("wait forever")})
+		if err != nil {
+			t.Error(err)
+		}
+		first <- resp
+	}()
+	if _, err := e.srv.WaitRequests(ctx, 1); err != nil { // the model was asked, and hangs
+		t.Fatal(err)
+	}
+	if err := c.conn.Cancel(ctx, sdk.CancelNotification{SessionId: sess.SessionId}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := <-first; resp.StopReason != sdk.StopReasonCancelled {
+		t.Errorf("the cancelled prompt stopped with %q", resp.StopReason)
+	}
+	resp, err := c.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sess.SessionId, Prompt: textPrompt("go on")})
+	if err != nil || resp.StopReason != sdk.StopReasonEndTurn || !strings.Contains(c.agentText(), "second answer") {
+		t.Fatalf("second prompt: %+v %v, text %q", resp, err, c.agentText())
+	}
+	st := e.openStore()
+	runs, err := st.ListRuns(ctx, store.RunFilter{Limit: 10})
+	if err != nil || len(runs) != 2 {
+		t.Fatalf("runs %v %v", runs, err)
+	}
+	second, cancelled := runs[0], runs[1]
+	if cancelled.Status != trace.StatusCancelled || second.ParentRunID != cancelled.ID || second.Via != "acp" {
+		t.Errorf("runs: %s %s; %s parent %s via %q", cancelled.ID, cancelled.Status, second.ID, second.ParentRunID, second.Via)
+	}
+
+	again := e.startACP(t, "--model", "sonnet")
+	if _, err := again.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(second.ID), Cwd: e.proj, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = again.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sdk.SessionId(second.ID), Prompt: textPrompt("and once more")})
+	if err != nil || resp.StopReason != sdk.StopReasonEndTurn || !strings.Contains(again.agentText(), "third answer") {
+		t.Fatalf("loaded session's prompt: %+v %v, text %q", resp, err, again.agentText())
+	}
+	runs, _ = st.ListRuns(ctx, store.RunFilter{Limit: 10})
+	if len(runs) != 3 || runs[0].ParentRunID != second.ID || runs[0].SessionID != second.SessionID {
+		t.Errorf("the loaded session's run %+v", runs[0])
+	}
+}
