@@ -232,6 +232,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/runs/{id}/events", s.runEvents)
 	mux.HandleFunc("GET /api/runs/{id}/export", s.exportRun)
 	mux.HandleFunc("POST /api/runs/{id}/cancel", s.cancelRun)
+	mux.HandleFunc("POST /api/runs/{id}/apply", s.applyRun)
 	mux.HandleFunc("POST /api/runs/{id}/interrupt", s.interruptRun)
 	mux.HandleFunc("POST /api/runs/{id}/messages", s.sendMessage)
 	mux.HandleFunc("GET /api/approvals", s.listApprovals)

@@ -233,3 +233,52 @@ func (t *tailBuffer) String() string {
 	defer t.mu.Unlock()
 	return string(t.b)
 }
+
+// applyRequest is the body of POST /api/runs/{id}/apply.
+type applyRequest struct {
+	Force bool `json:"force"`
+}
+
+// applyRun brings a run's changes into the folder its copy was made of,
+// as lane apply does (it runs it): 200 with what it said, 409 with the
+// conflicts when the folder changed since, 400 when the run has nothing
+// to apply.
+func (s *Server) applyRun(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.LaneBin == "" {
+		writeError(w, http.StatusNotImplemented, "this dashboard cannot apply runs (no lane binary)")
+		return
+	}
+	var req applyRequest
+	if r.ContentLength != 0 {
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxStartBody)).Decode(&req); err != nil {
+			writeError(w, http.StatusBadRequest, "the body must be JSON {\"force\"}: "+err.Error())
+			return
+		}
+	}
+	id := r.PathValue("id")
+	if strings.HasPrefix(id, "-") {
+		writeError(w, http.StatusBadRequest, "bad run id")
+		return
+	}
+	args := []string{"apply", id}
+	if req.Force {
+		args = append(args, "--force")
+	}
+	cmd := exec.CommandContext(r.Context(), s.cfg.LaneBin, args...)
+	cmd.Env = append(os.Environ(), "LANE_DB="+s.cfg.DBPath, "NO_COLOR=1")
+	cmd.WaitDelay = childWaitDelay
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, map[string]string{"output": strings.TrimSpace(out.String())})
+	case errors.As(err, &ee) && strings.Contains(errOut.String(), "not applying run"):
+		writeError(w, http.StatusConflict, strings.TrimSpace(strings.TrimPrefix(errOut.String(), "lane: ")))
+	case errors.As(err, &ee):
+		writeError(w, http.StatusBadRequest, strings.TrimSpace(strings.TrimPrefix(errOut.String(), "lane: ")))
+	default:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	}
+}

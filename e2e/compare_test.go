@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -89,6 +90,39 @@ func TestRunOnSeveralModelsThenApply(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.proj, "answer.txt")); err == nil {
 		t.Error("lane undo of the apply left answer.txt")
 	}
+	// The dashboard's Apply: the other model's run, then the first one
+	// refused (the folder changed since), then forced.
+	base := startDashboard(t, e)
+	var csrf struct{ CSRF string }
+	getJSON(t, base+"/api/csrf", &csrf)
+	apply := func(runID, body string) int {
+		req, _ := http.NewRequest("POST", base+"/api/runs/"+runID+"/apply", strings.NewReader(body))
+		req.Header.Set("Origin", base)
+		req.Header.Set("X-CSRF-Token", csrf.CSRF)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := apply(haiku.RunID, `{}`); code != http.StatusOK {
+		t.Errorf("the dashboard's apply of %s: %d", haiku.Model, code)
+	}
+	if code := apply(sonnet.RunID, `{}`); code != http.StatusConflict {
+		t.Errorf("the dashboard's apply over a changed folder: %d, want 409", code)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.proj, "answer.txt")); string(b) != "41\n" {
+		t.Errorf("after the dashboard's apply and a refused one: %q", b)
+	}
+	if code := apply(sonnet.RunID, `{"force":true}`); code != http.StatusOK {
+		t.Errorf("the dashboard's forced apply: %d", code)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.proj, "answer.txt")); string(b) != "42\n" {
+		t.Errorf("after the forced apply: %q", b)
+	}
+
 	rec, err := e.openStore().GetRun(context.Background(), applyRun)
 	if err != nil || rec.Runtime != "apply" || rec.ParentRunID != sonnet.RunID || rec.Dir != e.proj || rec.Changes == nil ||
 		rec.Changes.Files != 1 || rec.Changes.UndoneBy == "" {

@@ -57,7 +57,10 @@ function exportMenu(run) {
 // far as the run takes them.
 function runActions(run) {
   const actions = h('div', { class: 'actions' }, exportMenu(run));
-  if (!isRunning(run)) return actions;
+  if (!isRunning(run)) {
+    if (run.origin && run.changes?.files > 0) actions.prepend(...applyAction(run, actions));
+    return actions;
+  }
   const send = (what) => () => post(`/api/runs/${encodeURIComponent(run.id)}/${what}`);
   const note = h('span', { class: 'muted action-note', 'aria-live': 'polite', hidden: true });
   const interrupt = takes(run, 'interrupt') && actionButton(actions, {
@@ -75,6 +78,30 @@ function runActions(run) {
       title: 'Its lane process takes no steering from here: stop it where it runs' }, 'Cancel run');
   actions.prepend(...[note, interrupt, cancel].filter(Boolean));
   return actions;
+}
+
+// applyAction is the Apply button of a run made in a copy of a folder
+// (lane run --models): it brings the run's changes into the folder, as lane
+// apply does; when the folder changed since, it shows the conflicts and
+// offers to apply anyway.
+function applyAction(run, actions) {
+  const note = h('span', { class: 'muted action-note', 'aria-live': 'polite', hidden: true });
+  const apply = (force) => post(`/api/runs/${encodeURIComponent(run.id)}/apply`, { force });
+  const btn = actionButton(actions, {
+    cls: 'apply', label: 'Apply', busy: 'Applying…',
+    act: async () => {
+      try { await apply(false); } catch (err) { if (err.status === 409) force.hidden = false; throw err; }
+    },
+    title: `Bring this run's changes into ${run.origin}`,
+    done: (b) => { b.textContent = 'Applied'; note.textContent = `applied into ${run.origin}`; note.hidden = false; },
+  });
+  const force = actionButton(actions, {
+    cls: 'danger apply-force', label: 'Apply anyway', busy: 'Applying…', act: () => apply(true),
+    ask: () => confirm(`Write this run's files over the changed ones in ${run.origin}?`),
+    done: (b) => { b.textContent = 'Applied'; note.textContent = `applied into ${run.origin}`; note.hidden = false; },
+  });
+  force.hidden = true; // shown when the folder changed since the copy was made
+  return [note, btn, force];
 }
 
 // actionButton is a button that posts once per click (after ask(), when
