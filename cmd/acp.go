@@ -230,7 +230,7 @@ func (a *acpAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptR
 	ro.attended = true
 	rec := newRunRecorder(a.st, IO{Out: discard{}, ErrOut: a.f.IO.ErrOut}, formatNone)
 	rec.via = ViaACP
-	up := &acpUpdates{conn: a.conn, session: s.id}
+	up := &acpUpdates{conn: a.conn, session: s.id, edits: a.editsOf(&ro)}
 	rec.tap = func(ev trace.Event) { up.send(runCtx, ev) }
 	run, err := executeRun(runCtx, a.f, a.st, rec, a.cfg, &ro, s.cwd, nil)
 	if err != nil {
@@ -240,6 +240,19 @@ func (a *acpAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptR
 	s.last = run
 	a.mu.Unlock()
 	return sdk.PromptResponse{StopReason: up.stopReason(ctx, run)}, nil
+}
+
+// editsOf is how the runtime of a prompt's run says what its edits do,
+// nil when it does not.
+func (a *acpAgent) editsOf(ro *RunOptions) func(string, json.RawMessage) []trace.TextEdit {
+	t, err := a.cfg.Resolve(ro.Model, ro.Runtime, ro.BaseURL, a.f.Getenv)
+	if err != nil {
+		return nil
+	}
+	if rt, ok := a.f.runtimes().Lookup(t.Runtime); ok {
+		return rt.Edits
+	}
+	return nil
 }
 
 // promptText is the prompt's text blocks, with each resource it links
@@ -275,6 +288,7 @@ func (a *acpAgent) SetSessionConfigOption(context.Context, sdk.SetSessionConfigO
 type acpUpdates struct {
 	conn    *sdk.AgentSideConnection
 	session sdk.SessionId
+	edits   func(tool string, input json.RawMessage) []trace.TextEdit // nil: no diffs
 }
 
 func (u *acpUpdates) send(ctx context.Context, ev trace.Event) {
@@ -288,7 +302,7 @@ func (u *acpUpdates) send(ctx context.Context, ev trace.Event) {
 	case trace.KindThinking:
 		upd = sdk.UpdateAgentThoughtText(ev.Text)
 	case trace.KindToolCall:
-		upd = startToolCall(ev)
+		upd = startToolCall(ev, u.edits)
 	case trace.KindToolResult:
 		status := sdk.ToolCallStatusCompleted
 		if ev.IsError {
@@ -326,8 +340,8 @@ func (u *acpUpdates) stopReason(ctx context.Context, run *trace.Run) sdk.StopRea
 }
 
 // startToolCall is a tool call as ACP shows it: its kind, a title, the
-// paths it touches and its input.
-func startToolCall(ev trace.Event) sdk.SessionUpdate {
+// paths it touches, its input and, for an edit, its diff.
+func startToolCall(ev trace.Event, edits func(string, json.RawMessage) []trace.TextEdit) sdk.SessionUpdate {
 	kind, title := sdk.ToolKindOther, ev.ToolName
 	var locations []sdk.ToolCallLocation
 	if c := ev.Call; c != nil {
@@ -346,8 +360,22 @@ func startToolCall(ev trace.Event) sdk.SessionUpdate {
 	if len(ev.Input) > 0 {
 		input = json.RawMessage(ev.Input)
 	}
-	return sdk.StartToolCall(sdk.ToolCallId(ev.ToolUseID), title, sdk.WithStartKind(kind),
-		sdk.WithStartStatus(sdk.ToolCallStatusInProgress), sdk.WithStartLocations(locations), sdk.WithStartRawInput(input))
+	opts := []sdk.ToolCallStartOpt{sdk.WithStartKind(kind), sdk.WithStartStatus(sdk.ToolCallStatusInProgress),
+		sdk.WithStartLocations(locations), sdk.WithStartRawInput(input)}
+	if edits != nil {
+		var diffs []sdk.ToolCallContent
+		for _, e := range edits(ev.ToolName, ev.Input) {
+			if e.Old == "" {
+				diffs = append(diffs, sdk.ToolDiffContent(e.Path, e.New))
+			} else {
+				diffs = append(diffs, sdk.ToolDiffContent(e.Path, e.New, e.Old))
+			}
+		}
+		if len(diffs) > 0 {
+			opts = append(opts, sdk.WithStartContent(diffs))
+		}
+	}
+	return sdk.StartToolCall(sdk.ToolCallId(ev.ToolUseID), title, opts...)
 }
 
 func toolKind(k trace.CallKind) sdk.ToolKind {

@@ -221,3 +221,22 @@ func TestACPCancelThenContinueThenLoad(t *testing.T) {
 		t.Errorf("the loaded session's run %+v", runs[0])
 	}
 }
+
+// A file the agent writes reaches the editor as a diff in its tool call.
+func TestACPEditsAreDiffs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	path := filepath.Join(e.proj, "notes.txt")
+	e.srv.SetTurns(
+		anthropictest.Tools(anthropictest.Call("toolu_1", "Write", map[string]string{"file_path": path, "content": "first line\n"})),
+		anthropictest.Text("Wrote notes.txt"))
+	r := e.acpx(t, "--model sonnet", "--approve-all", "--format", "json", "exec", "write notes.txt")
+	wantExit(t, r, 0)
+	want := `{"newText":"first line\n","path":"` + path + `","type":"diff"}`
+	if !strings.Contains(r.stdout, want) {
+		t.Errorf("the client saw no diff %s:\n%s", want, r.stdout)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "first line\n" {
+		t.Errorf("notes.txt: %q %v", b, err)
+	}
+}

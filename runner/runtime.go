@@ -26,6 +26,9 @@ type Runtime struct {
 	// Describe is what a call of one of its tools does, as its decoder
 	// describes it (trace.Call): for events stored before decoders did.
 	Describe func(tool string, input json.RawMessage) *trace.Call
+	// Edits, when set, is what a call of one of its tools that edits or
+	// writes a file puts in place of what (for lane acp's diffs).
+	Edits func(tool string, input json.RawMessage) []trace.TextEdit
 	// Loop, for a runtime that runs inside lane (Process nil), builds its
 	// attempt number n of the task o describes.
 	Loop func(o Options, n int) (*LoopAttempt, error)

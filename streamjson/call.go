@@ -67,3 +67,34 @@ func kindOf(tool string) trace.CallKind {
 	}
 	return trace.CallOther
 }
+
+// Edits is what a call of Claude Code's Edit, MultiEdit or Write puts in
+// place of what; nil for the other tools.
+func Edits(tool string, input json.RawMessage) []trace.TextEdit {
+	type edit struct {
+		Old string `json:"old_string"`
+		New string `json:"new_string"`
+	}
+	var in struct {
+		FilePath string `json:"file_path"`
+		Content  string `json:"content"`
+		edit
+		Edits []edit `json:"edits"`
+	}
+	if json.Unmarshal(input, &in) != nil || in.FilePath == "" {
+		return nil
+	}
+	switch tool {
+	case "Write":
+		return []trace.TextEdit{{Path: in.FilePath, New: in.Content}}
+	case "Edit":
+		return []trace.TextEdit{{Path: in.FilePath, Old: in.Old, New: in.New}}
+	case "MultiEdit":
+		out := make([]trace.TextEdit, 0, len(in.Edits))
+		for _, e := range in.Edits {
+			out = append(out, trace.TextEdit{Path: in.FilePath, Old: e.Old, New: e.New})
+		}
+		return out
+	}
+	return nil
+}

@@ -2,9 +2,11 @@ package streamjson
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -326,5 +328,23 @@ func TestDecoderFields(t *testing.T) {
 	if r.Subtype != "error_max_turns" || !r.IsError || r.NumTurns != 3 || r.TotalCostUSD != nil ||
 		r.RunCostUSD == nil || *r.RunCostUSD != 0.75 || strings.Join(r.Errors, "|") != `a|{"code":1}` {
 		t.Errorf("result %+v", r)
+	}
+}
+
+// Edits says what Claude Code's file tools put in place of what.
+func TestEdits(t *testing.T) {
+	t.Parallel()
+	for tool, tc := range map[string]struct {
+		input string
+		want  []trace.TextEdit
+	}{
+		"Write":     {`{"file_path":"/p/a.go","content":"package a\n"}`, []trace.TextEdit{{Path: "/p/a.go", New: "package a\n"}}},
+		"Edit":      {`{"file_path":"/p/a.go","old_string":"a","new_string":"b"}`, []trace.TextEdit{{Path: "/p/a.go", Old: "a", New: "b"}}},
+		"MultiEdit": {`{"file_path":"/p/a.go","edits":[{"old_string":"a","new_string":"b"},{"old_string":"c","new_string":"d"}]}`, []trace.TextEdit{{Path: "/p/a.go", Old: "a", New: "b"}, {Path: "/p/a.go", Old: "c", New: "d"}}},
+		"Bash":      {`{"command":"ls"}`, nil},
+	} {
+		if got := Edits(tool, json.RawMessage(tc.input)); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %+v, want %+v", tool, got, tc.want)
+		}
 	}
 }

@@ -74,3 +74,12 @@ func Paths(ps ...string) []string {
 	}
 	return out
 }
+
+// TextEdit is what an edit or a write of a file puts in place of what: Old
+// is "" for a whole file written. A runtime's Edits says it from a tool
+// call's input, for the clients that show edits as diffs (lane acp).
+type TextEdit struct {
+	Path string `json:"path"`
+	Old  string `json:"old,omitempty"`
+	New  string `json:"new"`
+}

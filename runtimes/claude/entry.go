@@ -31,6 +31,7 @@ func Runtime() *runner.Runtime {
 			AccountEnv:    "CLAUDE_CONFIG_DIR", AccountDir: ".claude",
 		},
 		Describe: streamjson.Call,
+		Edits:    streamjson.Edits,
 		Process: &runner.Process{
 			Binary: runner.BinarySpec{
 				Extra: []string{
