@@ -239,6 +239,7 @@ func (a *acpAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptR
 	a.mu.Lock()
 	s.last = run
 	a.mu.Unlock()
+	up.usage(ctx, run)
 	return sdk.PromptResponse{StopReason: up.stopReason(ctx, run)}, nil
 }
 
@@ -303,6 +304,12 @@ func (u *acpUpdates) send(ctx context.Context, ev trace.Event) {
 		upd = sdk.UpdateAgentThoughtText(ev.Text)
 	case trace.KindToolCall:
 		upd = startToolCall(ev, u.edits)
+	case trace.KindTodo:
+		entries := planEntries(ev.Text)
+		if entries == nil {
+			return
+		}
+		upd = sdk.UpdatePlan(entries...)
 	case trace.KindToolResult:
 		status := sdk.ToolCallStatusCompleted
 		if ev.IsError {
@@ -316,6 +323,35 @@ func (u *acpUpdates) send(ctx context.Context, ev trace.Event) {
 	if err := u.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: u.session, Update: upd}); err != nil {
 		slog.Debug("acp: session update not sent", "err", err)
 	}
+}
+
+// usage tells the editor how full the context is and what the session has
+// cost, at the end of a prompt's run.
+func (u *acpUpdates) usage(ctx context.Context, run *trace.Run) {
+	if run.ContextTokens == 0 && run.CostUSD == 0 {
+		return
+	}
+	upd := sdk.SessionUpdate{UsageUpdate: &sdk.SessionUsageUpdate{
+		SessionUpdate: "usage_update", Used: int(run.ContextTokens), Size: run.ContextWindow,
+		Cost: &sdk.Cost{Amount: run.CostUSD, Currency: "USD"},
+	}}
+	_ = u.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: u.session, Update: upd})
+}
+
+// planEntries reads a todo list as the runtimes' decoders render it
+// (trace.KindTodo: "[x] done", "[>] under way", "[ ] to do" a line); nil
+// when no line is an item.
+func planEntries(text string) []sdk.PlanEntry {
+	var out []sdk.PlanEntry
+	for _, line := range strings.Split(text, "\n") {
+		status, ok := map[string]sdk.PlanEntryStatus{
+			"[x] ": sdk.PlanEntryStatusCompleted, "[>] ": sdk.PlanEntryStatusInProgress, "[ ] ": sdk.PlanEntryStatusPending,
+		}[line[:min(4, len(line))]]
+		if ok {
+			out = append(out, sdk.PlanEntry{Content: line[4:], Status: status, Priority: sdk.PlanEntryPriorityMedium})
+		}
+	}
+	return out
 }
 
 // stopReason says why the prompt's turn ended; a failure is told in the

@@ -14,6 +14,7 @@ import (
 
 	"lane/internal/anthropictest"
 	"lane/internal/clitest"
+	"lane/internal/openaitest"
 	"lane/store"
 	"lane/trace"
 )
@@ -238,5 +239,26 @@ func TestACPEditsAreDiffs(t *testing.T) {
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != "first line\n" {
 		t.Errorf("notes.txt: %q %v", b, err)
+	}
+}
+
+// lane's own loop through lane acp: its todo list reaches the editor as a
+// plan, and the end of the prompt as a usage update.
+func TestACPPlanFromTheLocalLoop(t *testing.T) {
+	t.Parallel()
+	e := newLocalEnv(t,
+		openaitest.ToolCalls(openaitest.Call("", "todo", map[string]any{"items": []map[string]string{
+			{"text": "read the code", "status": "done"}, {"text": "fix the bug", "status": "in_progress"}, {"text": "run the tests", "status": "pending"},
+		}})),
+		openaitest.Text("working on it"))
+	r := e.acpx(t, "--model "+localModel, "--approve-all", "--format", "json", "exec", "fix the bug")
+	wantExit(t, r, 0)
+	for _, want := range []string{
+		`"sessionUpdate":"plan"`, `{"content":"read the code","priority":"medium","status":"completed"}`,
+		`{"content":"fix the bug","priority":"medium","status":"in_progress"}`, `"sessionUpdate":"usage_update"`,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the client saw no %s:\n%s", want, r.stdout)
+		}
 	}
 }
