@@ -17,15 +17,9 @@ import (
 // RuntimeApply is the runtime name of the runs lane apply records.
 const RuntimeApply = "apply"
 
-// ApplyOptions are lane apply's.
-type ApplyOptions struct {
-	RunID string
-	Force bool
-}
-
 // NewCmdApply builds `lane apply RUN`.
 func NewCmdApply(f *Factory) *cobra.Command {
-	opts := &ApplyOptions{}
+	opts := &UndoOptions{}
 	c := &cobra.Command{
 		Use:   "apply RUN",
 		Short: "Bring the changes a run made in its copy of a folder into that folder",
@@ -45,7 +39,7 @@ its own (runtime "apply"), so lane diff shows it and lane undo takes it back.`,
 	return c
 }
 
-func runApply(ctx context.Context, f *Factory, opts *ApplyOptions) error {
+func runApply(ctx context.Context, f *Factory, opts *UndoOptions) error {
 	st, run, err := openChangedRun(ctx, f, opts.RunID)
 	if err != nil {
 		return err

@@ -165,15 +165,20 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "lane: detached from bench %s: the workers carry on; follow it with lane bench report %s, or the dashboard\n", b.ID, b.ID)
 		return nil
 	}
-	// The comparison is printed whatever became of the bench; lane's own
-	// fault, then its cancellation, make the exit code.
-	if werr := printBenchReport(context.WithoutCancel(ctx), f, st, b, opts.OutputFormat); werr != nil {
-		return werr
-	}
-	if err != nil {
-		return err
-	}
-	if b.Status == trace.StatusCancelled {
+	// The comparison is printed whatever became of the bench.
+	return benchOutcome(b, err, printBenchReport(context.WithoutCancel(ctx), f, st, b, opts.OutputFormat))
+}
+
+// benchOutcome is the error of a bench that ended with runErr, its report
+// written (or not, writeErr): the report's failure, then lane's own fault,
+// then the bench's cancellation make the exit code.
+func benchOutcome(b *trace.Bench, runErr, writeErr error) error {
+	switch {
+	case writeErr != nil:
+		return writeErr
+	case runErr != nil:
+		return runErr
+	case b.Status == trace.StatusCancelled:
 		return runner.ErrCancelled
 	}
 	return nil

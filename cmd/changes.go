@@ -197,7 +197,8 @@ func statCounts(fc trace.FileChange) string {
 	return s
 }
 
-// UndoOptions are the flags of `lane undo`.
+// UndoOptions are lane undo's and lane apply's: the run, and whether to
+// write over what changed since.
 type UndoOptions struct {
 	RunID string
 	Force bool

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"lane/bench"
-	"lane/runner"
 	"lane/store"
 	"lane/trace"
 	"lane/view"
@@ -67,16 +66,7 @@ func runCompare(ctx context.Context, f *Factory, opts *RunOptions) error {
 	if b == nil {
 		return err
 	}
-	if werr := printComparison(context.WithoutCancel(ctx), f.IO.Out, st, b, dir, check != "", opts.OutputFormat); werr != nil {
-		return werr
-	}
-	if err != nil {
-		return err
-	}
-	if b.Status == trace.StatusCancelled {
-		return runner.ErrCancelled
-	}
-	return nil
+	return benchOutcome(b, err, printComparison(context.WithoutCancel(ctx), f.IO.Out, st, b, dir, check != "", opts.OutputFormat))
 }
 
 // comparisonRow is one model's attempt of a comparison, as -o json gives it.
