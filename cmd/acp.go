@@ -150,7 +150,39 @@ func (a *acpAgent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (s
 	a.mu.Lock()
 	a.sessions[s.id] = s
 	a.mu.Unlock()
+	if err := a.replay(ctx, s.id, run); err != nil {
+		return sdk.LoadSessionResponse{}, sdk.NewInternalError(err.Error())
+	}
 	return sdk.LoadSessionResponse{Modes: a.modes(s.mode)}, nil
+}
+
+// replayDepth bounds how many runs of a session a load replays.
+const replayDepth = 100
+
+// replay sends the editor the conversation so far, as ACP's session/load
+// asks: each run of the session, oldest first, as its prompt and its
+// events' updates.
+func (a *acpAgent) replay(ctx context.Context, id sdk.SessionId, last *trace.Run) error {
+	chain := []*trace.Run{last}
+	for r := last; r.ParentRunID != "" && len(chain) < replayDepth; {
+		parent, err := a.st.GetRun(ctx, r.ParentRunID)
+		if err != nil {
+			break // the rest of the chain is gone: replay what is left
+		}
+		chain, r = append(chain, parent), parent
+	}
+	up := &acpUpdates{conn: a.conn, session: id}
+	for i := len(chain) - 1; i >= 0; i-- {
+		run := chain[i]
+		_ = a.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: id, Update: sdk.UpdateUserMessageText(run.Prompt)})
+		if err := a.st.Events(ctx, run.ID, 0, func(ev trace.Event) error {
+			up.send(ctx, ev)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("replay run %s: %w", run.ID, err)
+		}
+	}
+	return nil
 }
 
 func (a *acpAgent) SetSessionMode(ctx context.Context, p sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {

@@ -103,6 +103,7 @@ type acpClient struct {
 	cmd  *exec.Cmd
 	mu   sync.Mutex
 	text strings.Builder // the agent's message chunks
+	user strings.Builder // the user's, replayed by session/load
 }
 
 func (e *env) startACP(t *testing.T, args ...string) *acpClient {
@@ -130,11 +131,20 @@ func (c *acpClient) agentText() string {
 	return c.text.String()
 }
 
+func (c *acpClient) userText() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.user.String()
+}
+
 func (c *acpClient) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if m := n.Update.AgentMessageChunk; m != nil && m.Content.Text != nil {
-		c.mu.Lock()
 		c.text.WriteString(m.Content.Text.Text)
-		c.mu.Unlock()
+	}
+	if m := n.Update.UserMessageChunk; m != nil && m.Content.Text != nil {
+		c.user.WriteString(m.Content.Text.Text)
 	}
 	return nil
 }
@@ -212,6 +222,10 @@ func TestACPCancelThenContinueThenLoad(t *testing.T) {
 	again := e.startACP(t, "--model", "sonnet")
 	if _, err := again.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(second.ID), Cwd: e.proj, McpServers: []sdk.McpServer{}}); err != nil {
 		t.Fatal(err)
+	}
+	// The load replays the conversation so far: the answer of the second prompt.
+	if !strings.Contains(again.agentText(), "second answer") || !strings.Contains(again.userText(), "go on") {
+		t.Errorf("the load replayed %q (user %q)", again.agentText(), again.userText())
 	}
 	resp, err = again.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sdk.SessionId(second.ID), Prompt: textPrompt("and once more")})
 	if err != nil || resp.StopReason != sdk.StopReasonEndTurn || !strings.Contains(again.agentText(), "third answer") {

@@ -2,6 +2,7 @@ package streamjson
 
 import (
 	"encoding/json"
+	"strings"
 
 	"lane/trace"
 )
@@ -97,4 +98,36 @@ func Edits(tool string, input json.RawMessage) []trace.TextEdit {
 		return out
 	}
 	return nil
+}
+
+// todoText is the list a TodoWrite call sets, rendered as every runtime's
+// todo events are ("[x] done", "[>] under way", "[ ] to do", a line each);
+// false for another tool or an input that is no list.
+func todoText(tool string, input json.RawMessage) (string, bool) {
+	if tool != "TodoWrite" {
+		return "", false
+	}
+	var in struct {
+		Todos []struct {
+			Content string `json:"content"`
+			Status  string `json:"status"`
+		} `json:"todos"`
+	}
+	if json.Unmarshal(input, &in) != nil || in.Todos == nil {
+		return "", false
+	}
+	var b strings.Builder
+	for _, t := range in.Todos {
+		switch t.Status {
+		case "completed":
+			b.WriteString("[x] ")
+		case "in_progress":
+			b.WriteString("[>] ")
+		default:
+			b.WriteString("[ ] ")
+		}
+		b.WriteString(t.Content)
+		b.WriteByte('\n')
+	}
+	return b.String(), true
 }

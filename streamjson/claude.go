@@ -669,6 +669,12 @@ func assistantEvents(w *wireLine, base trace.Event) []trace.Event {
 		case "tool_use", "server_tool_use":
 			ev.Kind, ev.ToolUseID, ev.ToolName, ev.Input = trace.KindToolCall, b.ID, b.Name, b.Input
 			ev.Call = Call(b.Name, b.Input)
+			if text, ok := todoText(b.Name, b.Input); ok {
+				// The plan, as every runtime's todo events say it.
+				evs = append(evs, ev)
+				ev = base
+				ev.Kind, ev.ToolUseID, ev.Text = trace.KindTodo, b.ID, text
+			}
 		default:
 			continue
 		}

@@ -348,3 +348,17 @@ func TestEdits(t *testing.T) {
 		}
 	}
 }
+
+// A TodoWrite call is also the run's plan: a todo event rendered as every
+// runtime's are, after the call it comes from.
+func TestTodoWriteIsATodoEvent(t *testing.T) {
+	t.Parallel()
+	line := `{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"toolu_9","name":"TodoWrite","input":{"todos":[` +
+		`{"content":"read the code","status":"completed","activeForm":"Reading"},{"content":"fix it","status":"in_progress","activeForm":"Fixing"},` +
+		`{"content":"test it","status":"pending","activeForm":"Testing"}]}}]}}` + "\n"
+	evs := decodeAll(t, NewDecoder(strings.NewReader(line)))
+	if len(evs) != 2 || evs[0].Kind != trace.KindToolCall || evs[1].Kind != trace.KindTodo || evs[1].ToolUseID != "toolu_9" ||
+		evs[1].Text != "[x] read the code\n[>] fix it\n[ ] test it\n" {
+		t.Errorf("events %+v", evs)
+	}
+}
