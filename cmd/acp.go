@@ -15,6 +15,7 @@ import (
 	"lane/broker"
 	"lane/config"
 	"lane/interact"
+	"lane/runner"
 	"lane/store"
 	"lane/trace"
 )
@@ -94,6 +95,7 @@ type acpSession struct {
 	id     sdk.SessionId
 	cwd    string
 	mode   string
+	mcp    []runner.MCPServer // the editor's MCP servers, for the runtimes that take them
 	last   *trace.Run
 	cancel context.CancelFunc // the prompt under way, nil when none
 }
@@ -113,7 +115,7 @@ func (a *acpAgent) modes(current string) *sdk.SessionModeState {
 func (a *acpAgent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.InitializeResponse, error) {
 	return sdk.InitializeResponse{
 		ProtocolVersion:   sdk.ProtocolVersionNumber,
-		AgentCapabilities: sdk.AgentCapabilities{LoadSession: true},
+		AgentCapabilities: sdk.AgentCapabilities{LoadSession: true, McpCapabilities: sdk.McpCapabilities{Http: true, Sse: true}},
 		AgentInfo:         &sdk.Implementation{Name: "lane", Version: "dev"},
 	}, nil
 }
@@ -127,7 +129,7 @@ func (a *acpAgent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk
 	if err != nil {
 		return sdk.NewSessionResponse{}, sdk.NewInvalidParams(err.Error())
 	}
-	s := &acpSession{id: sdk.SessionId(trace.NewRunID()), cwd: dir, mode: a.base.PermissionMode}
+	s := &acpSession{id: sdk.SessionId(trace.NewRunID()), cwd: dir, mode: a.base.PermissionMode, mcp: mcpServers(p.McpServers)}
 	a.mu.Lock()
 	a.sessions[s.id] = s
 	a.mu.Unlock()
@@ -141,7 +143,7 @@ func (a *acpAgent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (s
 	if err != nil {
 		return sdk.LoadSessionResponse{}, sdk.NewInvalidParams(err.Error())
 	}
-	s := &acpSession{id: p.SessionId, cwd: run.Dir, mode: a.base.PermissionMode, last: run}
+	s := &acpSession{id: p.SessionId, cwd: run.Dir, mode: a.base.PermissionMode, last: run, mcp: mcpServers(p.McpServers)}
 	if p.Cwd != "" {
 		if dir, err := resolveDir(p.Cwd); err == nil {
 			s.cwd = dir
@@ -235,7 +237,7 @@ func (a *acpAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptR
 	}
 	s.cancel = cancel
 	ro, last := a.base, s.last
-	ro.PermissionMode = s.mode
+	ro.PermissionMode, ro.mcpServers = s.mode, s.mcp
 	a.mu.Unlock()
 	a.wg.Add(1)
 	defer func() {
@@ -286,6 +288,34 @@ func (a *acpAgent) editsOf(ro *RunOptions) func(string, json.RawMessage) []trace
 		return rt.Edits
 	}
 	return nil
+}
+
+// mcpServers are an editor's MCP servers as lane hands them to a run.
+func mcpServers(in []sdk.McpServer) []runner.MCPServer {
+	var out []runner.MCPServer
+	for _, m := range in {
+		switch {
+		case m.Stdio != nil:
+			env := map[string]string{}
+			for _, e := range m.Stdio.Env {
+				env[e.Name] = e.Value
+			}
+			out = append(out, runner.MCPServer{Name: m.Stdio.Name, Transport: "stdio", Command: m.Stdio.Command, Args: m.Stdio.Args, Env: env})
+		case m.Http != nil:
+			out = append(out, runner.MCPServer{Name: m.Http.Name, Transport: "http", URL: m.Http.Url, Headers: headers(m.Http.Headers)})
+		case m.Sse != nil:
+			out = append(out, runner.MCPServer{Name: m.Sse.Name, Transport: "sse", URL: m.Sse.Url, Headers: headers(m.Sse.Headers)})
+		}
+	}
+	return out
+}
+
+func headers(hs []sdk.HttpHeader) map[string]string {
+	out := map[string]string{}
+	for _, h := range hs {
+		out[h.Name] = h.Value
+	}
+	return out
 }
 
 // promptText is the prompt's text blocks, with each resource it links

@@ -72,6 +72,8 @@ type RunOptions struct {
 	// attended: a person may steer the run (lane run, lane resume).
 	desk     interact.Desk
 	attended bool
+	// mcpServers are MCP servers the run is given (lane acp's editor's).
+	mcpServers []runner.MCPServer
 	// hermeticHome: a bench attempt's folder for a hermetic run's runtime
 	// configuration (runner.Options.HermeticHome).
 	hermeticHome string
@@ -401,6 +403,7 @@ func runOptions(f *Factory, cfg *config.File, t config.Target, opts *RunOptions,
 		ApprovalTimeout:     opts.ApprovalTimeout,
 		Linger:              opts.Linger,
 		AllowMCP:            opts.AllowMCP,
+		MCPServers:          opts.mcpServers,
 		AppendSystemPrompt:  opts.AppendSystemPrompt,
 		ResumeSession:       opts.Resume,
 		MaxTurns:            opts.MaxTurns,

@@ -276,3 +276,24 @@ func TestACPPlanFromTheLocalLoop(t *testing.T) {
 		}
 	}
 }
+
+// The editor's MCP servers reach the runtime that takes them: Claude Code
+// starts the one session/new names (and still none of the user's own).
+func TestACPPassesTheEditorsMCPServers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, anthropictest.Text("hi"))
+	marker := filepath.Join(t.TempDir(), "started")
+	c := e.startACP(t, "--model", "sonnet")
+	sess, err := c.conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: e.proj, McpServers: []sdk.McpServer{{Stdio: &sdk.McpServerStdio{
+		Name: "editor-tools", Command: "/bin/sh", Args: []string{"-c", "echo up > " + marker + "; sleep 1"}, Env: []sdk.EnvVariable{},
+	}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.conn.Prompt(t.Context(), sdk.PromptRequest{SessionId: sess.SessionId, Prompt: textPrompt("say hi")}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(marker); err != nil || string(b) != "up\n" {
+		t.Errorf("the editor's MCP server was not started: %q %v", b, err)
+	}
+}

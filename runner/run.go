@@ -48,9 +48,13 @@ type Options struct {
 	KeyEnv        string
 	ContextWindow int // tokens; 0 when unknown
 
-	AllowedTools       []string
-	PermissionMode     string
-	AllowMCP           bool
+	AllowedTools   []string
+	PermissionMode string
+	AllowMCP       bool
+	// MCPServers are MCP servers the run is given (an editor's, through
+	// lane acp), for the runtimes that take them; the user's own stay out
+	// unless AllowMCP.
+	MCPServers         []MCPServer
 	AppendSystemPrompt string
 	ResumeSession      string
 	// History is the conversation lane's own loop continues (lane resume).
@@ -163,6 +167,18 @@ func Run(ctx context.Context, job Job, rec Recorder) (*trace.Run, error) {
 		n(fmt.Sprintf("%s could not run the task (%s); running it on %s instead", job.Runtime.Title, run.ErrorKind, fb.Options.Label))
 	}
 	return runAttempts(ctx, fb.Runtime, fb.Options, rec)
+}
+
+// MCPServer is an MCP server a run is given: a command to start (stdio) or
+// an address (http, sse).
+type MCPServer struct {
+	Name      string
+	Transport string // stdio, http or sse
+	Command   string
+	Args      []string
+	Env       map[string]string
+	URL       string
+	Headers   map[string]string
 }
 
 // fallsBack says whether run, the last of job's attempts, should be rerun

@@ -34,3 +34,21 @@ func TestClaudeEnvDropsNestingMarker(t *testing.T) {
 		t.Errorf("env %v", env)
 	}
 }
+
+// Servers a run is given reach Claude Code as its --mcp-config JSON, with
+// the user's own still kept out.
+func TestClaudeArgsMCPServers(t *testing.T) {
+	t.Parallel()
+	args := ClaudeArgs(runner.Options{Prompt: "p", MCPServers: []runner.MCPServer{
+		{Name: "tools", Transport: "stdio", Command: "tools-server", Args: []string{"--root", "/p"}, Env: map[string]string{"K": "v"}},
+		{Name: "docs", Transport: "http", URL: "http://127.0.0.1:9/mcp", Headers: map[string]string{"Authorization": "Bearer x"}},
+	}})
+	i := slices.Index(args, "--mcp-config")
+	if i < 0 || !slices.Contains(args, "--strict-mcp-config") {
+		t.Fatalf("args %q", args)
+	}
+	want := `{"mcpServers":{"docs":{"type":"http","url":"http://127.0.0.1:9/mcp","headers":{"Authorization":"Bearer x"}},"tools":{"command":"tools-server","args":["--root","/p"],"env":{"K":"v"}}}}`
+	if args[i+1] != want {
+		t.Errorf("--mcp-config %s\nwant         %s", args[i+1], want)
+	}
+}

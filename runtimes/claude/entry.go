@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -118,6 +119,9 @@ func ClaudeArgs(o runner.Options) []string {
 	}
 	if !o.AllowMCP {
 		args = append(args, "--strict-mcp-config")
+	}
+	if cfg := mcpConfig(o.MCPServers); cfg != "" {
+		args = append(args, "--mcp-config", cfg)
 	}
 	if o.AppendSystemPrompt != "" {
 		args = append(args, "--append-system-prompt", o.AppendSystemPrompt)
@@ -297,4 +301,29 @@ func (j *claudeJudge) Account(run *trace.Run, _ int) {
 		run.ResultText = res.Text
 		run.PermissionDenials = res.PermissionDenials
 	}
+}
+
+// mcpConfig is servers as Claude Code's --mcp-config JSON, "" for none.
+func mcpConfig(servers []runner.MCPServer) string {
+	if len(servers) == 0 {
+		return ""
+	}
+	type server struct {
+		Type    string            `json:"type,omitempty"`
+		Command string            `json:"command,omitempty"`
+		Args    []string          `json:"args,omitempty"`
+		Env     map[string]string `json:"env,omitempty"`
+		URL     string            `json:"url,omitempty"`
+		Headers map[string]string `json:"headers,omitempty"`
+	}
+	all := map[string]server{}
+	for _, s := range servers {
+		sv := server{Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers}
+		if s.Transport == "http" || s.Transport == "sse" {
+			sv.Type = s.Transport
+		}
+		all[s.Name] = sv
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": all})
+	return string(b)
 }
