@@ -40,7 +40,10 @@ type fileChanges struct {
 }
 
 type runChangesAnswer struct {
-	RunID   string         `json:"run_id"`
+	RunID string `json:"run_id"`
+	// Origin is the folder the run's folder is a copy of (lane apply's
+	// target), "" for a run in the folder itself.
+	Origin  string         `json:"origin,omitempty"`
 	Changes *trace.Changes `json:"changes"`
 	Reason  *changesReason `json:"reason"`
 	Patch   string         `json:"patch"`
@@ -54,7 +57,7 @@ func (s *Server) runChanges(w http.ResponseWriter, r *http.Request) {
 		writeStoreError(w, err)
 		return
 	}
-	out := runChangesAnswer{RunID: run.ID, Changes: run.Changes, Reason: noChangesReason(run), Files: []fileChanges{}}
+	out := runChangesAnswer{RunID: run.ID, Origin: run.Origin, Changes: run.Changes, Reason: noChangesReason(run), Files: []fileChanges{}}
 	c := run.Changes
 	if c == nil || c.Error != "" || len(c.List) == 0 {
 		writeJSON(w, http.StatusOK, out)

@@ -248,3 +248,32 @@ func finish(t *testing.T, e *browserEnv, r *trace.Run, c *trace.Changes) {
 		t.Fatal(err)
 	}
 }
+
+// A comparison (one task, several models) shows each model's changes side
+// by side, with an Apply button for a run made in a copy of a folder.
+func TestBrowserComparisonSideBySide(t *testing.T) {
+	e := startBrowserEnv(t, func(e *browserEnv) {
+		t0 := time.Now().Add(-time.Hour)
+		b := &trace.Bench{ID: "b-0002-compare", Name: "lane run --models", Models: []string{"sonnet", "haiku"}, Repeat: 1, Parallel: 2,
+			Status: trace.StatusSucceeded, StartedAt: t0, EndedAt: t0.Add(time.Minute)}
+		recordBench(e.t, e.writer, b, []trace.Attempt{att("proj", "sonnet", 1, trace.AttemptPassed), att("proj", "haiku", 1, trace.AttemptFailed)})
+		for _, id := range []string{"run-sonnet-proj-1", "run-haiku-proj-1"} {
+			r, err := e.writer.GetRun(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Origin = "/work/proj"
+			finish(t, e, r, demoChanges())
+		}
+	})
+	e.do("open the comparison", 30*time.Second,
+		chromedp.Navigate(e.url+"/bench/b-0002-compare"),
+		chromedp.WaitVisible(chromedp.CSS(`.side-by-side .cmp-col[data-model="haiku"] .changes table.files tbody tr`)),
+		chromedp.WaitVisible(chromedp.CSS(`.side-by-side .cmp-col[data-model="sonnet"] button.apply`)))
+	if n := eval[int](e, `document.querySelectorAll('.side-by-side .cmp-col').length`); n != 2 {
+		t.Errorf("%d columns, want one per model", n)
+	}
+	if title := eval[string](e, `document.querySelector('.cmp-col[data-model="sonnet"] button.apply').title`); title != "Bring this run's changes into /work/proj" {
+		t.Errorf("apply's title %q", title)
+	}
+}

@@ -10,7 +10,9 @@ import { lifetime, refresher } from '../lib/lifetime.js';
 import { resetText } from '../lib/limits.js';
 import { live } from '../lib/live.js';
 import { setTitle } from '../lib/title.js';
-import { errorBox, statusEl, timeEl } from '../lib/widgets.js';
+import { errorBox, runLink, runPath, statusEl, timeEl } from '../lib/widgets.js';
+import { changesPanel } from './changes.js';
+import { applyAction } from './run-head.js';
 import { benchDurEl, progressTitle } from './bench-common.js';
 import { MODEL_COLORS, allAttempts, failedAttempts, modelTable, taskGrid, workerTable } from './bench-parts.js';
 import { benchScatter } from './bench-scatter.js';
@@ -41,6 +43,7 @@ export function viewBenchDetail(root, [id]) {
         last = json;
         renderBenchHead(head, res);
         renderBenchBody(body, res);
+        if (!running) body.append(sideBySide(res, life));
       }
       if (running) again(3000);
     } catch (err) {
@@ -112,6 +115,27 @@ function renderBenchBody(body, res) {
     workers ? [h('h2', null, 'Where the attempts ran'), workers] : null,
     failedAttempts(attempts, open, res.changes),
     allAttempts(attempts, open, res.changes)]);
+}
+
+// sideBySide is a finished comparison (one task, several models: lane run
+// --models) as columns, each attempt's diff under its model, with an Apply
+// button where the run worked in a copy of a folder.
+function sideBySide(res, life) {
+  const tasks = new Set((res.attempts || []).map((a) => a.task_id));
+  const runs = (res.attempts || []).filter((a) => a.run_id);
+  if (tasks.size !== 1 || runs.length < 2) return '';
+  const cols = runs.map((a) => {
+    const actions = h('div', { class: 'actions' });
+    const head = h('div', { class: 'cmp-head' }, h('strong', null, a.model), ' ', statusEl(a.status), ' ', runLink(a.run_id), actions);
+    const panel = changesPanel(a.run_id, life, (seq) => { location.assign(`${runPath(a.run_id)}#event-${seq}`); });
+    panel.load();
+    api(`/api/runs/${encodeURIComponent(a.run_id)}/changes`, { signal: life.signal }).then((ch) => {
+      const run = { id: a.run_id, origin: ch.origin, changes: ch.changes };
+      if (run.origin && run.changes?.files > 0) actions.append(...applyAction(run, actions));
+    }).catch(() => {});
+    return h('div', { class: 'cmp-col', dataset: { model: a.model } }, head, panel.el);
+  });
+  return h('section', { class: 'side-by-side' }, h('h2', null, 'Changes side by side'), h('div', { class: 'cmp-cols' }, cols));
 }
 
 function countAttempts(attempts) {

@@ -84,7 +84,7 @@ function runActions(run) {
 // (lane run --models): it brings the run's changes into the folder, as lane
 // apply does; when the folder changed since, it shows the conflicts and
 // offers to apply anyway.
-function applyAction(run, actions) {
+export function applyAction(run, actions) {
   const note = h('span', { class: 'muted action-note', 'aria-live': 'polite', hidden: true });
   const apply = (force) => post(`/api/runs/${encodeURIComponent(run.id)}/apply`, { force });
   const btn = actionButton(actions, {
