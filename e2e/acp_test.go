@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"lane/internal/anthropictest"
 	"lane/internal/clitest"
+	"lane/internal/geminitest"
 	"lane/internal/openaitest"
 	"lane/store"
 	"lane/trace"
@@ -295,5 +297,31 @@ func TestACPPassesTheEditorsMCPServers(t *testing.T) {
 	}
 	if b, err := os.ReadFile(marker); err != nil || string(b) != "up\n" {
 		t.Errorf("the editor's MCP server was not started: %q %v", b, err)
+	}
+}
+
+// Gemini CLI through lane acp: a file it writes reaches the editor as a
+// diff too.
+func TestACPGeminiWriteIsADiff(t *testing.T) {
+	t.Parallel()
+	var r rig
+	for _, x := range rigs {
+		if x.runtime == "gemini" {
+			r = x
+		}
+	}
+	e := newCLIEnv(t, r)
+	path := filepath.Join(e.proj, "notes.txt")
+	var wrote atomic.Bool
+	e.srv.(geminiServer).SetResponder(func(geminitest.Request) (geminitest.Turn, bool) {
+		if wrote.Swap(true) {
+			return geminitest.Text("Wrote notes.txt"), true
+		}
+		return geminitest.FunctionCalls(geminitest.Call("write_file", map[string]string{"file_path": path, "content": "first line\n"})), true
+	})
+	res := e.acpx(t, "--model gemini:"+geminitest.Model+" --base-url "+e.srv.baseURL(), "--approve-all", "--format", "json", "exec", "write notes.txt")
+	wantExit(t, res, 0)
+	if want := `{"newText":"first line\n","path":"` + path + `","type":"diff"}`; !strings.Contains(res.stdout, want) {
+		t.Errorf("the client saw no diff %s:\n%s", want, res.stdout)
 	}
 }

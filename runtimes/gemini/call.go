@@ -69,3 +69,24 @@ func firstOf(ss ...string) string {
 	}
 	return ""
 }
+
+// Edits is what a call of Gemini CLI's write_file or replace puts in place
+// of what (Qwen Code's are the same); nil for the other tools.
+func Edits(tool string, input json.RawMessage) []trace.TextEdit {
+	var in struct {
+		FilePath string `json:"file_path"`
+		Content  string `json:"content"`
+		Old      string `json:"old_string"`
+		New      string `json:"new_string"`
+	}
+	if json.Unmarshal(input, &in) != nil || in.FilePath == "" {
+		return nil
+	}
+	switch tool {
+	case "write_file":
+		return []trace.TextEdit{{Path: in.FilePath, New: in.Content}}
+	case "replace", "edit":
+		return []trace.TextEdit{{Path: in.FilePath, Old: in.Old, New: in.New}}
+	}
+	return nil
+}

@@ -32,3 +32,17 @@ func TestCall(t *testing.T) {
 		}
 	}
 }
+
+// Edits says what Gemini CLI's (and Qwen Code's) file tools put in place of what.
+func TestEdits(t *testing.T) {
+	t.Parallel()
+	if got := Edits("write_file", json.RawMessage(`{"file_path":"/p/a","content":"x\n"}`)); len(got) != 1 || got[0] != (trace.TextEdit{Path: "/p/a", New: "x\n"}) {
+		t.Errorf("write_file: %+v", got)
+	}
+	if got := Edits("replace", json.RawMessage(`{"file_path":"/p/a","old_string":"x","new_string":"y"}`)); len(got) != 1 || got[0] != (trace.TextEdit{Path: "/p/a", Old: "x", New: "y"}) {
+		t.Errorf("replace: %+v", got)
+	}
+	if got := Edits("run_shell_command", json.RawMessage(`{"command":"ls"}`)); got != nil {
+		t.Errorf("a shell call's edits %+v", got)
+	}
+}

@@ -30,6 +30,7 @@ func Runtime() *runner.Runtime {
 			ModelProvider: "gcp.gemini",
 		},
 		Describe: Call,
+		Edits:    Edits,
 		Process: &runner.Process{
 			Binary: runner.BinarySpec{VersionOK: runner.IsSemver, Want: "a version number"},
 			Setup:  geminiSetup,

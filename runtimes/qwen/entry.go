@@ -29,6 +29,7 @@ func Runtime() *runner.Runtime {
 			EndpointAPI: "openai", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
 		},
 		Describe: Call,
+		Edits:    gemini.Edits, // Gemini CLI's file tools, kept by its fork
 		Process: &runner.Process{
 			Binary: runner.BinarySpec{VersionOK: runner.IsSemver, Want: "a version number"},
 			Setup:  qwenSetup,
