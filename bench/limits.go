@@ -22,8 +22,11 @@ const (
 const FailRateLimited = string(trace.ErrorRateLimited)
 
 // defaultLimitWait is how long an account waits when its refusal named no
-// reset.
-const defaultLimitWait = 5 * time.Minute
+// reset, and staleResetWait when the reset it named has passed.
+const (
+	defaultLimitWait = 5 * time.Minute
+	staleResetWait   = 10 * time.Second
+)
 
 // Clock is the time as Limits sees it; tests give one they move by hand.
 type Clock interface {
@@ -292,8 +295,13 @@ func (l *Limits) blockingWindow(run *trace.Run, now time.Time) (string, time.Tim
 				w = lw
 			}
 		}
-		if !w.ResetsAt.After(now) {
+		switch {
+		case w.ResetsAt.IsZero():
 			w.ResetsAt = now.Add(defaultLimitWait)
+		case !w.ResetsAt.After(now):
+			// Refused by a window whose reset has passed (a request in
+			// flight at the reset, clocks apart): look again soon, once.
+			w.ResetsAt = now.Add(staleResetWait)
 		}
 		return w.Name, w.ResetsAt, true
 	}

@@ -263,3 +263,25 @@ func TestLimitsSpreadAcrossProfiles(t *testing.T) {
 		t.Errorf("a later try: %v, runs %v", err, ran)
 	}
 }
+
+// A refusal that names a reset already past (a request in flight at the
+// reset) waits a moment, not the default wait for a reset not named.
+func TestLimitsStaleReset(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 4, 18, 0, 0, 0, time.UTC)
+	clock := newFakeClock(t0)
+	ag := &limitedAgent{clock: clock, reset: t0.Add(time.Hour)}
+	l := &Limits{Clock: clock}
+	clock.advance(t0.Add(time.Hour + time.Second)) // the run comes back refused after its window reset
+	run := &trace.Run{Runtime: "claude", Account: "/a", Status: trace.StatusFailed, ErrorKind: trace.ErrorRateLimited,
+		Limits: []trace.LimitWindow{{Name: "five_hour", Status: trace.LimitRejected, ResetsAt: ag.reset}}}
+	l.release(slot("sonnet", ""), run, false)
+	if wait := l.waitFor("sonnet"); wait != staleResetWait {
+		t.Errorf("waits %s after a stale reset, want %s", wait, staleResetWait)
+	}
+	run.Limits[0].ResetsAt = time.Time{}
+	l.release(slot("sonnet", ""), run, false)
+	if wait := l.waitFor("sonnet"); wait != defaultLimitWait {
+		t.Errorf("waits %s after a refusal with no reset, want %s", wait, defaultLimitWait)
+	}
+}

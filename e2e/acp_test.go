@@ -325,3 +325,32 @@ func TestACPGeminiWriteIsADiff(t *testing.T) {
 		t.Errorf("the client saw no diff %s:\n%s", want, res.stdout)
 	}
 }
+
+// An agent CLI that speaks ACP to lane (Gemini CLI in a mode that asks)
+// gets the editor's MCP servers with its session. Long: Gemini CLI waits
+// about five minutes for a server that never answers MCP's initialize.
+func TestACPPassesMCPServersToGeminiCLILong(t *testing.T) {
+	t.Parallel()
+	var r rig
+	for _, x := range rigs {
+		if x.runtime == "gemini" {
+			r = x
+		}
+	}
+	e := newCLIEnv(t, r)
+	e.srv.(geminiServer).SetResponder(func(geminitest.Request) (geminitest.Turn, bool) { return geminitest.Text("hi"), true })
+	marker := filepath.Join(t.TempDir(), "started")
+	c := e.startACP(t, "--model", "gemini:"+geminitest.Model, "--base-url", e.srv.baseURL(), "--permission-mode", "default")
+	sess, err := c.conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: e.proj, McpServers: []sdk.McpServer{{Stdio: &sdk.McpServerStdio{
+		Name: "editor-tools", Command: "/bin/sh", Args: []string{"-c", "echo up > " + marker + "; sleep 1"}, Env: []sdk.EnvVariable{},
+	}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.conn.Prompt(t.Context(), sdk.PromptRequest{SessionId: sess.SessionId, Prompt: textPrompt("say hi")}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(marker); err != nil || string(b) != "up\n" {
+		t.Errorf("the editor's MCP server was not started: %q %v", b, err)
+	}
+}

@@ -30,6 +30,9 @@ type Options struct {
 	Capture io.Writer
 	// Logger receives the SDK's diagnostics; nil drops them below warnings.
 	Logger *slog.Logger
+	// MCPServers are handed to the agent with its session (an editor's,
+	// through lane acp); nil: none.
+	MCPServers []sdk.McpServer
 }
 
 // A Permission is an agent's request to run a tool call.
@@ -217,9 +220,16 @@ func (c *Conn) Initialize(ctx context.Context) (sdk.InitializeResponse, error) {
 	})
 }
 
+func (c *Conn) mcpServers() []sdk.McpServer {
+	if c.opt.MCPServers == nil {
+		return []sdk.McpServer{}
+	}
+	return c.opt.MCPServers
+}
+
 // NewSession starts a session working in dir.
 func (c *Conn) NewSession(ctx context.Context, dir string) (string, error) {
-	r, err := c.sdk.NewSession(ctx, sdk.NewSessionRequest{Cwd: dir, McpServers: []sdk.McpServer{}})
+	r, err := c.sdk.NewSession(ctx, sdk.NewSessionRequest{Cwd: dir, McpServers: c.mcpServers()})
 	if err != nil {
 		return "", err
 	}
@@ -230,7 +240,7 @@ func (c *Conn) NewSession(ctx context.Context, dir string) (string, error) {
 // LoadSession continues the session id in dir. The agent replays its
 // history as updates first; the decoder leaves them out.
 func (c *Conn) LoadSession(ctx context.Context, id, dir string) error {
-	_, err := c.sdk.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: dir, McpServers: []sdk.McpServer{}})
+	_, err := c.sdk.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: dir, McpServers: c.mcpServers()})
 	if err != nil {
 		return err
 	}

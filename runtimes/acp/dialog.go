@@ -108,7 +108,8 @@ func DialogFor(spec Spec) func(o runner.Options, run *trace.Run) runner.Dialog {
 }
 
 func (d *acpDialog) Source(stdout io.Reader) runner.EventSource {
-	d.conn = NewConn(stdout, Options{MaxOutputSize: runner.MaxEventOutput, ExitCode: d.spec.ExitCode, Capture: d.capture})
+	d.conn = NewConn(stdout, Options{MaxOutputSize: runner.MaxEventOutput, ExitCode: d.spec.ExitCode, Capture: d.capture,
+		MCPServers: sdkServers(d.o.MCPServers)})
 	close(d.ready)
 	return d.conn
 }
@@ -407,3 +408,35 @@ var (
 	_ runner.Sourcer  = (*acpDialog)(nil)
 	_ runner.Replayer = (*acpDialog)(nil)
 )
+
+// sdkServers are a run's MCP servers as ACP names them.
+func sdkServers(in []runner.MCPServer) []sdk.McpServer {
+	var out []sdk.McpServer
+	for _, m := range in {
+		switch m.Transport {
+		case "http":
+			out = append(out, sdk.McpServer{Http: &sdk.McpServerHttpInline{Name: m.Name, Type: "http", Url: m.URL, Headers: sdkHeaders(m.Headers)}})
+		case "sse":
+			out = append(out, sdk.McpServer{Sse: &sdk.McpServerSseInline{Name: m.Name, Type: "sse", Url: m.URL, Headers: sdkHeaders(m.Headers)}})
+		default:
+			env := []sdk.EnvVariable{}
+			for k, v := range m.Env {
+				env = append(env, sdk.EnvVariable{Name: k, Value: v})
+			}
+			args := m.Args
+			if args == nil {
+				args = []string{}
+			}
+			out = append(out, sdk.McpServer{Stdio: &sdk.McpServerStdio{Name: m.Name, Command: m.Command, Args: args, Env: env}})
+		}
+	}
+	return out
+}
+
+func sdkHeaders(h map[string]string) []sdk.HttpHeader {
+	out := []sdk.HttpHeader{}
+	for k, v := range h {
+		out = append(out, sdk.HttpHeader{Name: k, Value: v})
+	}
+	return out
+}
