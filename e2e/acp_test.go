@@ -304,13 +304,7 @@ func TestACPPassesTheEditorsMCPServers(t *testing.T) {
 // diff too.
 func TestACPGeminiWriteIsADiff(t *testing.T) {
 	t.Parallel()
-	var r rig
-	for _, x := range rigs {
-		if x.runtime == "gemini" {
-			r = x
-		}
-	}
-	e := newCLIEnv(t, r)
+	e := newCLIEnv(t, rigOf(t, "gemini"))
 	path := filepath.Join(e.proj, "notes.txt")
 	var wrote atomic.Bool
 	e.srv.(geminiServer).SetResponder(func(geminitest.Request) (geminitest.Turn, bool) {
@@ -331,13 +325,7 @@ func TestACPGeminiWriteIsADiff(t *testing.T) {
 // about five minutes for a server that never answers MCP's initialize.
 func TestACPPassesMCPServersToGeminiCLILong(t *testing.T) {
 	t.Parallel()
-	var r rig
-	for _, x := range rigs {
-		if x.runtime == "gemini" {
-			r = x
-		}
-	}
-	e := newCLIEnv(t, r)
+	e := newCLIEnv(t, rigOf(t, "gemini"))
 	e.srv.(geminiServer).SetResponder(func(geminitest.Request) (geminitest.Turn, bool) { return geminitest.Text("hi"), true })
 	marker := filepath.Join(t.TempDir(), "started")
 	c := e.startACP(t, "--model", "gemini:"+geminitest.Model, "--base-url", e.srv.baseURL(), "--permission-mode", "default")
@@ -353,4 +341,16 @@ func TestACPPassesMCPServersToGeminiCLILong(t *testing.T) {
 	if b, err := os.ReadFile(marker); err != nil || string(b) != "up\n" {
 		t.Errorf("the editor's MCP server was not started: %q %v", b, err)
 	}
+}
+
+// rigOf is the rig of runtime.
+func rigOf(t *testing.T, runtime string) rig {
+	t.Helper()
+	for _, r := range rigs {
+		if r.runtime == runtime {
+			return r
+		}
+	}
+	t.Fatalf("no rig for %s", runtime)
+	return rig{}
 }
