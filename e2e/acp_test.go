@@ -354,3 +354,23 @@ func rigOf(t *testing.T, runtime string) rig {
 	t.Fatalf("no rig for %s", runtime)
 	return rig{}
 }
+
+// Codex through lane acp gets the editor's MCP servers as its mcp_servers.
+func TestACPPassesMCPServersToCodex(t *testing.T) {
+	t.Parallel()
+	e := newCLIEnv(t, rigOf(t, "codex"))
+	marker := filepath.Join(t.TempDir(), "started")
+	c := e.startACP(t, "--model", "codex:"+rigOf(t, "codex").model, "--base-url", e.srv.baseURL())
+	sess, err := c.conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: e.proj, McpServers: []sdk.McpServer{{Stdio: &sdk.McpServerStdio{
+		Name: "editor-tools", Command: "/bin/sh", Args: []string{"-c", "echo up > " + marker + "; sleep 1"}, Env: []sdk.EnvVariable{{Name: "K", Value: "v"}},
+	}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.conn.Prompt(t.Context(), sdk.PromptRequest{SessionId: sess.SessionId, Prompt: textPrompt("say hi")}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(marker); err != nil || string(b) != "up\n" {
+		t.Errorf("the editor's MCP server was not started: %q %v", b, err)
+	}
+}

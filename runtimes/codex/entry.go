@@ -2,9 +2,11 @@ package codex
 
 import (
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -64,6 +66,7 @@ func Runtime() *runner.Runtime {
 func codexSetup(o runner.Options, conf string) (runner.Setup, error) {
 	if o.TwoWay() {
 		args, env := codexProvider(o)
+		args = append(args, codexMCP(o.MCPServers)...)
 		return runner.Setup{Args: append([]string{"app-server"}, args...), Env: env}, nil
 	}
 	args := []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}
@@ -78,6 +81,7 @@ func codexSetup(o runner.Options, conf string) (runner.Setup, error) {
 	}
 	provider, env := codexProvider(o)
 	args = append(args, provider...)
+	args = append(args, codexMCP(o.MCPServers)...)
 	if o.AppendSystemPrompt != "" {
 		args = append(args, "-c", "developer_instructions="+tomlString(o.AppendSystemPrompt))
 	}
@@ -85,6 +89,43 @@ func codexSetup(o runner.Options, conf string) (runner.Setup, error) {
 		args = append(args, "resume", o.ResumeSession)
 	}
 	return runner.Setup{Args: append(args, "--", o.Prompt), Env: env}, nil
+}
+
+// codexMCP are the MCP servers a run is given as Codex's -c overrides of
+// mcp_servers (a command, or an http address).
+func codexMCP(servers []runner.MCPServer) []string {
+	var args []string
+	for _, m := range servers {
+		key := "mcp_servers." + bareKey(m.Name)
+		if m.Transport == "http" || m.Transport == "sse" {
+			args = append(args, "-c", key+".url="+tomlString(m.URL))
+			continue
+		}
+		quoted := make([]string, 0, len(m.Args))
+		for _, a := range m.Args {
+			quoted = append(quoted, tomlString(a))
+		}
+		args = append(args, "-c", key+".command="+tomlString(m.Command), "-c", key+".args=["+strings.Join(quoted, ",")+"]")
+		if len(m.Env) > 0 {
+			pairs := make([]string, 0, len(m.Env))
+			for _, k := range slices.Sorted(maps.Keys(m.Env)) {
+				pairs = append(pairs, tomlString(k)+"="+tomlString(m.Env[k]))
+			}
+			args = append(args, "-c", key+".env={"+strings.Join(pairs, ",")+"}")
+		}
+	}
+	return args
+}
+
+// bareKey is name as a TOML bare key, which Codex's -c paths take (they
+// split at dots): its letters, digits, '-' and '_', the rest as '_'.
+func bareKey(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, name)
 }
 
 // codexProvider is the endpoint lane points Codex at, as -c overrides and

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"lane/internal/runtest"
+	"lane/runner"
 )
 
 // The command line, environment and configuration of one run (part of
@@ -32,5 +33,23 @@ func TestCodexSetup(t *testing.T) {
 	args = su.Args
 	if i := slices.Index(args, "resume"); i < 0 || args[i+1] != "sess-9" {
 		t.Errorf("resume args %q", args)
+	}
+}
+
+// A run's MCP servers reach Codex as -c overrides of mcp_servers, their
+// names as bare keys (Codex splits -c paths at dots).
+func TestCodexMCPServers(t *testing.T) {
+	t.Parallel()
+	got := codexMCP([]runner.MCPServer{
+		{Name: "editor.tools", Transport: "stdio", Command: "srv", Args: []string{"--x", "y z"}, Env: map[string]string{"B": "2", "A": "1"}},
+		{Name: "docs", Transport: "http", URL: "http://127.0.0.1:9/mcp"},
+	})
+	want := []string{
+		"-c", `mcp_servers.editor_tools.command="srv"`, "-c", `mcp_servers.editor_tools.args=["--x","y z"]`,
+		"-c", `mcp_servers.editor_tools.env={"A"="1","B"="2"}`,
+		"-c", `mcp_servers.docs.url="http://127.0.0.1:9/mcp"`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%q\nwant %q", got, want)
 	}
 }
