@@ -374,3 +374,23 @@ func TestACPPassesMCPServersToCodex(t *testing.T) {
 		t.Errorf("the editor's MCP server was not started: %q %v", b, err)
 	}
 }
+
+// opencode through lane acp: a file it writes reaches the editor as a diff.
+func TestACPOpencodeWriteIsADiff(t *testing.T) {
+	t.Parallel()
+	r := rigOf(t, "opencode")
+	e := newCLIEnv(t, r)
+	path := filepath.Join(e.proj, "notes.txt")
+	var wrote atomic.Bool
+	e.srv.(openaiServer).SetResponder(func(openaitest.Request) (openaitest.Turn, bool) {
+		if wrote.Swap(true) {
+			return openaitest.Text("Wrote notes.txt"), true
+		}
+		return openaitest.ToolCalls(openaitest.Call("", "write", map[string]string{"filePath": path, "content": "first line\n"})), true
+	})
+	res := e.acpx(t, "--model opencode:"+r.model+" --base-url "+e.srv.baseURL(), "--approve-all", "--format", "json", "exec", "write notes.txt")
+	wantExit(t, res, 0)
+	if want := `{"newText":"first line\n","path":"` + path + `","type":"diff"}`; !strings.Contains(res.stdout, want) {
+		t.Errorf("the client saw no diff %s:\n%s", want, res.stdout)
+	}
+}

@@ -76,3 +76,24 @@ func ACPExitCode(rawOutput any, _ string) (int, bool) {
 	}
 	return 0, false
 }
+
+// Edits is what a call of opencode's write or edit puts in place of what;
+// nil for the other tools.
+func Edits(tool string, input json.RawMessage) []trace.TextEdit {
+	var in struct {
+		FilePath  string `json:"filePath"`
+		Content   string `json:"content"`
+		OldString string `json:"oldString"`
+		NewString string `json:"newString"`
+	}
+	if json.Unmarshal(input, &in) != nil || in.FilePath == "" {
+		return nil
+	}
+	switch tool {
+	case "write":
+		return []trace.TextEdit{{Path: in.FilePath, New: in.Content}}
+	case "edit":
+		return []trace.TextEdit{{Path: in.FilePath, Old: in.OldString, New: in.NewString}}
+	}
+	return nil
+}

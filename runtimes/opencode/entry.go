@@ -22,6 +22,7 @@ func Runtime() *runner.Runtime {
 			EndpointAPI: "openai", KeyEnv: "OPENAI_API_KEY", EnforcesTurns: true,
 		},
 		Describe: Call,
+		Edits:    Edits,
 		Process: &runner.Process{
 			Binary: runner.BinarySpec{Extra: []string{filepath.Join(".opencode", "bin", "opencode")}, VersionOK: runner.IsSemver, Want: "a version number"},
 			Setup:  opencodeSetup,
