@@ -92,8 +92,11 @@ func accountKey(run *trace.Run) string {
 	if run == nil || run.Account == "" {
 		return ""
 	}
-	return run.Runtime + "\x00" + run.Account
+	return key(run.Runtime, run.Account)
 }
+
+// key is an account's key: its runtime and its login.
+func key(runtime, account string) string { return runtime + "\x00" + account }
 
 // Run wraps run so that each agent run goes to a profile whose account no
 // usage limit refuses, waiting while every one is refused, and a run the
@@ -378,9 +381,9 @@ func (l *Limits) checkLedger(ctx context.Context, model string, profiles []strin
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, w := range limits {
-		key := w.Runtime + "\x00" + w.Account
-		acc := l.accounts[key]
-		if !keys[key] || acc == nil || !w.ResetsAt.After(now) {
+		k := key(w.Runtime, w.Account)
+		acc := l.accounts[k]
+		if !keys[k] || acc == nil || !w.ResetsAt.After(now) {
 			continue
 		}
 		if w.Refusing(now) || (l.Reserve > 0 && w.Utilization*100 >= float64(100-l.Reserve)) {

@@ -77,7 +77,7 @@ func (ns *notifications) runEnded(run *trace.Run) {
 	}
 	ns.n.Send(notify.Message{
 		Event: notify.EventRunEnd, Title: "lane: run " + view.Short(run.ID) + " " + status,
-		Text:  fmt.Sprintf("%s\n%s · %s · %s", oneLine(run.Prompt), view.USD(run.CostUSD), time.Duration(run.DurationMS)*time.Millisecond, run.Dir),
+		Text:  fmt.Sprintf("%s\n%s · %s · %s", view.OneLine(run.Prompt, 120), view.USD(run.CostUSD), time.Duration(run.DurationMS)*time.Millisecond, run.Dir),
 		RunID: run.ID, Status: string(run.Status), ErrorKind: string(run.ErrorKind), CostUSD: run.CostUSD,
 		DurationMS: run.DurationMS, Dir: run.Dir, Model: run.Model, Link: ns.linkTo("/runs/" + run.ID),
 	})
@@ -123,12 +123,4 @@ func (ns *notifications) noteOnRun(ctx context.Context, runID, note string) erro
 	}
 	return ns.st.AppendEvents(ctx, []trace.Event{{RunID: runID, Seq: seq + 1, Time: time.Now().UTC(),
 		Kind: trace.KindError, Subtype: "notify", Text: note}})
-}
-
-func oneLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if r := []rune(s); len(r) > 120 {
-		s = string(r[:117]) + "…"
-	}
-	return s
 }

@@ -88,7 +88,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 			RuntimeVer:    o.Found.Version,
 			Capability:    capability,
 			ContextWindow: o.ContextWindow,
-			Account:       rt.Account(func(k string) string { return LookupEnv(o.Env, k) }),
+			Account:       accountOf(rt, o.Env),
 		},
 		execute: func(ctx context.Context, emit func(trace.Event) error) (Exit, error) {
 			return supervise(ctx, supervision{
@@ -148,6 +148,18 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		}
 	}
 	return a, nil
+}
+
+// accountOf is the login folder a run of rt with the user's environment
+// env uses (its ledger account), "" for a runtime lane keeps no accounts of.
+func accountOf(rt *Runtime, env []string) string {
+	if rt.AccountEnv == "" {
+		return ""
+	}
+	if dir := UserDir(env, rt.AccountEnv, rt.AccountDir); dir != "" {
+		return filepath.Clean(dir)
+	}
+	return ""
 }
 
 // processInvocation sets the runtime up in its per-run folder conf and

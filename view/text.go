@@ -212,6 +212,13 @@ func flat(s string) string {
 	return s
 }
 
+// OneLine is the first line of s, sanitized and cut to max columns: how a
+// prompt or a result is quoted in one line (a notification's, a table's).
+func OneLine(s string, max int) string {
+	l, _ := firstLine(s)
+	return truncate(l, max)
+}
+
 // firstLine returns the first line of s (flattened) and whether more followed.
 func firstLine(s string) (string, bool) {
 	ls := lines(s)

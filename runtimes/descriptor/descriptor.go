@@ -5,8 +5,6 @@
 // runner's entries embed one, so neither needs the other.
 package descriptor
 
-import "path/filepath"
-
 // Descriptor is one runtime, as the commands, config and lane doctor know it.
 type Descriptor struct {
 	Name  string // "codex": --runtime, RUNTIME:MODEL, LANE_CODEX_BIN
@@ -44,21 +42,6 @@ type Descriptor struct {
 	// subscriptions lane keeps no ledger of.
 	AccountEnv string
 	AccountDir string
-}
-
-// Account is the login folder a run with environment lookup uses: the
-// runtime's account in lane's ledger of usage limits, "" when it has none.
-func (d Descriptor) Account(lookup func(string) string) string {
-	if d.AccountEnv == "" {
-		return ""
-	}
-	if v := lookup(d.AccountEnv); v != "" {
-		return filepath.Clean(v)
-	}
-	if home := lookup("HOME"); home != "" {
-		return filepath.Join(home, d.AccountDir)
-	}
-	return ""
 }
 
 // Pointable says whether lane can point the runtime at a model server of
