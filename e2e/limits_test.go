@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,10 +122,30 @@ func TestRateLimitedSummary(t *testing.T) {
 	}
 }
 
-// refusedUntil scripts a subscription whose five_hour window refuses every
-// request until reset and then allows them, the task solved by one Bash
-// call; refused counts the requests it refused.
-func refusedUntil(reset time.Time) (respond func(anthropictest.Request) (anthropictest.Turn, bool), refused func() int) {
+// refusal scripts a subscription whose five_hour window refuses every
+// request for a while from the first one (so that a slow start on a busy
+// machine still meets it), then allows them, the task solved by one Bash
+// call.
+type refusal struct {
+	d       time.Duration
+	mu      sync.Mutex
+	reset   time.Time // set at the first request
+	refused int
+}
+
+func refusedFor(d time.Duration) *refusal { return &refusal{d: d} }
+
+func (rf *refusal) respond(r anthropictest.Request) (anthropictest.Turn, bool) {
+	rf.mu.Lock()
+	now := time.Now()
+	if rf.reset.IsZero() {
+		rf.reset = now.Add(rf.d).Truncate(time.Second).Add(time.Second) // the headers say whole seconds
+	}
+	reset, closed := rf.reset, now.Before(rf.reset)
+	if closed {
+		rf.refused++
+	}
+	rf.mu.Unlock()
 	window := func(status string, used float64) http.Header {
 		return anthropictest.Unified{
 			Status: status, Claim: "five_hour", Reset: reset, Overage: "rejected",
@@ -134,15 +153,17 @@ func refusedUntil(reset time.Time) (respond func(anthropictest.Request) (anthrop
 			SevenDay: anthropictest.Window{Status: "allowed", Utilization: 0.2, Reset: reset.Add(100 * time.Hour)},
 		}.Header()
 	}
-	var n atomic.Int32
-	respond = func(r anthropictest.Request) (anthropictest.Turn, bool) {
-		if time.Now().Before(reset) {
-			n.Add(1)
-			return anthropictest.Status(429, "").WithHeader(window("rejected", 1)), true
-		}
-		return answerWithBash(r).WithHeader(window("allowed", 0.1)), true
+	if closed {
+		return anthropictest.Status(429, "").WithHeader(window("rejected", 1)), true
 	}
-	return respond, func() int { return int(n.Load()) }
+	return answerWithBash(r).WithHeader(window("allowed", 0.1)), true
+}
+
+// result is how many requests were refused, and the reset they named.
+func (rf *refusal) result() (int, time.Time) {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	return rf.refused, rf.reset
 }
 
 // answerWithBash solves "write 42 into answer.txt" with one Bash call.
@@ -186,9 +207,8 @@ func wantAllPassed(t *testing.T, st *store.Store, n int) {
 func TestBenchWaitsForTheLimitsReset(t *testing.T) {
 	t.Parallel()
 	e := subscriptionEnv(t)
-	reset := time.Now().Add(4 * time.Second).Truncate(time.Second).Add(time.Second)
-	respond, refused := refusedUntil(reset)
-	e.srv.SetResponder(respond)
+	rf := refusedFor(4 * time.Second)
+	e.srv.SetResponder(rf.respond)
 	done := make(chan result)
 	go func() { done <- e.lane(t.Context(), "bench", "--parallel", "2", answerSuite(t, 4)) }()
 	// While it waits, the bench's record says for what (the dashboard shows
@@ -207,6 +227,7 @@ func TestBenchWaitsForTheLimitsReset(t *testing.T) {
 		}
 	}
 	wantExit(t, r, 0)
+	refused, reset := rf.result()
 	if want := "claude five_hour until " + reset.UTC().Format(time.RFC3339); sawWaiting != want {
 		t.Errorf("the bench's record said it waited %q, want %q", sawWaiting, want)
 	}
@@ -218,7 +239,7 @@ func TestBenchWaitsForTheLimitsReset(t *testing.T) {
 		t.Errorf("the bench ended %s before the reset", time.Until(reset))
 	}
 	wantAllPassed(t, st, 4)
-	if n := refused(); n == 0 || n > 2 {
+	if n := refused; n == 0 || n > 2 {
 		t.Errorf("%d refused requests, want one per attempt in flight (2) at the most", n)
 	}
 	if want := "waiting for claude five_hour until"; !strings.Contains(r.stderr+r.stdout, want) {
@@ -239,17 +260,17 @@ func TestWorkersWaitForTheLimitsReset(t *testing.T) {
 	e.vars = append(e.vars, "LANE_CLAUDE_BIN="+anthropictest.ClaudeBin(t), "HOME="+home)
 	e.startWorker(t, "--name", "w1", "--runtimes", "claude")
 	e.startWorker(t, "--name", "w2", "--runtimes", "claude")
-	reset := time.Now().Add(5 * time.Second).Truncate(time.Second).Add(time.Second)
-	respond, refused := refusedUntil(reset)
-	srv.SetResponder(respond)
+	rf := refusedFor(5 * time.Second)
+	srv.SetResponder(rf.respond)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	wantExit(t, e.lane(ctx, "bench", "--workers", "-o", "json", answerSuite(t, 4)), 0)
+	refused, reset := rf.result()
 	if time.Now().Before(reset) {
 		t.Errorf("the bench ended %s before the reset", time.Until(reset))
 	}
 	wantAllPassed(t, e.openStore(), 4)
-	if n := refused(); n == 0 || n > 2 {
+	if n := refused; n == 0 || n > 2 {
 		t.Errorf("%d refused requests, want one per worker at the most", n)
 	}
 }
