@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -451,8 +452,8 @@ func startToolCall(ev trace.Event, edits func(string, json.RawMessage) []trace.T
 				what = p
 			}
 		}
-		what = firstNonEmpty(what, c.URL, c.Target)
-		title = strings.TrimSpace(firstNonEmpty(c.Tool, ev.ToolName) + " " + what)
+		what = cmp.Or(what, c.URL, c.Target)
+		title = strings.TrimSpace(cmp.Or(c.Tool, ev.ToolName) + " " + what)
 	}
 	var input any
 	if len(ev.Input) > 0 {
@@ -492,15 +493,6 @@ func toolKind(k trace.CallKind) sdk.ToolKind {
 		return sdk.ToolKindThink
 	}
 	return sdk.ToolKindOther
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // editorAsker asks the editor (session/request_permission) for a decision
