@@ -17,6 +17,7 @@ import (
 	"lane/internal/clitest"
 	"lane/internal/geminitest"
 	"lane/internal/openaitest"
+	"lane/internal/responsestest"
 	"lane/store"
 	"lane/trace"
 )
@@ -391,6 +392,27 @@ func TestACPOpencodeWriteIsADiff(t *testing.T) {
 	res := e.acpx(t, "--model opencode:"+r.model+" --base-url "+e.srv.baseURL(), "--approve-all", "--format", "json", "exec", "write notes.txt")
 	wantExit(t, res, 0)
 	if want := `{"newText":"first line\n","path":"` + path + `","type":"diff"}`; !strings.Contains(res.stdout, want) {
+		t.Errorf("the client saw no diff %s:\n%s", want, res.stdout)
+	}
+}
+
+// Codex through lane acp: a patch that updates a file reaches the editor
+// as a diff of the lines it replaced (Codex offers apply_patch only to
+// models it knows, gpt-5.5 here).
+func TestACPCodexPatchIsADiff(t *testing.T) {
+	t.Parallel()
+	const patch = "*** Begin Patch\n*** Update File: notes.txt\n@@\n one\n-two\n+TWO\n*** End Patch\n"
+	r := rig{runtime: "codex", model: "gpt-5.5", serve: func(t *testing.T, _ ...step) scripted {
+		return codexServer{responsestest.NewServer(t, responsestest.ToolCalls(responsestest.Patch("p1", patch)), responsestest.Text("Changed"))}
+	}}
+	e := newCLIEnv(t, r)
+	path := filepath.Join(e.proj, "notes.txt")
+	if err := os.WriteFile(path, []byte("one\ntwo\nthree\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := e.acpx(t, "--model codex:gpt-5.5 --base-url "+e.srv.baseURL(), "--approve-all", "--format", "json", "exec", "fix notes.txt")
+	wantExit(t, res, 0)
+	if want := `{"newText":"one\nTWO\nthree\n","oldText":"one\ntwo\nthree\n","path":"` + path + `","type":"diff"}`; !strings.Contains(res.stdout, want) {
 		t.Errorf("the client saw no diff %s:\n%s", want, res.stdout)
 	}
 }

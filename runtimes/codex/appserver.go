@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"lane/internal/jsonl"
@@ -264,6 +265,10 @@ func unwrapShell(cmd string) string {
 type FileChange struct {
 	Path string `json:"path"`
 	Kind string `json:"kind"` // add, delete, update
+	// Diff is what app-server says of the change: an added file's
+	// content, a deleted one's, an update's hunks (a unified diff without
+	// its file header). Codex's exec stream leaves it out.
+	Diff string `json:"diff,omitempty"`
 }
 
 // appItem is a thread item; which members are set depends on Type.
@@ -274,7 +279,9 @@ type appItem struct {
 
 	Text    string   `json:"text"`    // agentMessage, plan
 	Summary []string `json:"summary"` // reasoning
-	Content []string `json:"content"` // reasoning
+	// Content is a reasoning's text, a list of strings; a userMessage's
+	// is a list of objects, which lane does not read.
+	Content json.RawMessage `json:"content"`
 
 	// commandExecution
 	Command          string  `json:"command"`
@@ -285,6 +292,7 @@ type appItem struct {
 	Changes []struct {
 		Path string          `json:"path"`
 		Kind json.RawMessage `json:"kind"` // {"type": "add"}
+		Diff string          `json:"diff"`
 	} `json:"changes"`
 
 	// mcpToolCall, collabAgentToolCall, dynamicToolCall
@@ -306,7 +314,7 @@ func (it *appItem) fileChanges() []FileChange {
 			Type string `json:"type"`
 		}
 		_ = json.Unmarshal(c.Kind, &k)
-		out = append(out, FileChange{Path: c.Path, Kind: k.Type})
+		out = append(out, FileChange{Path: c.Path, Kind: k.Type, Diff: c.Diff})
 	}
 	return out
 }
@@ -651,7 +659,9 @@ func (d *AppDecoder) item(ev trace.Event, completed bool, it *appItem) []trace.E
 			return nil
 		}
 		ev.Kind, ev.MessageID = trace.KindThinking, it.ID
-		ev.Text = strings.Join(append(append([]string{}, it.Summary...), it.Content...), "\n")
+		var content []string
+		_ = json.Unmarshal(it.Content, &content)
+		ev.Text = strings.Join(append(slices.Clone(it.Summary), content...), "\n")
 		return []trace.Event{ev}
 	case "contextCompaction":
 		if !completed {
@@ -709,7 +719,7 @@ func (it *appItem) wire() *wireItem {
 	case "fileChange":
 		w.Type = "file_change"
 		for _, c := range it.fileChanges() {
-			w.Changes = append(w.Changes, wireChange{Path: c.Path, Kind: c.Kind})
+			w.Changes = append(w.Changes, wireChange(c))
 		}
 	case "mcpToolCall":
 		w.Type = "mcp_tool_call"

@@ -80,3 +80,67 @@ func fileChanges(raw json.RawMessage) []FileChange {
 	}
 	return list
 }
+
+// Edits is what a file_change puts in place of what, from the diffs
+// app-server gives with its changes (exec's carry none, so none here): an
+// added file whole, a deleted one as its old content, an update as one
+// edit per hunk, its context in both sides.
+func Edits(tool string, input json.RawMessage) []trace.TextEdit {
+	if tool != "file_change" {
+		return nil
+	}
+	var in struct {
+		Changes json.RawMessage `json:"changes"`
+	}
+	if json.Unmarshal(input, &in) != nil {
+		return nil
+	}
+	var out []trace.TextEdit
+	for _, fc := range fileChanges(in.Changes) {
+		switch {
+		case fc.Diff == "":
+		case fc.Kind == "add":
+			out = append(out, trace.TextEdit{Path: fc.Path, New: fc.Diff})
+		case fc.Kind == "delete":
+			out = append(out, trace.TextEdit{Path: fc.Path, Old: fc.Diff})
+		default:
+			for _, h := range hunks(fc.Diff) {
+				h.Path = fc.Path
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
+
+// hunks reads a unified diff's hunks ("@@ -2,3 +2,3 @@" and its lines) as
+// the text each replaces and the text it puts there.
+func hunks(diff string) []trace.TextEdit {
+	var out []trace.TextEdit
+	var old, new strings.Builder
+	flush := func() {
+		if old.Len() > 0 || new.Len() > 0 {
+			out = append(out, trace.TextEdit{Old: old.String(), New: new.String()})
+		}
+		old.Reset()
+		new.Reset()
+	}
+	for _, line := range strings.SplitAfter(diff, "\n") {
+		if line == "" {
+			continue
+		}
+		switch line[0] {
+		case '@':
+			flush()
+		case ' ':
+			old.WriteString(line[1:])
+			new.WriteString(line[1:])
+		case '-':
+			old.WriteString(line[1:])
+		case '+':
+			new.WriteString(line[1:])
+		}
+	}
+	flush()
+	return out
+}

@@ -30,3 +30,25 @@ func TestCall(t *testing.T) {
 		}
 	}
 }
+
+// Edits reads the diffs of app-server's file changes, as Codex 0.171
+// gave them (testdata/appserver/patch_update.jsonl).
+func TestEdits(t *testing.T) {
+	t.Parallel()
+	input := `{"changes":[{"path":"/p/gone.txt","kind":"delete","diff":"bye\n"},` +
+		`{"path":"/p/notes.txt","kind":"update","diff":"@@ -2,3 +2,3 @@\n one\n-two\n+TWO\n three\n@@ -9,1 +9,2 @@\n nine\n+ten\n"},` +
+		`{"path":"/p/new.txt","kind":"add","diff":"hello\n"}]}`
+	want := []trace.TextEdit{
+		{Path: "/p/gone.txt", Old: "bye\n"},
+		{Path: "/p/notes.txt", Old: "one\ntwo\nthree\n", New: "one\nTWO\nthree\n"},
+		{Path: "/p/notes.txt", Old: "nine\n", New: "nine\nten\n"},
+		{Path: "/p/new.txt", New: "hello\n"},
+	}
+	if got := Edits("file_change", json.RawMessage(input)); !reflect.DeepEqual(got, want) {
+		t.Errorf("Edits = %+v\nwant %+v", got, want)
+	}
+	// exec's changes carry no diff: nothing to show, rather than a guess.
+	if got := Edits("file_change", json.RawMessage(`{"changes":[{"path":"/p/a.go","kind":"update"}]}`)); got != nil {
+		t.Errorf("Edits of a change without a diff = %+v", got)
+	}
+}

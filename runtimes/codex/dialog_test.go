@@ -2,10 +2,12 @@ package codex
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -409,6 +411,32 @@ func TestCodexInteractivePatch(t *testing.T) {
 				t.Errorf("%d requests for approval, want %d", run.Permissions.Requests, wantAsked)
 			}
 		})
+	}
+}
+
+// A patch that updates one file and deletes another: the tool call's
+// input keeps app-server's diffs, which Edits reads (lane acp's diffs).
+func TestCodexInteractivePatchUpdate(t *testing.T) {
+	t.Parallel()
+	const patch = "*** Begin Patch\n*** Update File: notes.txt\n@@\n one\n-two\n+TWO\n three\n*** Delete File: gone.txt\n*** End Patch\n"
+	r := newCodexRig(t, responsestest.ToolCalls(responsestest.Patch("p1", patch)), responsestest.Text("Changed"))
+	r.o.Model, r.o.PermissionMode = "gpt-5.5", "bypassPermissions"
+	notes, gone := filepath.Join(r.o.Dir, "notes.txt"), filepath.Join(r.o.Dir, "gone.txt")
+	if err := errors.Join(os.WriteFile(notes, []byte("zero\none\ntwo\nthree\nfour\n"), 0o644), os.WriteFile(gone, []byte("bye\n"), 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	r.capture("patch_update")
+	run := r.start()()
+	if run.Status != trace.StatusSucceeded {
+		t.Fatalf("run %s %q", run.Status, run.ErrorMessage)
+	}
+	if b, err := os.ReadFile(notes); err != nil || string(b) != "zero\none\nTWO\nthree\nfour\n" {
+		t.Errorf("notes.txt = %q, %v", b, err)
+	}
+	_, call := findEvent(r.events(run), trace.KindToolCall)
+	want := []trace.TextEdit{{Path: gone, Old: "bye\n"}, {Path: notes, Old: "one\ntwo\nthree\n", New: "one\nTWO\nthree\n"}}
+	if got := Edits(call.ToolName, call.Input); !reflect.DeepEqual(got, want) {
+		t.Errorf("edits of %s %s = %+v, want %+v", call.ToolName, call.Input, got, want)
 	}
 }
 

@@ -27,6 +27,7 @@ func Runtime() *runner.Runtime {
 			AccountEnv:    "CODEX_HOME", AccountDir: ".codex",
 		},
 		Describe: Call,
+		Edits:    Edits,
 		Process: &runner.Process{
 			Binary: runner.BinarySpec{VersionOK: func(out string) bool { return strings.HasPrefix(out, "codex-cli ") }, Want: `"codex-cli VERSION"`},
 			Setup:  codexSetup,

@@ -101,6 +101,7 @@ type wireMCPResult struct {
 type wireChange struct {
 	Path string `json:"path"`
 	Kind string `json:"kind"`
+	Diff string `json:"diff,omitempty"` // app-server's alone (see FileChange)
 }
 
 type wireTodo struct {
