@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,6 +105,7 @@ func TestACPClientDenies(t *testing.T) {
 type acpClient struct {
 	conn *sdk.ClientSideConnection
 	cmd  *exec.Cmd
+	in   io.WriteCloser
 	mu   sync.Mutex
 	text strings.Builder // the agent's message chunks
 	user strings.Builder // the user's, replayed by session/load
@@ -119,13 +121,23 @@ func (e *env) startACP(t *testing.T, args ...string) *acpClient {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &acpClient{cmd: cmd}
+	c := &acpClient{cmd: cmd, in: in}
 	c.conn = sdk.NewClientSideConnection(c, in, out)
 	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
 	if _, err := c.conn.Initialize(t.Context(), sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber}); err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// quit ends lane acp as an editor does, closing its stdin, and waits for
+// it to exit.
+func (c *acpClient) quit(t *testing.T) {
+	t.Helper()
+	c.in.Close()
+	if err := c.cmd.Wait(); err != nil {
+		t.Errorf("lane acp, its stdin closed: %v", err)
+	}
 }
 
 func (c *acpClient) agentText() string {
@@ -321,26 +333,67 @@ func TestACPGeminiWriteIsADiff(t *testing.T) {
 	}
 }
 
-// An agent CLI that speaks ACP to lane (Gemini CLI in a mode that asks)
-// gets the editor's MCP servers with its session. Long: Gemini CLI waits
-// about five minutes for a server that never answers MCP's initialize.
-func TestACPPassesMCPServersToGeminiCLILong(t *testing.T) {
-	t.Parallel()
-	e := newCLIEnv(t, rigOf(t, "gemini"))
-	e.srv.(geminiServer).SetResponder(func(geminitest.Request) (geminitest.Turn, bool) { return geminitest.Text("hi"), true })
-	marker := filepath.Join(t.TempDir(), "started")
-	c := e.startACP(t, "--model", "gemini:"+geminitest.Model, "--base-url", e.srv.baseURL(), "--permission-mode", "default")
-	sess, err := c.conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: e.proj, McpServers: []sdk.McpServer{{Stdio: &sdk.McpServerStdio{
-		Name: "editor-tools", Command: "/bin/sh", Args: []string{"-c", "echo up > " + marker + "; sleep 1"}, Env: []sdk.EnvVariable{},
-	}}}})
+// mcpProbe is a real MCP server over stdio (testdata/mcp/server.py) as
+// an editor names it, and the file it logs the methods it receives in.
+func mcpProbe(t *testing.T) (sdk.McpServer, string) {
+	t.Helper()
+	log := filepath.Join(t.TempDir(), "mcp.log")
+	script, err := filepath.Abs(filepath.Join("testdata", "mcp", "server.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.conn.Prompt(t.Context(), sdk.PromptRequest{SessionId: sess.SessionId, Prompt: textPrompt("say hi")}); err != nil {
-		t.Fatal(err)
+	return sdk.McpServer{Stdio: &sdk.McpServerStdio{Name: "editor-tools", Command: "/usr/bin/python3",
+		Args: []string{script, log}, Env: []sdk.EnvVariable{}}}, log
+}
+
+// answerAlways makes the scripted model of an ACP CLI's rig answer text
+// to every request.
+func answerAlways(t *testing.T, e *cliEnv, text string) {
+	t.Helper()
+	switch srv := e.srv.(type) {
+	case geminiServer:
+		srv.SetResponder(func(geminitest.Request) (geminitest.Turn, bool) { return geminitest.Text(text), true })
+	case openaiServer:
+		srv.SetResponder(func(openaitest.Request) (openaitest.Turn, bool) { return openaitest.Text(text), true })
+	default:
+		t.Fatalf("no responder for %T", e.srv)
 	}
-	if b, err := os.ReadFile(marker); err != nil || string(b) != "up\n" {
-		t.Errorf("the editor's MCP server was not started: %q %v", b, err)
+}
+
+// The agent CLIs that speak ACP to lane get the editor's MCP servers with
+// their session, in a mode that asks and in bypassPermissions alike: each
+// starts the server and lists its tools.
+func TestACPPassesMCPServersToACPCLIs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ runtime, mode string }{
+		{"gemini", "default"}, {"gemini", "bypassPermissions"}, {"qwen", "bypassPermissions"}, {"opencode", "bypassPermissions"},
+	} {
+		t.Run(tc.runtime+" "+tc.mode, func(t *testing.T) {
+			t.Parallel()
+			r := rigOf(t, tc.runtime)
+			e := newCLIEnv(t, r)
+			answerAlways(t, e, "hi")
+			server, log := mcpProbe(t)
+			c := e.startACP(t, "--model", tc.runtime+":"+r.model, "--base-url", e.srv.baseURL(), "--permission-mode", tc.mode)
+			sess, err := c.conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: e.proj, McpServers: []sdk.McpServer{server}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := c.conn.Prompt(t.Context(), sdk.PromptRequest{SessionId: sess.SessionId, Prompt: textPrompt("say hi")})
+			if err != nil || resp.StopReason != sdk.StopReasonEndTurn || !strings.Contains(c.agentText(), "hi") {
+				t.Fatalf("prompt: %+v %v; agent said %q", resp, err, c.agentText())
+			}
+			if b, err := os.ReadFile(log); err != nil || !strings.Contains(string(b), "tools/list") {
+				t.Errorf("the editor's MCP server was not asked for its tools: %q %v", b, err)
+			}
+			// The agent CLI runs on while the MCP server does (Gemini
+			// CLI): lane stops it, and the run stands as it ended.
+			c.quit(t)
+			runs, err := e.openStore().ListRuns(context.Background(), store.RunFilter{Limit: 10})
+			if err != nil || len(runs) != 1 || runs[0].Status != trace.StatusSucceeded || runs[0].ErrorMessage != "" {
+				t.Fatalf("runs %+v %v, want one that succeeded", runs, err)
+			}
+		})
 	}
 }
 

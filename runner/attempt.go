@@ -112,7 +112,7 @@ func runAttempt(ctx context.Context, a *attempt, rec Recorder) (*trace.Run, erro
 		run.ErrorMessage = err.Error()
 		run.ErrorHint = a.startHint
 	} else {
-		if ex.Settled && isIdleTimeout(ex.StopCause) {
+		if ex.Settled && (isIdleTimeout(ex.StopCause) || errors.Is(ex.StopCause, ErrOutlivedDialog)) {
 			slog.Debug("runtime lingered after its result", "run", run.ID, "cause", ex.StopCause)
 			ex.StopCause, ex.Code = nil, 0
 		}

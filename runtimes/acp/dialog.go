@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +29,13 @@ import (
 // idle watchdog sees no tool running). So a run that the agents' own yolo
 // modes serve keeps the stream and its accounting, even when a person
 // watches it (lane run): it can be cancelled, not steered (see oneWay).
-func Speaks(o runner.Options) bool { return o.Interactive() && o.Mode() != interact.ModeBypass }
+// A run given MCP servers (an editor's, through lane acp) speaks ACP in
+// every mode: ACP's session/new is the one way all three take them (Gemini
+// CLI reads MCP servers only from settings files in its home or, if root
+// owns it, a system file).
+func Speaks(o runner.Options) bool {
+	return o.Interactive() && (o.Mode() != interact.ModeBypass || len(o.MCPServers) > 0)
+}
 
 // JudgeOr is the judge of a CLI that speaks either ACP or a stream of its
 // own: ACP's tally when the run speaks ACP, else the one own makes.
@@ -50,6 +57,12 @@ func Capability(o runner.Options) trace.Capability {
 	}
 	return trace.Capability{Dir: o.Dir, AddDirs: o.AddDirs, AllowedTools: o.AllowedTools, PermissionMode: string(o.Mode())}
 }
+
+// lingerAfterStdin is how long an agent may take to exit once its stdin
+// closes before it is stopped: the CLIs exit within a second or two, but
+// Gemini CLI runs on while the MCP servers it started do (and lane's idle
+// watchdog would wait minutes).
+const lingerAfterStdin = 10 * time.Second
 
 // acpDialog is one ACP run's side of the conversation: it opens the
 // session, prompts the task and then each follow-up message, relays
@@ -147,8 +160,19 @@ func (d *acpDialog) Begin(ctx context.Context, stdin io.WriteCloser, t runner.Ta
 			d.spec.BeforeEnd(ctx, d.o, d.conn.Decoder().SessionID())
 		}
 	}
-	// The agent exits once its stdin ends.
+	// The agent exits once its stdin ends, or is stopped when it lingers.
 	stdin.Close()
+	linger := time.NewTimer(lingerAfterStdin)
+	defer linger.Stop()
+	select {
+	case <-d.conn.Done():
+		return
+	case <-ctx.Done():
+		return
+	case <-linger.C:
+	}
+	slog.Debug("agent lingers after its stdin closed", "run", d.run.ID)
+	t.Stop(runner.ErrOutlivedDialog)
 	select {
 	case <-d.conn.Done():
 	case <-ctx.Done():

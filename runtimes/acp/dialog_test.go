@@ -566,6 +566,7 @@ func TestACPIsForTwoWayRuns(t *testing.T) {
 		{"acceptEdits", runner.Options{Desk: desk, PermissionMode: "acceptEdits"}, true},
 		{"plan mode: only lane's gate refuses edits", runner.Options{Desk: desk, PermissionMode: "plan"}, true},
 		{"a mode that asks, nobody to ask", runner.Options{PermissionMode: "default"}, false},
+		{"bypassPermissions with an editor's MCP servers", runner.Options{Desk: desk, Attended: true, MCPServers: []runner.MCPServer{{Name: "t", Transport: "stdio", Command: "t"}}}, true},
 	}
 	for _, tt := range tests {
 		o := tt.o
