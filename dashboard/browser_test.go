@@ -43,6 +43,9 @@ type browserEnv struct {
 	url    string
 	writer *store.Store
 	ctx    context.Context // the browser tab
+	// laneBin, when seed sets it, is the lane the dashboard starts (to
+	// apply a run).
+	laneBin string
 
 	mu       sync.Mutex
 	problems []string // exceptions, console errors, CSP violations
@@ -122,7 +125,8 @@ func startBrowserEnv(t *testing.T, seed func(*browserEnv)) *browserEnv {
 	}
 
 	hs := httptest.NewUnstartedServer(nil)
-	srv, err := New(Config{Store: st, Addr: hs.Listener.Addr().String(), Poll: 25 * time.Millisecond, DescribeCalls: runtimes.Entries().DescribeCalls})
+	srv, err := New(Config{Store: st, Addr: hs.Listener.Addr().String(), Poll: 25 * time.Millisecond, DescribeCalls: runtimes.Entries().DescribeCalls,
+		LaneBin: e.laneBin, DBPath: dbPath})
 	if err != nil {
 		hs.Close()
 		t.Fatal(err)

@@ -3,6 +3,8 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -252,7 +254,9 @@ func finish(t *testing.T, e *browserEnv, r *trace.Run, c *trace.Changes) {
 // A comparison (one task, several models) shows each model's changes side
 // by side, with an Apply button for a run made in a copy of a folder.
 func TestBrowserComparisonSideBySide(t *testing.T) {
+	origin := t.TempDir()
 	e := startBrowserEnv(t, func(e *browserEnv) {
+		e.laneBin = fakeLaneBin(t)
 		t0 := time.Now().Add(-time.Hour)
 		b := &trace.Bench{ID: "b-0002-compare", Name: "lane run --models", Models: []string{"sonnet", "haiku"}, Repeat: 1, Parallel: 2,
 			Status: trace.StatusSucceeded, StartedAt: t0, EndedAt: t0.Add(time.Minute)}
@@ -262,7 +266,7 @@ func TestBrowserComparisonSideBySide(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.Origin = "/work/proj"
+			r.Origin = origin
 			finish(t, e, r, demoChanges())
 		}
 	})
@@ -273,7 +277,40 @@ func TestBrowserComparisonSideBySide(t *testing.T) {
 	if n := eval[int](e, `document.querySelectorAll('.side-by-side .cmp-col').length`); n != 2 {
 		t.Errorf("%d columns, want one per model", n)
 	}
-	if title := eval[string](e, `document.querySelector('.cmp-col[data-model="sonnet"] button.apply').title`); title != "Bring this run's changes into /work/proj" {
+	col := `.side-by-side .cmp-col[data-model="sonnet"] `
+	if title := eval[string](e, `document.querySelector('`+col+`button.apply').title`); title != "Bring this run's changes into "+origin {
 		t.Errorf("apply's title %q", title)
+	}
+
+	// The folder changed since the copy: Apply refuses with the list and
+	// offers Apply anyway, which asks first.
+	if err := os.WriteFile(filepath.Join(origin, "changed-since.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.do("apply into a changed folder", 30*time.Second,
+		chromedp.Click(chromedp.CSS(col+`button.apply`)),
+		chromedp.WaitVisible(chromedp.CSS(col+`.errorbox`)),
+		chromedp.WaitVisible(chromedp.CSS(col+`button.apply-force`)))
+	if msg := eval[string](e, `document.querySelector('`+col+`.errorbox').textContent`); !strings.Contains(msg, "changed-since.txt") || !strings.Contains(msg, "not applying run run-sonnet-proj-1") {
+		t.Errorf("the refusal says %q, want the run and the changed file", msg)
+	}
+	if _, err := os.Stat(filepath.Join(origin, "applied.txt")); err == nil {
+		t.Fatal("a refused apply wrote into the folder")
+	}
+	eval[bool](e, `(window.__asked = [], window.confirm = (m) => { window.__asked.push(m); return true; }, true)`)
+	e.do("apply anyway", 30*time.Second,
+		chromedp.Click(chromedp.CSS(col+`button.apply-force`)),
+		chromedp.WaitVisible(chromedp.CSS(col+`.action-note:not([hidden])`)))
+	if asked := eval[[]string](e, `window.__asked`); len(asked) != 1 || !strings.Contains(asked[0], origin) {
+		t.Errorf("Apply anyway asked %q, want one question naming the folder", asked)
+	}
+	if note := eval[string](e, `document.querySelector('`+col+`.action-note').textContent`); note != "applied into "+origin {
+		t.Errorf("the note says %q", note)
+	}
+	if b, err := os.ReadFile(filepath.Join(origin, "applied.txt")); err != nil || string(b) != "run-sonnet-proj-1\n" {
+		t.Errorf("the folder holds %q %v, want the sonnet run applied", b, err)
+	}
+	if other := eval[string](e, `document.querySelector('.side-by-side .cmp-col[data-model="haiku"] button.apply').textContent`); other != "Apply" {
+		t.Errorf("haiku's button says %q, untouched it should say Apply", other)
 	}
 }

@@ -369,8 +369,11 @@ func appendEvents(t testing.TB, st *store.Store, run string, from, to int64, tex
 // to its run through the store (which it reads every 10 ms, as lane's own
 // desk does), records the run cancelled and exits 130. Model "bad" is a
 // usage error; model "show-db" prints its arguments and LANE_DB to stderr
-// and exits 2.
+// and exits 2. `lane apply` is fakeApply.
 func fakeLane(args []string) int {
+	if len(args) > 0 && args[0] == "apply" {
+		return fakeApply(args[1:])
+	}
 	want := []string{"run", "--dir", "", "", "-o", "stream-json", "-"}
 	if len(args) != len(want) || !strings.HasPrefix(args[3], "--model=") {
 		fmt.Fprintf(os.Stderr, "fake lane: unexpected arguments %q\n", args)
@@ -439,6 +442,40 @@ func fakeLane(args []string) int {
 	}
 	enc.Encode(run)
 	return 130
+}
+
+// fakeApply is `LANE_DB=WHERE lane apply RUN [--force]` as it answers
+// the dashboard: it writes applied.txt (the run's changes) into the run's
+// origin and says so, or, when the origin holds a file named
+// changed-since.txt and --force is not given, refuses as lane apply does
+// and exits 1.
+func fakeApply(args []string) int {
+	if len(args) == 0 || len(args) > 2 || (len(args) == 2 && args[1] != "--force") {
+		fmt.Fprintf(os.Stderr, "fake lane: unexpected arguments to apply %q\n", args)
+		return 2
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, os.Getenv("LANE_DB"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 6
+	}
+	defer st.Close()
+	run, err := st.GetRun(ctx, args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lane:", err)
+		return 1
+	}
+	if _, err := os.Stat(filepath.Join(run.Origin, "changed-since.txt")); err == nil && len(args) == 1 {
+		fmt.Fprintf(os.Stderr, "lane: not applying run %s: 1 file changed since the copy was made (nothing was touched; --force writes the run's files anyway):\n  changed-since.txt: changed in the folder\n", run.ID)
+		return 1
+	}
+	if err := os.WriteFile(filepath.Join(run.Origin, "applied.txt"), []byte(run.ID+"\n"), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "lane:", err)
+		return 1
+	}
+	fmt.Printf("applied 1 path of run %s into %s\n", run.ID, run.Origin)
+	return 0
 }
 
 // awaitCancel returns 0 once sigs has a signal or a cancel of the run is
