@@ -26,6 +26,10 @@ type Pool interface {
 	Enqueue(ctx context.Context, b *trace.Bench, todo []trace.Attempt) error
 	// Changed receives after the bench's attempts may have changed.
 	Changed(ctx context.Context) <-chan struct{}
+	// End records b, none of whose attempts is left to run, succeeded at
+	// endedAt unless it has ended already (the worker that recorded its
+	// last attempt records that too), and says whether it did.
+	End(ctx context.Context, b *trace.Bench, endedAt time.Time) (bool, error)
 }
 
 // followEvery is how often a bench of the pool reads its attempts when no
@@ -54,13 +58,16 @@ func (r *runner) dispatch(ctx context.Context, todo []trace.Attempt) (*trace.Ben
 	defer tick.Stop()
 	failing := false
 	for {
-		err := r.follow(ctx, b)
+		endedHere, err := r.follow(ctx, b)
 		switch {
 		case err == nil && b.Status == trace.StatusSucceeded:
 			if failing {
 				r.prog.note(fmt.Sprintf("lane: bench %s: the database answers again", b.ID))
 			}
 			r.prog.finish()
+			if endedHere {
+				r.ended(ctx)
+			}
 			return b, nil
 		case err != nil && ctx.Err() == nil && !failing:
 			r.prog.note(fmt.Sprintf("lane: %v; trying again (the workers carry on)", err))
@@ -103,31 +110,31 @@ func waitFor(ctx context.Context, d time.Duration) bool {
 }
 
 // follow reads the bench's attempts and shows them; once none is left to
-// run, it records the bench succeeded. The worker that records the last
-// attempt does so too, but not for a bench resumed with nothing left to
-// run, which this process has just recorded running again.
-func (r *runner) follow(ctx context.Context, b *trace.Bench) error {
+// run, the bench has ended: the worker that recorded the last attempt
+// recorded that too, except for a bench resumed with nothing left to run,
+// which this process has just recorded running again, and now ends
+// (endedHere).
+func (r *runner) follow(ctx context.Context, b *trace.Bench) (endedHere bool, err error) {
 	as, err := r.cfg.Store.Attempts(ctx, b.ID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	c, final := countAttempts(as)
 	r.prog.update(c)
 	if !final {
-		return nil
+		return false, nil
 	}
-	done := *b
-	done.Status, done.EndedAt = trace.StatusSucceeded, b.StartedAt
+	endedAt := b.StartedAt
 	for _, a := range as {
-		if a.EndedAt.After(done.EndedAt) {
-			done.EndedAt = a.EndedAt // it ended when its last attempt did
+		if a.EndedAt.After(endedAt) {
+			endedAt = a.EndedAt // it ended when its last attempt did
 		}
 	}
-	if err := r.cfg.Store.UpdateBench(context.WithoutCancel(ctx), &done); err != nil {
-		return err
+	if endedHere, err = r.cfg.Pool.End(context.WithoutCancel(ctx), b, endedAt); err != nil {
+		return false, err
 	}
-	*b = done
-	return nil
+	b.Status, b.EndedAt = trace.StatusSucceeded, endedAt
+	return endedHere, nil
 }
 
 // note prints a line of its own above the progress line.

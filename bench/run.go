@@ -103,6 +103,10 @@ type Config struct {
 	// Log gets warnings: a git fixture copied rather than checked out as
 	// worktrees, a stale worktree that could not be removed. nil: none.
 	Log *slog.Logger
+	// Ended, when set, is told when this process has recorded the bench's
+	// end (not when it detaches from a bench of the pool, nor when the
+	// worker that recorded its last attempt recorded its end).
+	Ended func(ctx context.Context, b *trace.Bench)
 }
 
 // Failure kinds of an attempt besides the run's own error kinds.
@@ -141,6 +145,7 @@ func Run(ctx context.Context, cfg Config) (*trace.Bench, error) {
 			r.bench.Status, err = trace.StatusCancelled, nil
 		}
 		_ = cfg.Store.UpdateBench(context.WithoutCancel(ctx), r.bench) // the error above says more
+		r.ended(ctx)
 		return r.bench, err
 	}
 	r.prog = newProgress(cfg.Progress, r.counts)
@@ -184,7 +189,15 @@ func Run(ctx context.Context, cfg Config) (*trace.Bench, error) {
 		r.err = fmt.Errorf("bench %s: %w", b.ID, err)
 	}
 	r.prog.finish()
+	r.ended(ctx)
 	return b, r.err
+}
+
+// ended tells Config.Ended that this process recorded the bench's end.
+func (r *runner) ended(ctx context.Context) {
+	if r.cfg.Ended != nil {
+		r.cfg.Ended(context.WithoutCancel(ctx), r.bench)
+	}
 }
 
 type runner struct {

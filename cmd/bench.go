@@ -151,12 +151,10 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	if bc.Pool, err = benchPool(ctx, f, st, cfg, opts, bc.Resume); err != nil {
 		return err
 	}
+	bc.Ended = benchEndNotice(opts.notes, st)
 	b, err := bench.Run(ctx, bc)
 	if b == nil {
 		return err
-	}
-	if b.Status != trace.StatusRunning {
-		notifyBenchEnd(context.WithoutCancel(ctx), opts.notes, st, b)
 	}
 	if b.Workers && b.Status == trace.StatusRunning {
 		if err != nil {
@@ -182,6 +180,15 @@ func benchOutcome(b *trace.Bench, runErr, writeErr error) error {
 		return runner.ErrCancelled
 	}
 	return nil
+}
+
+// benchEndNotice is bench.Config.Ended for a process whose notifications
+// are ns: it tells how the bench ended, from its stored attempts.
+func benchEndNotice(ns *notifications, st *store.Store) func(context.Context, *trace.Bench) {
+	if ns == nil {
+		return nil
+	}
+	return func(ctx context.Context, b *trace.Bench) { notifyBenchEnd(ctx, ns, st, b) }
 }
 
 // notifyBenchEnd tells how bench b ended, from its stored attempts.

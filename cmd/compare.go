@@ -58,7 +58,8 @@ func runCompare(ctx context.Context, f *Factory, opts *RunOptions) error {
 	}
 	defer bo.notes.close(ctx)
 	bc := bench.Config{Suite: suite, Models: opts.Models, Repeat: 1, Parallel: len(opts.Models), Keep: true,
-		Store: st, Log: slog.Default(), Run: attemptRunner(f, st, cfg, bo), Removed: forgetFolder(f)}
+		Store: st, Log: slog.Default(), Run: attemptRunner(f, st, cfg, bo), Removed: forgetFolder(f),
+		Ended: benchEndNotice(bo.notes, st)}
 	if opts.OutputFormat == formatText {
 		bc.Progress = f.IO.ErrOut
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"lane/config"
@@ -25,10 +26,22 @@ type notifications struct {
 	link string // the dashboard's address, "" for none
 	st   *store.Store
 	io   IO
+
+	mu     sync.Mutex
+	unsent []notify.Failure // told already, to note on their runs at close
 }
 
 // startNotify is the command's notifications; nil when there is no target.
 func startNotify(f *Factory, cfg *config.File, st *store.Store) (*notifications, error) {
+	return startNotifyReporting(f, cfg, st, false)
+}
+
+// startNotifyReporting is startNotify for a process that runs for days
+// (lane worker) when asItHappens: each message not delivered is told on
+// stderr as its last try fails, not at the process's end; the note on its
+// run waits for that end all the same, when no run of the process is
+// still being recorded (a note's event would race the run's own).
+func startNotifyReporting(f *Factory, cfg *config.File, st *store.Store, asItHappens bool) (*notifications, error) {
 	targets := append([]notify.Target(nil), cfg.Notify...)
 	if u := f.Getenv("LANE_NOTIFY_URL"); u != "" {
 		t := notify.Target{URL: u}
@@ -37,12 +50,16 @@ func startNotify(f *Factory, cfg *config.File, st *store.Store) (*notifications,
 		}
 		targets = append(targets, t)
 	}
-	n := notify.New(targets, notify.Options{})
-	if n == nil {
+	link := strings.TrimRight(cmp.Or(f.Getenv("LANE_DASHBOARD_URL"), cfg.DashboardURL), "/")
+	ns := &notifications{link: link, st: st, io: f.IO}
+	var opts notify.Options
+	if asItHappens {
+		opts.Failed = ns.told
+	}
+	if ns.n = notify.New(targets, opts); ns.n == nil {
 		return nil, nil
 	}
-	link := strings.TrimRight(cmp.Or(f.Getenv("LANE_DASHBOARD_URL"), cfg.DashboardURL), "/")
-	return &notifications{n: n, link: link, st: st, io: f.IO}, nil
+	return ns, nil
 }
 
 func (ns *notifications) linkTo(path string) string {
@@ -103,16 +120,34 @@ func (ns *notifications) close(ctx context.Context) {
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyWait)
 	defer cancel()
-	for _, f := range ns.n.Wait(wctx) {
-		note := fmt.Sprintf("notification (%s) to %s not delivered: %v", f.Message.Event, f.Target, f.Err)
-		fmt.Fprintln(ns.io.ErrOut, "lane: "+note)
+	failed := ns.n.Wait(wctx)
+	for _, f := range failed {
+		fmt.Fprintln(ns.io.ErrOut, "lane: "+undelivered(f))
+	}
+	ns.mu.Lock()
+	failed = append(ns.unsent, failed...)
+	ns.unsent = nil
+	ns.mu.Unlock()
+	for _, f := range failed {
 		if f.Message.RunID == "" {
 			continue
 		}
-		if err := ns.noteOnRun(context.WithoutCancel(ctx), f.Message.RunID, note); err != nil {
+		if err := ns.noteOnRun(context.WithoutCancel(ctx), f.Message.RunID, undelivered(f)); err != nil {
 			fmt.Fprintln(ns.io.ErrOut, "lane: "+err.Error())
 		}
 	}
+}
+
+// told tells of f on stderr now, and keeps it to note on its run at close.
+func (ns *notifications) told(f notify.Failure) {
+	fmt.Fprintln(ns.io.ErrOut, "lane: "+undelivered(f))
+	ns.mu.Lock()
+	ns.unsent = append(ns.unsent, f)
+	ns.mu.Unlock()
+}
+
+func undelivered(f notify.Failure) string {
+	return fmt.Sprintf("notification (%s) to %s not delivered: %v", f.Message.Event, f.Target, f.Err)
 }
 
 // noteOnRun adds note to the run's events, after its last.

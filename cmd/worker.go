@@ -88,7 +88,12 @@ func runWorker(ctx context.Context, f *Factory, opts *WorkerOptions) error {
 	}
 	defer sink.close(ctx)
 	opts.Run.otel = sink
-	w, err := newWorker(ctx, f, st, cfg, opts)
+	notes, err := startNotifyReporting(f, cfg, st, true)
+	if err != nil {
+		return err
+	}
+	defer notes.close(ctx)
+	w, err := newWorker(ctx, f, st, cfg, opts, notes)
 	if err != nil {
 		return err
 	}
@@ -109,7 +114,7 @@ func mustDBPath(f *Factory) string {
 
 // newWorker is the worker the flags ask for, running attempts as lane bench
 // would with this machine's runtimes and configuration.
-func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, opts *WorkerOptions) (*pool.Worker, error) {
+func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.File, opts *WorkerOptions, notes *notifications) (*pool.Worker, error) {
 	name := opts.Name
 	if name == "" {
 		name, _ = os.Hostname()
@@ -131,6 +136,19 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 		Store: st, Name: name, Runtimes: append(runtimes, bench.OracleModel), Parallel: opts.Parallel, Lease: opts.Lease,
 		Log: slog.Default(), Now: time.Now, RuntimeOf: benchRuntimeOf(f, cfg, &opts.Run),
 	}
+	// The worker tells of the requests of its attempts' runs that wait,
+	// and of the end of each bench whose last attempt it recorded: the
+	// process that started a bench of the pool may have detached.
+	if notes != nil {
+		w.BenchEnded = func(ctx context.Context, benchID string) {
+			b, err := st.GetBench(ctx, benchID)
+			if err != nil {
+				slog.Warn("worker: bench notification", "bench", benchID, "err", err)
+				return
+			}
+			notifyBenchEnd(ctx, notes, st, b)
+		}
+	}
 	// The worker's attempt folders are its own: a bench resumed on this
 	// machine removes the leftovers of its attempts from the temporary
 	// folder, and must not take those of the attempts a worker runs.
@@ -138,7 +156,7 @@ func newWorker(ctx context.Context, f *Factory, st *store.Store, cfg *config.Fil
 	if err := os.MkdirAll(workDir, 0o700); err != nil {
 		return nil, fmt.Errorf("worker folder: %w", err)
 	}
-	bo := &BenchOptions{Keep: opts.Keep, Run: opts.Run}
+	bo := &BenchOptions{Keep: opts.Keep, Run: opts.Run, notes: notes}
 	blob := func(ctx context.Context, digest string) ([]byte, error) {
 		var data []byte
 		err := w.Persist(ctx, "fixture "+digest, func(ctx context.Context) error {

@@ -35,6 +35,8 @@ func TestRunOnSeveralModelsThenApply(t *testing.T) {
 		}
 		return anthropictest.Tools(anthropictest.Bash("", "echo "+answer+" > answer.txt")), true
 	})
+	h := newHook(t)
+	e.vars = append(e.vars, "LANE_NOTIFY_URL="+h.srv.URL)
 	r := e.lane(t.Context(), "run", "--dir", e.proj, "--models", "sonnet,haiku", "--check", "grep -qx 42 answer.txt",
 		"-o", "json", "write the answer")
 	wantExit(t, r, 0)
@@ -48,6 +50,8 @@ func TestRunOnSeveralModelsThenApply(t *testing.T) {
 	if err := json.Unmarshal([]byte(lastLine(r.stdout)), &cmp); err != nil || len(cmp.Runs) != 2 {
 		t.Fatalf("comparison %q: %v", r.stdout, err)
 	}
+	// The comparison's end is told once, as a bench's: its runs' are not.
+	onlyBenchEnd(t, h, cmp.Comparison, "1 of 2 passed")
 	var sonnet, haiku = cmp.Runs[0], cmp.Runs[1]
 	if sonnet.Model != "sonnet" || sonnet.Check != "pass" || haiku.Model != "haiku" || haiku.Check != "fail" ||
 		sonnet.RunID == "" || sonnet.Folder == e.proj {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"lane/internal/anthropictest"
 	"lane/internal/openaitest"
 	"lane/internal/pgtest"
+	"lane/notify"
 	"lane/store"
 	"lane/trace"
 )
@@ -159,6 +161,8 @@ func TestBenchOnTwoWorkersMatchesLocal(t *testing.T) {
 	}
 	want := passCounts(t, lst, lb[0].ID)
 
+	h := newHook(t) // the workers and the bench process all notify it
+	e.vars = append(e.vars, "LANE_NOTIFY_URL="+h.srv.URL)
 	w1 := e.startWorker(t, "--name", "w1", "--parallel", "2", "--runtimes", "local")
 	w2 := e.startWorker(t, "--name", "w2", "--parallel", "2", "--runtimes", "local")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -201,6 +205,68 @@ func TestBenchOnTwoWorkersMatchesLocal(t *testing.T) {
 		if w.StoppedAt.IsZero() {
 			t.Errorf("worker %s did not record leaving the pool", w.Name)
 		}
+	}
+	// The bench's end was told once, by the worker that recorded its last
+	// attempt or by the bench process, not by both.
+	passed := 0
+	for _, n := range got {
+		passed += n
+	}
+	onlyBenchEnd(t, h, b.ID, fmt.Sprintf("%d of %d passed", passed, len(attempts)))
+}
+
+// onlyBenchEnd checks that h was told of bench benchID's end, saying
+// passed, and of nothing else.
+func onlyBenchEnd(t *testing.T, h *hook, benchID, passed string) {
+	t.Helper()
+	if m := h.next(t); m.Event != notify.EventBenchEnd || m.BenchID != benchID || m.Status != "succeeded" || !strings.Contains(m.Title, passed) {
+		t.Errorf("notification %+v, want the end of bench %s, %s", m, benchID, passed)
+	}
+	select {
+	case extra := <-h.msgs:
+		t.Errorf("one more notification: %+v", extra)
+	default:
+	}
+}
+
+// A bench of the pool whose process detached is told of by the worker that
+// records its last attempt: nobody else is there to.
+func TestWorkerTellsOfADetachedBenchsEnd(t *testing.T) {
+	t.Parallel()
+	e := poolEnv(t)
+	e.model.SetResponder(answerTasks)
+	h := newHook(t)
+	e.vars = append(e.vars, "LANE_NOTIFY_URL="+h.srv.URL)
+	st := e.openStore()
+
+	// No worker yet: the bench enqueues its attempts, and Ctrl-C detaches.
+	p := e.startLane(t, "bench", "--workers", "--repeat", "2", oneTaskSuite(t))
+	var b *trace.Bench
+	waitFor(t, time.Minute, func() bool {
+		benches, err := st.ListBenches(context.Background(), 1)
+		if err != nil || len(benches) == 0 {
+			return false
+		}
+		b = benches[0]
+		as, err := st.Attempts(context.Background(), b.ID)
+		return err == nil && len(as) == 2
+	})
+	r := p.interrupt(t)
+	wantExit(t, r, 0)
+	if !strings.Contains(r.stderr, "detached from bench "+b.ID) {
+		t.Fatalf("lane bench said on Ctrl-C:\n%s", r.stderr)
+	}
+
+	w := e.startWorker(t, "--name", "w1", "--runtimes", "local")
+	onlyBenchEnd(t, h, b.ID, "2 of 2 passed")
+	w.stop(t)
+	select {
+	case extra := <-h.msgs:
+		t.Errorf("a notification after the worker left: %+v", extra)
+	default:
+	}
+	if got, err := st.GetBench(context.Background(), b.ID); err != nil || got.Status != trace.StatusSucceeded {
+		t.Errorf("bench %+v %v, want succeeded", got, err)
 	}
 }
 

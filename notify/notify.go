@@ -118,6 +118,10 @@ type Options struct {
 	Tries   int           // 0: 3
 	Backoff time.Duration // before the second try, doubling; 0: 250ms
 	Client  *http.Client  // nil: a client of its own
+	// Failed, when set, is handed each message a target did not take as
+	// soon as its last try fails (a process that runs for days: lane
+	// worker), instead of Wait returning it.
+	Failed func(Failure)
 }
 
 // Notifier sends messages to targets in the background.
@@ -167,6 +171,10 @@ func (n *Notifier) Send(m Message) {
 		}
 		n.wg.Go(func() {
 			if err := n.deliver(t, m); err != nil {
+				if n.opts.Failed != nil {
+					n.opts.Failed(Failure{Message: m, Target: Redact(t.URL), Err: err})
+					return
+				}
 				n.mu.Lock()
 				n.failures = append(n.failures, Failure{Message: m, Target: Redact(t.URL), Err: err})
 				n.mu.Unlock()

@@ -155,3 +155,26 @@ func TestCheck(t *testing.T) {
 		t.Errorf("an ntfy topic's format %q", f)
 	}
 }
+
+// With Failed set, a message no target took is handed over as its last try
+// fails, before any Wait, and Wait returns nothing more.
+func TestFailedAsItHappens(t *testing.T) {
+	t.Parallel()
+	var down received
+	srv := httptest.NewServer(down.handler(func(int) int { return http.StatusServiceUnavailable }))
+	defer srv.Close()
+	failed := make(chan Failure, 1)
+	n := New([]Target{{URL: srv.URL + "/topic?auth=tok"}}, Options{Backoff: time.Millisecond, Failed: func(f Failure) { failed <- f }})
+	n.Send(runEnd)
+	select {
+	case f := <-failed:
+		if f.Message.RunID != "3f2a" || !strings.Contains(f.Err.Error(), "503") || strings.Contains(f.Target, "tok") {
+			t.Errorf("failure %+v (%v)", f, f.Err)
+		}
+	case <-t.Context().Done():
+		t.Fatal("no failure handed over")
+	}
+	if f := n.Wait(t.Context()); len(f) != 0 || len(down.all()) != 3 {
+		t.Errorf("Wait returned %v after %d tries, want nothing more after 3", f, len(down.all()))
+	}
+}

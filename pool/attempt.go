@@ -187,15 +187,21 @@ func (w *Worker) holdLease(ctx context.Context, l store.Lease, fenced func()) (r
 func (w *Worker) record(ctx context.Context, job *river.Job[attemptArgs], l store.Lease, a *trace.Attempt) error {
 	// The result is recorded even when the worker is asked to leave now.
 	ctx = context.WithoutCancel(ctx)
+	var benchEnded bool
 	err := w.Persist(ctx, "result of attempt "+l.Key.String(), func(ctx context.Context) error {
-		return w.Store.CompleteAttempt(ctx, l, a, func(tx pgx.Tx) error {
+		var err error
+		benchEnded, err = w.Store.CompleteAttempt(ctx, l, a, func(tx pgx.Tx) error {
 			_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 			return err
 		})
+		return err
 	})
 	switch {
 	case err == nil:
 		w.count(a)
+		if benchEnded && w.BenchEnded != nil {
+			w.BenchEnded(ctx, l.Key.BenchID)
+		}
 		return nil
 	case errors.Is(err, store.ErrFenced):
 		w.Log.Warn("worker: result refused: another worker holds the attempt now", "attempt", l.Key.String())

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -206,3 +207,8 @@ func (d *Dispatcher) Enqueue(ctx context.Context, b *trace.Bench, todo []trace.A
 
 // Changed receives after any change the database announces.
 func (d *Dispatcher) Changed(ctx context.Context) <-chan struct{} { return d.st.Subscribe(ctx) }
+
+// End records b succeeded at endedAt unless it has ended already.
+func (d *Dispatcher) End(ctx context.Context, b *trace.Bench, endedAt time.Time) (bool, error) {
+	return d.st.EndPooledBench(ctx, b.ID, endedAt)
+}

@@ -44,6 +44,10 @@ type Worker struct {
 	RuntimeOf func(model string) (string, error)
 	Log       *slog.Logger
 	Now       func() time.Time // the clock of leases and heartbeats
+	// BenchEnded, when set, is told of each bench whose last attempt this
+	// worker recorded, and which it so recorded ended: no other process
+	// is told (lane worker notifies of the bench's end).
+	BenchEnded func(ctx context.Context, benchID string)
 
 	slots chan struct{}
 	// changed asks the heartbeat to record the worker's entry now: a run

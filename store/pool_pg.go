@@ -84,11 +84,12 @@ func (s *Store) pgExec(ctx context.Context, tx pgx.Tx, q string, args ...any) (i
 // changes nothing. also runs in a savepoint: if it fails, the result is
 // still recorded, and the job, delivered again, finds the attempt done.
 // When a was the bench's last unfinished attempt, the bench is recorded
-// succeeded.
-func (s *Store) CompleteAttempt(ctx context.Context, l Lease, a *trace.Attempt, also func(pgx.Tx) error) error {
+// succeeded and benchEnded is true: that worker, of all, tells of its end.
+func (s *Store) CompleteAttempt(ctx context.Context, l Lease, a *trace.Attempt, also func(pgx.Tx) error) (benchEnded bool, err error) {
 	a.BenchID, a.TaskID, a.Model, a.N = l.Key.BenchID, l.Key.TaskID, l.Key.Model, l.Key.N
 	a.Worker = l.Holder
-	err := s.pgWriteTx(ctx, func(tx pgx.Tx) error {
+	err = s.pgWriteTx(ctx, func(tx pgx.Tx) error {
+		benchEnded = false // a retried transaction starts over
 		var token int64
 		err := tx.QueryRow(ctx, s.db.bind(`SELECT lease_token FROM bench_attempts`+keyWhere+` FOR UPDATE`),
 			l.Key.args()...).Scan(&token)
@@ -108,7 +109,7 @@ func (s *Store) CompleteAttempt(ctx context.Context, l Lease, a *trace.Attempt, 
 			l.Key.args()...); err != nil {
 			return err
 		}
-		if err := s.finishPooledBench(ctx, tx, l.Key.BenchID); err != nil {
+		if benchEnded, err = s.finishPooledBench(ctx, tx, l.Key.BenchID); err != nil {
 			return err
 		}
 		if also == nil {
@@ -124,21 +125,37 @@ func (s *Store) CompleteAttempt(ctx context.Context, l Lease, a *trace.Attempt, 
 		return sp.Commit(ctx)
 	})
 	if err != nil {
-		return fmt.Errorf("record attempt %s: %w", l.Key, err)
+		return false, fmt.Errorf("record attempt %s: %w", l.Key, err)
 	}
-	return nil
+	return benchEnded, nil
 }
 
 // finishPooledBench records a bench of the pool succeeded once none of its
-// attempts is pending or running: no process owns such a bench, its
-// attempts do.
-func (s *Store) finishPooledBench(ctx context.Context, tx pgx.Tx, benchID string) error {
-	_, err := s.pgExec(ctx, tx, `UPDATE benches SET status = ?, ended_at = ?
+// attempts is pending or running (no process owns such a bench, its
+// attempts do), and says whether it did.
+func (s *Store) finishPooledBench(ctx context.Context, tx pgx.Tx, benchID string) (bool, error) {
+	n, err := s.pgExec(ctx, tx, `UPDATE benches SET status = ?, ended_at = ?
 		WHERE id = ? AND workers AND status = ? AND NOT EXISTS (
 			SELECT 1 FROM bench_attempts WHERE bench_id = ? AND status IN (?, ?))`,
 		string(trace.StatusSucceeded), time.Now().UnixNano(), benchID, string(trace.StatusRunning),
 		benchID, string(trace.AttemptPending), string(trace.AttemptRunning))
-	return err
+	return n == 1, err
+}
+
+// EndPooledBench records the bench of the pool benchID succeeded at
+// endedAt unless it is not running any more, and says whether it did.
+func (s *Store) EndPooledBench(ctx context.Context, benchID string, endedAt time.Time) (bool, error) {
+	var n int64
+	err := s.pgWriteTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		n, err = s.pgExec(ctx, tx, `UPDATE benches SET status = ?, ended_at = ? WHERE id = ? AND workers AND status = ?`,
+			string(trace.StatusSucceeded), endedAt.UnixNano(), benchID, string(trace.StatusRunning))
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("end bench %s: %w", benchID, err)
+	}
+	return n == 1, nil
 }
 
 // ReapLapsed gives back to the queue every attempt whose lease lapsed

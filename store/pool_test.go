@@ -173,7 +173,7 @@ func TestLeaseFencing(t *testing.T) {
 		t.Errorf("LinkAttemptRun with the old lease = %v, want ErrFenced", err)
 	}
 	called := false
-	err = s.CompleteAttempt(ctx, la, passed(runA.ID), func(pgx.Tx) error { called = true; return nil })
+	_, err = s.CompleteAttempt(ctx, la, passed(runA.ID), func(pgx.Tx) error { called = true; return nil })
 	if !errors.Is(err, ErrFenced) || called {
 		t.Errorf("CompleteAttempt with the old lease = %v (also called: %v), want ErrFenced without the call", err, called)
 	}
@@ -212,8 +212,9 @@ func TestLeaseFencing(t *testing.T) {
 	if got := runStatus(t, s, runB.ID); got.Status != trace.StatusSucceeded {
 		t.Errorf("b's run finished under its lease: %s", got.Status)
 	}
-	if err := s.CompleteAttempt(ctx, lb, passed(runB.ID), nil); err != nil {
-		t.Fatal(err)
+	ended, err := s.CompleteAttempt(ctx, lb, passed(runB.ID), nil)
+	if err != nil || !ended {
+		t.Fatalf("b's result, the bench's last: ended the bench %v, %v; want true", ended, err)
 	}
 	got := readLease(t, s, k)
 	if want := (leaseRow{Status: "passed", Token: 2, Worker: "b", RunID: runB.ID}); got != want {
@@ -255,8 +256,8 @@ func TestCompleteAttemptFinishesThePoolsBench(t *testing.T) {
 	l1 := acquire(t, s, keys[0], "a", t0)
 	// also fails: the result stays recorded, and the job, delivered
 	// again, finds the attempt done.
-	if err := s.CompleteAttempt(ctx, l1, passed(""), func(pgx.Tx) error { return errors.New("river is unhappy") }); err != nil {
-		t.Fatalf("CompleteAttempt whose also fails = %v, want the result recorded all the same", err)
+	if ended, err := s.CompleteAttempt(ctx, l1, passed(""), func(pgx.Tx) error { return errors.New("river is unhappy") }); err != nil || ended {
+		t.Fatalf("CompleteAttempt whose also fails = %v (ended the bench: %v), want the result recorded all the same, the bench going on", err, ended)
 	}
 	if got := readLease(t, s, keys[0]); got.Status != "passed" {
 		t.Errorf("attempt whose also failed: %+v", got)
@@ -267,7 +268,7 @@ func TestCompleteAttemptFinishesThePoolsBench(t *testing.T) {
 	l2 := acquire(t, s, keys[1], "b", t0)
 	// also runs in the transaction: what it writes is committed with the
 	// result.
-	err := s.CompleteAttempt(ctx, l2, &trace.Attempt{Status: trace.AttemptFailed, FailureKind: "check_failed"}, func(tx pgx.Tx) error {
+	ended, err := s.CompleteAttempt(ctx, l2, &trace.Attempt{Status: trace.AttemptFailed, FailureKind: "check_failed"}, func(tx pgx.Tx) error {
 		var status string
 		if err := tx.QueryRow(ctx, `SELECT status FROM bench_attempts WHERE bench_id = 'pool' AND task_id = 'two'`).Scan(&status); err != nil {
 			return err
@@ -278,16 +279,16 @@ func TestCompleteAttemptFinishesThePoolsBench(t *testing.T) {
 		_, err := tx.Exec(ctx, `UPDATE workers SET done = done + 1`) // any write of the same transaction
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || !ended {
+		t.Fatalf("the last attempt's result: %v, ended the bench %v", err, ended)
 	}
 	if st := benchStatus(t, s, "pool"); st != trace.StatusSucceeded {
 		t.Errorf("bench after its last attempt (failed): %s, want succeeded", st)
 	}
 
 	lo := acquire(t, s, ownKey, "a", t0)
-	if err := s.CompleteAttempt(ctx, lo, passed(""), nil); err != nil {
-		t.Fatal(err)
+	if ended, err := s.CompleteAttempt(ctx, lo, passed(""), nil); err != nil || ended {
+		t.Fatalf("the last attempt of a bench of its own process: %v, ended the bench %v (want false)", err, ended)
 	}
 	if st := benchStatus(t, s, "own"); st != trace.StatusRunning {
 		t.Errorf("a bench of its own process after its last attempt: %s, want running (its process records its end)", st)
@@ -306,7 +307,7 @@ func TestReapLapsed(t *testing.T) {
 	live := acquire(t, s, keys[1], "b", t0.Add(ttl))
 	runLive := startRun(t, s, live, "run-live")
 	done := acquire(t, s, keys[3], "a", t0)
-	if err := s.CompleteAttempt(ctx, done, passed(""), nil); err != nil {
+	if _, err := s.CompleteAttempt(ctx, done, passed(""), nil); err != nil {
 		t.Fatal(err)
 	}
 	now := t0.Add(ttl + time.Second) // a's leases lapsed, b's is live
@@ -445,7 +446,7 @@ func TestPoolBenchesDoNotCross(t *testing.T) {
 	if err := s.RenewLease(ctx, &Lease{Key: y, Token: lx2.Token, Holder: "c"}, ttl, t0); !errors.Is(err, ErrFenced) {
 		t.Errorf("renewing y with x's token (another holder) = %v, want ErrFenced", err)
 	}
-	if err := s.CompleteAttempt(ctx, lx2, passed(""), nil); err != nil {
+	if _, err := s.CompleteAttempt(ctx, lx2, passed(""), nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := readLease(t, s, y); got.Status != "running" || got.Holder != "b" || got.Token != 1 {
