@@ -93,7 +93,9 @@ func TestWebsocketResume(t *testing.T) {
 
 // Clients that connect while events keep coming get every event once, in
 // order: the catch-up from the database and the live feed join without a
-// gap or a duplicate.
+// gap or a duplicate, across the reconnections a browser makes when the
+// dashboard drops it as too slow (a busy machine can stall a client's
+// writer past stallAfter).
 func TestWebsocketCatchUpWhileLive(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpt{})
@@ -107,9 +109,9 @@ func TestWebsocketCatchUpWhileLive(t *testing.T) {
 		appendEvents(t, e.other, run, b*per+1, b*per+per, "x")
 		switch b {
 		case 10, 50, 90:
-			fromStart = append(fromStart, receive(e.dial("?after=0", nil), batches*per))
+			fromStart = append(fromStart, receive(e, e.dial("?after=0", nil), batches*per))
 		case 30:
-			live = receive(e.dial("", nil), batches*per)
+			live = receive(e, e.dial("", nil), batches*per)
 		}
 	}
 	for _, ch := range fromStart {
@@ -121,6 +123,7 @@ func TestWebsocketCatchUpWhileLive(t *testing.T) {
 			t.Errorf("hello cursor %d, want 0", got.hello)
 		}
 		checkSeqs(t, got.events, run, 1, batches*per)
+		t.Logf("a client from the start reconnected %d times", got.reconnects)
 	}
 	// Event ids are seqs here (one run, a fresh database).
 	got := <-live
@@ -130,27 +133,40 @@ func TestWebsocketCatchUpWhileLive(t *testing.T) {
 	checkSeqs(t, got.events, run, got.hello+1, batches*per)
 }
 
-// received is what receive read of a connection.
+// received is what receive read of a connection and its reconnections.
 type received struct {
-	hello  int64 // the hello's cursor
-	events []wsMsg
-	err    error
+	hello      int64 // the first hello's cursor
+	events     []wsMsg
+	reconnects int
+	err        error
 }
+
+// maxReconnects bounds the reconnections of one receive.
+const maxReconnects = 20
 
 // receive reads c's hello and then its events as they come, until the
 // event of id last (the hello's cursor is the id before its first), on a
 // goroutine of its own that ends with the read; the channel gets what it
-// read.
-func receive(c *websocket.Conn, last int64) <-chan received {
+// read. Dropped as too slow, it reconnects with ?after= the last id it
+// has, as the dashboard's page does.
+func receive(e *env, c *websocket.Conn, last int64) <-chan received {
 	ch := make(chan received, 1)
 	go func() {
 		var r received
 		defer func() { ch <- r }()
+		cursor, hellos := int64(0), 0
 		for {
 			c.SetReadDeadline(time.Now().Add(wait))
 			_, b, err := c.ReadMessage()
+			if websocket.IsCloseError(err, websocket.CloseTryAgainLater) && r.reconnects < maxReconnects {
+				c.Close()
+				r.reconnects++
+				if c, _, err = e.tryDial(fmt.Sprintf("?after=%d", cursor), nil, nil); err == nil {
+					continue
+				}
+			}
 			if err != nil {
-				r.err = fmt.Errorf("read websocket after %d events: %w", len(r.events), err)
+				r.err = fmt.Errorf("read websocket after %d events (%d reconnections): %w", len(r.events), r.reconnects, err)
 				return
 			}
 			var m wsMsg
@@ -160,11 +176,15 @@ func receive(c *websocket.Conn, last int64) <-chan received {
 			}
 			switch m.Type {
 			case "hello":
-				r.hello = m.Cursor
+				if hellos++; hellos == 1 {
+					r.hello, cursor = m.Cursor, m.Cursor
+				}
 			case "event":
 				r.events = append(r.events, m)
+				cursor = m.ID
 			}
 			if r.hello+int64(len(r.events)) >= last {
+				c.Close()
 				return
 			}
 		}

@@ -112,7 +112,9 @@ func runAttempt(ctx context.Context, a *attempt, rec Recorder) (*trace.Run, erro
 		run.ErrorMessage = err.Error()
 		run.ErrorHint = a.startHint
 	} else {
-		if ex.Settled && (isIdleTimeout(ex.StopCause) || errors.Is(ex.StopCause, ErrOutlivedDialog)) {
+		// A runtime stopped for outliving its dialog had had its say: the
+		// conversation was over; so had one that lingers after its result.
+		if errors.Is(ex.StopCause, ErrOutlivedDialog) || (ex.Settled && isIdleTimeout(ex.StopCause)) {
 			slog.Debug("runtime lingered after its result", "run", run.ID, "cause", ex.StopCause)
 			ex.StopCause, ex.Code = nil, 0
 		}

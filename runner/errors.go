@@ -46,8 +46,8 @@ var ErrCancelled = errors.New("run cancelled")
 
 // ErrOutlivedDialog is the cause of a runtime stopped because it did not
 // exit once its dialog was over and its stdin closed (Gemini CLI keeps
-// running while the MCP servers it started do). When the runtime had given
-// its final word, the stop only ends its lingering (see Exit.Settled).
+// running while the MCP servers it started do). The conversation was over:
+// the stop only ends its lingering, and the run is judged by what it said.
 var ErrOutlivedDialog = errors.New("the runtime did not exit after its stdin closed")
 
 // MissingError says the runtime binary could not be found, and where lane looked.
