@@ -10,17 +10,26 @@ import (
 
 // rateLimit shows a report of usage limits when a window is near its limit
 // ("⚠ claude five_hour at 92 % · resets 21:13"). A refusal is said by the
-// run's summary, and a window with room says nothing.
+// run's summary, and a window with room says nothing. Claude Code reports
+// its limits with every response: a warning is said again only when it
+// changes (its share, its reset).
 func (p *Printer) rateLimit(b *strings.Builder, depth int, ev trace.Event) {
 	rl := ev.RateLimit
 	if rl == nil || rl.Refused() {
 		return
 	}
 	for _, w := range rl.Windows {
+		label := limitLabel(rl.Runtime, w.Name)
 		if w.Status != trace.LimitWarning {
+			delete(p.limitShown, label)
 			continue
 		}
-		p.line(b, depth, yellow, "⚠ "+limitLabel(rl.Runtime, w.Name)+" at "+percent(w.Utilization)+resets(w.ResetsAt, ev.Time))
+		warning := "⚠ " + label + " at " + percent(w.Utilization) + resets(w.ResetsAt, ev.Time)
+		if p.limitShown[label] == warning {
+			continue
+		}
+		p.limitShown[label] = warning
+		p.line(b, depth, yellow, warning)
 	}
 }
 

@@ -23,12 +23,15 @@ func TestRateLimitLines(t *testing.T) {
 	}
 	var b strings.Builder
 	p := NewPrinter(&b, false)
-	for _, ev := range []trace.Event{report(trace.LimitAllowed, 0.5), report(trace.LimitWarning, 0.92)} {
+	// Reported with every response: the same warning is said once, a
+	// change of it again.
+	for _, ev := range []trace.Event{report(trace.LimitAllowed, 0.5), report(trace.LimitWarning, 0.92),
+		report(trace.LimitWarning, 0.92), report(trace.LimitWarning, 0.95)} {
 		if err := p.Event(ev); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got, want := b.String(), "⚠ claude five_hour at 92 % · resets 21:13\n"; got != want {
+	if got, want := b.String(), "⚠ claude five_hour at 92 % · resets 21:13\n⚠ claude five_hour at 95 % · resets 21:13\n"; got != want {
 		t.Errorf("live lines %q, want %q", got, want)
 	}
 

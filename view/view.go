@@ -28,11 +28,12 @@ type Printer struct {
 	w     io.Writer
 	color bool
 
-	cwd         string          // the session's working directory; paths under it are shown relative
-	lastSession string          // the session line last shown, so a repeated init prints nothing
-	calls       map[string]call // tool_use_id → the call
-	lastCall    string          // tool_use_id of the call just shown, "" once anything else was
-	lastError   string          // the text of the error event just shown, "" once anything else was shown
+	cwd         string            // the session's working directory; paths under it are shown relative
+	lastSession string            // the session line last shown, so a repeated init prints nothing
+	calls       map[string]call   // tool_use_id → the call
+	lastCall    string            // tool_use_id of the call just shown, "" once anything else was
+	lastError   string            // the text of the error event just shown, "" once anything else was shown
+	limitShown  map[string]string // a usage limit window → its warning last shown, said again only when it changes
 
 	// Asking: the person at this terminal is asked each request directly
 	// (lane run's own terminal), so the request itself is not shown again.
@@ -46,7 +47,7 @@ type call struct {
 
 // NewPrinter returns a Printer writing to w, with colours when color is true.
 func NewPrinter(w io.Writer, color bool) *Printer {
-	return &Printer{w: w, color: color, calls: make(map[string]call)}
+	return &Printer{w: w, color: color, calls: make(map[string]call), limitShown: make(map[string]string)}
 }
 
 // Event prints one event. Kinds that the summary covers (usage, result) and
