@@ -161,7 +161,11 @@ func TestBrowserChanges(t *testing.T) {
 	if j.Href != "/runs/"+edited.ID+"#event-301" || j.Top < 0 || j.Bottom > j.Height || j.Changes {
 		t.Errorf("after the jump: %+v (want the trace's address, the call on screen, the Changes view hidden)", j)
 	}
-	e.do("back to the Changes tab", 10*time.Second,
+	// The jump scrolls again over the next frames (run.js eventJump): a
+	// click before they ran would land where the tab was.
+	eval[bool](e, `new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => requestAnimationFrame(() => r(true)))))`,
+		chromedp.EvalAwaitPromise)
+	e.do("back to the Changes tab", 20*time.Second,
 		chromedp.Click(chromedp.CSS(`.run-tabs a[data-tab="changes"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.changes table.files`)))
 	if path := eval[string](e, `location.pathname`); path != "/runs/"+edited.ID+"/changes" {
