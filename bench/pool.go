@@ -51,7 +51,7 @@ func (r *runner) dispatch(ctx context.Context, todo []trace.Attempt) (*trace.Ben
 	err := r.cfg.Pool.Enqueue(ectx, b, todo)
 	cancel()
 	if err != nil {
-		return b, fmt.Errorf("bench %s: enqueue: %w", b.ID, err)
+		return b, fmt.Errorf("bench %s: %w", b.ID, err) // the pool says what it could not enqueue
 	}
 	changed := r.cfg.Pool.Changed(ctx)
 	tick := time.NewTicker(followEvery)

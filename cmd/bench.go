@@ -158,7 +158,9 @@ func runBench(ctx context.Context, f *Factory, opts *BenchOptions) error {
 	}
 	if b.Workers && b.Status == trace.StatusRunning {
 		if err != nil {
-			return err // not detached: the bench could not enqueue (it resumes with --resume)
+			// Not detached: the bench could not enqueue; it is recorded,
+			// its attempts pending.
+			return fmt.Errorf("%w (the bench is recorded: lane bench --resume %s enqueues its attempts)", err, b.ID)
 		}
 		fmt.Fprintf(f.IO.ErrOut, "lane: detached from bench %s: the workers carry on; follow it with lane bench report %s, or the dashboard\n", b.ID, b.ID)
 		return nil

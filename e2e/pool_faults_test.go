@@ -396,6 +396,60 @@ func storedRuns(t *testing.T, db string) map[string]string {
 	return out
 }
 
+// A bench whose attempts the queue refuses fails with the reason and how
+// to go on, loses nothing recorded, and --resume enqueues it once the
+// queue takes jobs again.
+func TestBenchTheQueueRefusesResumes(t *testing.T) {
+	t.Parallel()
+	e := poolEnv(t)
+	e.model.SetResponder(answerTasks)
+	w := e.startWorker(t, "--name", "w1", "--runtimes", "local") // it makes River's tables
+	exec := func(q string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, e.db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, time.Minute, func() bool {
+		migrated := false
+		query(t, e.db, `SELECT to_regclass('river_job') IS NOT NULL`, nil, func(r pgx.Rows) error { return r.Scan(&migrated) })
+		return migrated
+	})
+	exec(`CREATE FUNCTION refuse_jobs() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'the queue is closed for the test'; END $$;
+		CREATE TRIGGER refuse_jobs BEFORE INSERT ON river_job FOR EACH ROW EXECUTE FUNCTION refuse_jobs()`)
+
+	r := e.lane(t.Context(), "bench", "--workers", "--repeat", "2", oneTaskSuite(t))
+	if r.code == 0 || !strings.Contains(r.stderr, "the queue is closed for the test") || !strings.Contains(r.stderr, "lane bench --resume ") {
+		t.Fatalf("a bench the queue refuses: exit %d\n%s", r.code, r.stderr)
+	}
+	st := e.openStore()
+	benches, err := st.ListBenches(context.Background(), 1)
+	if err != nil || len(benches) != 1 || benches[0].Status != trace.StatusRunning {
+		t.Fatalf("benches %+v %v, want the one recorded, running", benches, err)
+	}
+	b := benches[0]
+	if as, err := st.Attempts(context.Background(), b.ID); err != nil || len(as) != 2 || as[0].Status != trace.AttemptPending || as[1].Status != trace.AttemptPending {
+		t.Fatalf("attempts %+v %v, want two pending", as, err)
+	}
+
+	exec(`DROP TRIGGER refuse_jobs ON river_job`)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	wantExit(t, e.lane(ctx, "bench", "--resume", b.ID), 0)
+	if got := passCounts(t, st, b.ID); got["write-answer"] != 2 {
+		t.Errorf("passed after the resume: %v, want both attempts of write-answer", got)
+	}
+	w.stop(t)
+}
+
 // query runs q on db with args and calls row for each row.
 func query(t *testing.T, db, q string, args []any, row func(pgx.Rows) error) {
 	t.Helper()
