@@ -427,7 +427,7 @@ func TestBenchTheQueueRefusesResumes(t *testing.T) {
 		CREATE TRIGGER refuse_jobs BEFORE INSERT ON river_job FOR EACH ROW EXECUTE FUNCTION refuse_jobs()`)
 
 	r := e.lane(t.Context(), "bench", "--workers", "--repeat", "2", oneTaskSuite(t))
-	if r.code == 0 || !strings.Contains(r.stderr, "the queue is closed for the test") || !strings.Contains(r.stderr, "lane bench --resume ") {
+	if r.code != 6 || !strings.Contains(r.stderr, "the queue is closed for the test") || !strings.Contains(r.stderr, "lane bench --resume ") {
 		t.Fatalf("a bench the queue refuses: exit %d\n%s", r.code, r.stderr)
 	}
 	st := e.openStore()
