@@ -44,17 +44,21 @@ type step struct {
 // acpCLI is one CLI pointed at its scripted server.
 type acpCLI struct {
 	name string
+	// costly: one run takes about 10 CPU-seconds (opencode, Qwen Code).
+	// make test drives a costly CLI through the cases that tell most;
+	// their other cases are the Long tests, which make test-long runs.
+	costly bool
 	// start starts the server with steps and returns the run's options and
 	// the bodies of the main requests the server received so far.
 	start func(t *testing.T, steps ...step) (runner.Options, func() []string, func(ctx context.Context, n int) error)
 }
 
 var acpCLIs = []acpCLI{
-	{"gemini", startGemini},
-	{"qwen", func(t *testing.T, steps ...step) (runner.Options, func() []string, func(context.Context, int) error) {
+	{"gemini", false, startGemini},
+	{"qwen", true, func(t *testing.T, steps ...step) (runner.Options, func() []string, func(context.Context, int) error) {
 		return startOpenAI(t, "qwen", "run_shell_command", steps...)
 	}},
-	{"opencode", func(t *testing.T, steps ...step) (runner.Options, func() []string, func(context.Context, int) error) {
+	{"opencode", true, func(t *testing.T, steps ...step) (runner.Options, func() []string, func(context.Context, int) error) {
 		return startOpenAI(t, "opencode", "bash", steps...)
 	}},
 }
@@ -240,6 +244,21 @@ func (ar *acpRun) events() []trace.Event {
 	return ar.rec.EventsOf(ar.run.ID)
 }
 
+// onACPCLIs runs test on each costly CLI, or on each other one, as a
+// parallel subtest named after it.
+func onACPCLIs(t *testing.T, costly bool, test func(*testing.T, acpCLI)) {
+	t.Parallel()
+	for _, cli := range acpCLIs {
+		if cli.costly != costly {
+			continue
+		}
+		t.Run(cli.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, cli)
+		})
+	}
+}
+
 // index is the position of the first event that matches, or -1.
 func index(evs []trace.Event, match func(trace.Event) bool) int {
 	return slices.IndexFunc(evs, match)
@@ -290,34 +309,33 @@ func TestACPApproveRunsTheCommand(t *testing.T) {
 	}
 }
 
-func TestACPDenyTellsTheAgent(t *testing.T) {
-	t.Parallel()
-	for _, cli := range acpCLIs {
-		t.Run(cli.name, func(t *testing.T) {
-			t.Parallel()
-			o, bodies, _ := cli.start(t, step{shell: "echo hi > hello.txt"}, step{text: "I will not."})
-			ar := startACP(t, cli.name, "deny_"+cli.name, o)
-			req := ar.asked()
-			const why = "no files today, say why instead"
-			if err := ar.desk.Answer(req.ID, interact.Decision{Message: why, By: interact.ByDashboard}); err != nil {
-				t.Fatal(err)
-			}
-			run := ar.wait()
-			if run.Status != trace.StatusSucceeded || run.Permissions != (trace.PermissionCounts{Requests: 1, Denied: 1}) {
-				t.Fatalf("status %s (%s: %s), permissions %+v", run.Status, run.ErrorKind, run.ErrorMessage, run.Permissions)
-			}
-			if _, err := os.Stat(filepath.Join(o.Dir, "hello.txt")); !os.IsNotExist(err) {
-				t.Errorf("hello.txt exists after a denial: %v", err)
-			}
-			main := bodies()
-			if len(main) < 2 || !slices.ContainsFunc(main[1:], func(b string) bool { return strings.Contains(b, why) }) {
-				t.Errorf("no request after the denial holds its message (%d requests)", len(main))
-			}
-			evs := ar.events()
-			if i := index(evs, func(ev trace.Event) bool { return ev.Kind == trace.KindUserMessage && strings.Contains(ev.Text, why) }); i < 0 {
-				t.Error("the message to the agent is not in the trace")
-			}
-		})
+func TestACPDenyTellsTheAgent(t *testing.T) { onACPCLIs(t, false, testDeny) }
+
+func TestACPDenyTellsTheAgentOnCostlyCLIsLong(t *testing.T) { onACPCLIs(t, true, testDeny) }
+
+func testDeny(t *testing.T, cli acpCLI) {
+	t.Helper()
+	o, bodies, _ := cli.start(t, step{shell: "echo hi > hello.txt"}, step{text: "I will not."})
+	ar := startACP(t, cli.name, "deny_"+cli.name, o)
+	req := ar.asked()
+	const why = "no files today, say why instead"
+	if err := ar.desk.Answer(req.ID, interact.Decision{Message: why, By: interact.ByDashboard}); err != nil {
+		t.Fatal(err)
+	}
+	run := ar.wait()
+	if run.Status != trace.StatusSucceeded || run.Permissions != (trace.PermissionCounts{Requests: 1, Denied: 1}) {
+		t.Fatalf("status %s (%s: %s), permissions %+v", run.Status, run.ErrorKind, run.ErrorMessage, run.Permissions)
+	}
+	if _, err := os.Stat(filepath.Join(o.Dir, "hello.txt")); !os.IsNotExist(err) {
+		t.Errorf("hello.txt exists after a denial: %v", err)
+	}
+	main := bodies()
+	if len(main) < 2 || !slices.ContainsFunc(main[1:], func(b string) bool { return strings.Contains(b, why) }) {
+		t.Errorf("no request after the denial holds its message (%d requests)", len(main))
+	}
+	evs := ar.events()
+	if i := index(evs, func(ev trace.Event) bool { return ev.Kind == trace.KindUserMessage && strings.Contains(ev.Text, why) }); i < 0 {
+		t.Error("the message to the agent is not in the trace")
 	}
 }
 
@@ -392,32 +410,31 @@ func TestACPInterruptThenMessage(t *testing.T) {
 	}
 }
 
-func TestACPResumeLoadsTheSession(t *testing.T) {
-	t.Parallel()
-	for _, cli := range acpCLIs {
-		t.Run(cli.name, func(t *testing.T) {
-			t.Parallel()
-			o, bodies, _ := cli.start(t, step{shell: "echo hi > hello.txt"}, step{text: "first answer"}, step{text: "second answer"})
-			o.AllowedTools = []string{"Read", "Bash"}
-			o.StateDir = t.TempDir() // Gemini CLI's sessions stay in lane's home for it
-			first := startACP(t, cli.name, "resume1_"+cli.name, o).wait()
-			if first.Status != trace.StatusSucceeded || first.SessionID == "" {
-				t.Fatalf("first run: %s (%s: %s), session %q", first.Status, first.ErrorKind, first.ErrorMessage, first.SessionID)
-			}
-			o.Prompt, o.ResumeSession = "and now?", first.SessionID
-			o.Desk = interact.NewMemory()
-			second := startACP(t, cli.name, "resume2_"+cli.name, o).wait()
-			if second.Status != trace.StatusSucceeded || second.SessionID != first.SessionID || second.ResultText != "second answer" {
-				t.Fatalf("second run: %s (%s: %s), session %q, result %q", second.Status, second.ErrorKind, second.ErrorMessage, second.SessionID, second.ResultText)
-			}
-			main := bodies()
-			if len(main) != 3 || !strings.Contains(main[2], "echo hi") || !strings.Contains(main[2], "first answer") || !strings.Contains(main[2], "and now?") {
-				t.Errorf("%d main requests; want the history and the new prompt in the third: %s", len(main), main[len(main)-1])
-			}
-			if second.Turns != 1 {
-				t.Errorf("second run: %d turns; the replayed history is not this run's", second.Turns)
-			}
-		})
+func TestACPResumeLoadsTheSession(t *testing.T) { onACPCLIs(t, false, testResume) }
+
+func TestACPResumeLoadsTheSessionOnCostlyCLIsLong(t *testing.T) { onACPCLIs(t, true, testResume) }
+
+func testResume(t *testing.T, cli acpCLI) {
+	t.Helper()
+	o, bodies, _ := cli.start(t, step{shell: "echo hi > hello.txt"}, step{text: "first answer"}, step{text: "second answer"})
+	o.AllowedTools = []string{"Read", "Bash"}
+	o.StateDir = t.TempDir() // Gemini CLI's sessions stay in lane's home for it
+	first := startACP(t, cli.name, "resume1_"+cli.name, o).wait()
+	if first.Status != trace.StatusSucceeded || first.SessionID == "" {
+		t.Fatalf("first run: %s (%s: %s), session %q", first.Status, first.ErrorKind, first.ErrorMessage, first.SessionID)
+	}
+	o.Prompt, o.ResumeSession = "and now?", first.SessionID
+	o.Desk = interact.NewMemory()
+	second := startACP(t, cli.name, "resume2_"+cli.name, o).wait()
+	if second.Status != trace.StatusSucceeded || second.SessionID != first.SessionID || second.ResultText != "second answer" {
+		t.Fatalf("second run: %s (%s: %s), session %q, result %q", second.Status, second.ErrorKind, second.ErrorMessage, second.SessionID, second.ResultText)
+	}
+	main := bodies()
+	if len(main) != 3 || !strings.Contains(main[2], "echo hi") || !strings.Contains(main[2], "first answer") || !strings.Contains(main[2], "and now?") {
+		t.Errorf("%d main requests; want the history and the new prompt in the third: %s", len(main), main[len(main)-1])
+	}
+	if second.Turns != 1 {
+		t.Errorf("second run: %d turns; the replayed history is not this run's", second.Turns)
 	}
 }
 
@@ -488,10 +505,23 @@ func runScenario(t *testing.T, cli acpCLI, sc acpScenario, acp bool) (*trace.Run
 	return run, ar.events()
 }
 
+// TestACPScenarios runs every scenario on Gemini CLI and the first on
+// the costly CLIs; TestACPScenariosOnCostlyCLIsLong the others on them.
 func TestACPScenarios(t *testing.T) {
+	testScenarios(t, func(cli acpCLI, i int) bool { return !cli.costly || i == 0 })
+}
+
+func TestACPScenariosOnCostlyCLIsLong(t *testing.T) {
+	testScenarios(t, func(cli acpCLI, i int) bool { return cli.costly && i > 0 })
+}
+
+func testScenarios(t *testing.T, include func(cli acpCLI, scenario int) bool) {
 	t.Parallel()
 	for _, cli := range acpCLIs {
-		for _, sc := range acpScenarios {
+		for i, sc := range acpScenarios {
+			if !include(cli, i) {
+				continue
+			}
 			t.Run(cli.name+"/"+sc.name, func(t *testing.T) {
 				t.Parallel()
 				run, evs := runScenario(t, cli, sc, true)
