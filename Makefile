@@ -25,7 +25,9 @@ test-deps: $(RUNTIMES_STAMP)
 
 # make test skips the long tests, the ones whose name ends in Long (the
 # pool's fault and scaling cases, the ccusage comparison, the CLIs' own
-# checks of the scripted servers, soaks), and runs without the race
+# checks of the scripted servers, soaks, the cases of opencode and Qwen
+# Code beyond the ones that tell most: a run of either costs about 10
+# CPU-seconds), and runs without the race
 # detector: instrumenting lane's packages (SQLite's transpiled C above all)
 # more than doubles the suite's CPU, and the suite is bound by CPU on 2
 # cores. make test-long runs the long tests and every package lane is made

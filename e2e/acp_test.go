@@ -362,12 +362,22 @@ func answerAlways(t *testing.T, e *cliEnv, text string) {
 
 // The agent CLIs that speak ACP to lane get the editor's MCP servers with
 // their session, in a mode that asks and in bypassPermissions alike: each
-// starts the server and lists its tools.
+// starts the server and lists its tools. Gemini CLI in bypassPermissions
+// and Qwen Code are TestACPPassesMCPServersToMoreACPCLIsLong.
 func TestACPPassesMCPServersToACPCLIs(t *testing.T) {
+	passesMCPServers(t, acpMode{"gemini", "default"}, acpMode{"opencode", "bypassPermissions"})
+}
+
+func TestACPPassesMCPServersToMoreACPCLIsLong(t *testing.T) {
+	passesMCPServers(t, acpMode{"gemini", "bypassPermissions"}, acpMode{"qwen", "bypassPermissions"})
+}
+
+// acpMode is a runtime that speaks ACP to lane and a permission mode.
+type acpMode struct{ runtime, mode string }
+
+func passesMCPServers(t *testing.T, cases ...acpMode) {
 	t.Parallel()
-	for _, tc := range []struct{ runtime, mode string }{
-		{"gemini", "default"}, {"gemini", "bypassPermissions"}, {"qwen", "bypassPermissions"}, {"opencode", "bypassPermissions"},
-	} {
+	for _, tc := range cases {
 		t.Run(tc.runtime+" "+tc.mode, func(t *testing.T) {
 			t.Parallel()
 			r := rigOf(t, tc.runtime)

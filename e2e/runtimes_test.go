@@ -54,7 +54,11 @@ type scripted interface {
 type rig struct {
 	runtime string
 	model   string
-	serve   func(t *testing.T, steps ...step) scripted
+	// costly: one run takes about 10 CPU-seconds (opencode, Qwen Code),
+	// so make test drives it through fewer cases than the others and
+	// leaves the rest to the Long tests.
+	costly bool
+	serve  func(t *testing.T, steps ...step) scripted
 	// env adds what the runtime needs beyond the key (for example
 	// opencode's npm registry look-up, pointed at the server).
 	env func(s scripted) []string
@@ -78,7 +82,7 @@ var rigs = []rig{
 		},
 	},
 	{
-		runtime: "opencode", model: openaitest.Model,
+		runtime: "opencode", model: openaitest.Model, costly: true,
 		serve: func(t *testing.T, steps ...step) scripted {
 			return openaiServer{openaitest.NewServer(t, openaiTurns("bash", steps)...)}
 		},
@@ -88,7 +92,7 @@ var rigs = []rig{
 		},
 	},
 	{
-		runtime: "qwen", model: openaitest.Model,
+		runtime: "qwen", model: openaitest.Model, costly: true,
 		serve: func(t *testing.T, steps ...step) scripted {
 			return openaiServer{openaitest.NewServer(t, openaiTurns("run_shell_command", steps)...)}
 		},
@@ -214,16 +218,23 @@ func countKind(evs []trace.Event, k trace.Kind) int {
 // (each start of a Node-based CLI costs seconds of CPU, so a case makes
 // as few as it can); TestRuntimeFaultsLong (make test-long) through a
 // refused key, ctrl-c, the watchdogs and a lane killed under it. Claude Code's own fault cases run in make test (e2e_test.go).
+// TestRuntimes drives every runtime through a run and its resume, and
+// the runtimes but the costly ones through a run that asks;
+// TestRuntimesAskOnCostlyCLIsLong does the costly ones'.
 func TestRuntimes(t *testing.T) {
-	t.Parallel()
-	runRigScenarios(t, map[string]func(*testing.T, rig){
-		"tools, text, resume": testToolsThenText,
-		"asks":                testAsks,
-	})
+	runRigScenarios(t, runtimeScenarios, func(r rig, scenario string) bool { return !r.costly || scenario != "asks" })
+}
+
+func TestRuntimesAskOnCostlyCLIsLong(t *testing.T) {
+	runRigScenarios(t, runtimeScenarios, func(r rig, scenario string) bool { return r.costly && scenario == "asks" })
+}
+
+var runtimeScenarios = map[string]func(*testing.T, rig){
+	"tools, text, resume": testToolsThenText,
+	"asks":                testAsks,
 }
 
 func TestRuntimeFaultsLong(t *testing.T) {
-	t.Parallel()
 	runRigScenarios(t, map[string]func(*testing.T, rig){
 		"401":         testAuthRefused,
 		"ctrl-c":      testInterrupted,
@@ -231,19 +242,24 @@ func TestRuntimeFaultsLong(t *testing.T) {
 		"long tool":   testLongTool,
 		"lane killed": testLaneKilled,
 		"max turns":   testMaxTurns,
-	})
+	}, nil)
 }
 
-// runRigScenarios runs every scenario on every runtime's rig, each a
-// parallel test of its own: go test's -parallel (the cores, by default)
-// bounds how many run at once, so the Node-based CLIs, which take a core
-// each to start, never outnumber the cores, and the last runtime's cases
-// do not wait for one another at the end of the suite.
-func runRigScenarios(t *testing.T, scenarios map[string]func(*testing.T, rig)) {
+// runRigScenarios runs the scenarios on every runtime's rig (those that
+// include, when not nil, accepts), each a parallel test of its own: go
+// test's -parallel bounds how many run at once, so the Node-based CLIs,
+// which take a core each to start, never outnumber the cores, and the
+// last runtime's cases do not wait for one another at the end of the
+// suite.
+func runRigScenarios(t *testing.T, scenarios map[string]func(*testing.T, rig), include func(r rig, scenario string) bool) {
+	t.Parallel()
 	names := slices.Sorted(maps.Keys(scenarios))
 	for _, r := range rigs {
 		t.Run(r.runtime, func(t *testing.T) {
 			for _, name := range names {
+				if include != nil && !include(r, name) {
+					continue
+				}
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
 					scenarios[name](t, r)
