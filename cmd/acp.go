@@ -61,9 +61,16 @@ func runACP(ctx context.Context, f *Factory, opts *RunOptions) error {
 		return usageErrorf(err)
 	}
 	opts.OutputFormat = formatNone
+	// An editor keeps lane acp for hours: a message not delivered is told
+	// on stderr (never stdout, the protocol's) as it fails.
+	notes, err := startNotifyReporting(f, cfg, st, true)
+	if err != nil {
+		return err
+	}
+	defer notes.close(ctx)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	ag := &acpAgent{f: f, cfg: cfg, st: st, base: *opts, ctx: ctx, sessions: map[sdk.SessionId]*acpSession{}}
+	ag := &acpAgent{f: f, cfg: cfg, st: st, base: *opts, ctx: ctx, notes: notes, sessions: map[sdk.SessionId]*acpSession{}}
 	conn := sdk.NewAgentSideConnection(ag, f.IO.Out, f.IO.In)
 	conn.SetLogger(slog.Default())
 	ag.conn = conn
@@ -82,8 +89,11 @@ type acpAgent struct {
 	cfg  *config.File
 	st   *store.Store
 	base RunOptions // the flags: every session's runs start from them
-	conn *sdk.AgentSideConnection
-	ctx  context.Context // lane acp's: ends every run
+	// notes tells of each prompt's run as of any lane run's: its
+	// requests that wait, its end. nil: nobody is told.
+	notes *notifications
+	conn  *sdk.AgentSideConnection
+	ctx   context.Context // lane acp's: ends every run
 
 	wg       sync.WaitGroup
 	mu       sync.Mutex
@@ -265,6 +275,7 @@ func (a *acpAgent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptR
 	ro.attended = true
 	rec := newRunRecorder(a.st, IO{Out: discard{}, ErrOut: a.f.IO.ErrOut}, formatNone)
 	rec.via = ViaACP
+	rec.notes = a.notes
 	up := &acpUpdates{conn: a.conn, session: s.id, edits: a.editsOf(&ro)}
 	rec.tap = func(ev trace.Event) { up.send(runCtx, ev) }
 	run, err := executeRun(runCtx, a.f, a.st, rec, a.cfg, &ro, s.cwd, nil)

@@ -19,6 +19,7 @@ import (
 	"lane/internal/geminitest"
 	"lane/internal/openaitest"
 	"lane/internal/responsestest"
+	"lane/notify"
 	"lane/store"
 	"lane/trace"
 )
@@ -77,11 +78,14 @@ func TestACPClientDrivesLane(t *testing.T) {
 
 // A permission the editor denies is the editor's answer: the command does
 // not run, the model hears it was denied, and the run records who said no.
+// The run notifies as any lane run: the request that waits, then its end.
 func TestACPClientDenies(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t,
 		anthropictest.Tools(anthropictest.Bash("toolu_1", "echo made > made.txt")),
 		anthropictest.Text("I was not allowed to."))
+	h := newHook(t)
+	e.vars = append(e.vars, "LANE_NOTIFY_URL="+h.srv.URL)
 	r := e.acpx(t, "--model sonnet --permission-mode default --allowed-tools Read", "--deny-all", "--format", "json", "exec", "make made.txt")
 	wantExit(t, r, 5) // acpx's own PERMISSION_DENIED: it denied a request
 	if _, err := os.Stat(filepath.Join(e.proj, "made.txt")); err == nil {
@@ -97,6 +101,12 @@ func TestACPClientDenies(t *testing.T) {
 	_, decisions := permissionEvents(e.events(runs[0].ID))
 	if len(decisions) != 1 || decisions[0].Permission.Allow || decisions[0].Permission.By != "editor" {
 		t.Errorf("decisions %+v", decisions)
+	}
+	if m := h.next(t); m.Event != notify.EventApproval || m.RunID != runs[0].ID || m.Tool != "Bash" {
+		t.Errorf("first notification %+v, want the request of run %s", m, runs[0].ID)
+	}
+	if m := h.next(t); m.Event != notify.EventRunEnd || m.RunID != runs[0].ID || m.Status != "succeeded" {
+		t.Errorf("second notification %+v, want the end of run %s", m, runs[0].ID)
 	}
 }
 

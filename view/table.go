@@ -73,7 +73,7 @@ func tableRow(r *trace.Run, now time.Time, home string) []string {
 	return []string{
 		cell(Short(r.ID)),
 		status,
-		cell(r.Runtime),
+		runtimeCell(r),
 		cell(r.Model),
 		costS,
 		tokens,
@@ -84,6 +84,15 @@ func tableRow(r *trace.Run, now time.Time, home string) []string {
 		cell(shortHome(r.Dir, home)),
 		cell(promptLine(r.Prompt)),
 	}
+}
+
+// runtimeCell is the RUNTIME cell, which says how the run came when
+// not from lane run or lane bench ("claude via acp": an editor's prompt).
+func runtimeCell(r *trace.Run) string {
+	if r.Via == "" {
+		return cell(r.Runtime)
+	}
+	return cell(r.Runtime + " via " + r.Via)
 }
 
 // filesChanged is the FILES cell: how many files the run changed, "-"
