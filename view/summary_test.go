@@ -75,7 +75,7 @@ func runs() []*trace.Run {
 		},
 		{
 			ID: "c0dec0dec0dec0de", Status: trace.StatusSucceeded, Runtime: "codex", Model: "gpt-5-codex", Via: "acp",
-			Dir: "/home/dev/proj",
+			Dir:    "/home/dev/proj",
 			Prompt: "fix the flaky test", StartedAt: started.Add(-30 * time.Second), EndedAt: started.Add(-20 * time.Second), DurationMS: 10000,
 			CostUSD: 0.0042, CostEstimate: true, Usage: trace.Usage{InputTokens: 900, OutputTokens: 80}, Turns: 3, ToolCalls: 2,
 		},
