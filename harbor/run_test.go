@@ -267,7 +267,9 @@ func TestServicesThatFailAreErrorsOfTheEnvironment(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(t.TempDir(), "task")
+			// A folder, so a task and an image repository, of each case's
+			// own: build prunes the other tags of its repository.
+			dir := filepath.Join(t.TempDir(), "web-service-"+tc.name)
 			if err := os.CopyFS(dir, os.DirFS("testdata/compose/web-service")); err != nil {
 				t.Fatal(err)
 			}
