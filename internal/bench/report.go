@@ -112,7 +112,7 @@ var csvHeader = []string{
 	"pass_rate", "ci_low", "ci_high", "pass_at_1", "k", "pass_at_k",
 	"median_duration_ms", "mean_duration_ms", "cost_usd", "cost_per_attempt_usd", "cost_per_pass_usd",
 	"input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "tokens",
-	"turns", "tool_calls", "mean_turns", "mean_tool_calls", "failures", "median_files_changed",
+	"turns", "tool_calls", "mean_turns", "mean_tool_calls", "failures", "median_files_changed", "mean_rewards",
 }
 
 // WriteCSV writes one row per model and one per task × model, with every
@@ -139,7 +139,7 @@ func (r Report) WriteCSV(w io.Writer) error {
 			optNum(s.CostPerPassUSD),
 			i64(u.InputTokens), i64(u.OutputTokens), i64(u.CacheReadTokens), i64(u.CacheCreationTokens), i64(s.Tokens),
 			itoa(s.Turns), itoa(s.ToolCalls), optNum(s.MeanTurns), optNum(s.MeanToolCalls), failuresCSV(s.Failures),
-			optNum(ch.MedianFilesChanged),
+			optNum(ch.MedianFilesChanged), rewardsCSV(s.MeanRewards),
 		})
 	}
 	for _, m := range r.Models {
@@ -374,6 +374,16 @@ func failuresCSV(f map[string]int) string {
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s=%d", k, f[k])
+	}
+	return strings.Join(parts, ";")
+}
+
+// rewardsCSV is "accuracy=0.5;reward=1", each reward key's mean at full
+// precision, in name order.
+func rewardsCSV(means map[string]float64) string {
+	parts := make([]string, 0, len(means))
+	for _, k := range slices.Sorted(maps.Keys(means)) {
+		parts = append(parts, k+"="+num(means[k]))
 	}
 	return strings.Join(parts, ";")
 }

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,6 +77,34 @@ func TestReportRewardKeys(t *testing.T) {
 		want := map[string]float64{"graded": 0.5, "plain": 1}[task.Task]
 		if task.MeanRewards["reward"] != want || task.MeanReward == nil || *task.MeanReward != want {
 			t.Errorf("task %s: mean_reward %v, mean_rewards %v; want reward %v", task.Task, task.MeanReward, task.MeanRewards, want)
+		}
+	}
+}
+
+// The CSV report carries each reward key's mean in a mean_rewards column,
+// per model and per task, a spreadsheet's to split on ';' and '='.
+func TestReportRewardKeysCSV(t *testing.T) {
+	t.Parallel()
+	b := record.Bench{ID: "3f2a9c1e", Name: "keys", Models: []string{"oracle"}, Repeat: 2, Status: record.StatusSucceeded}
+	r := Compare(b, []record.Attempt{
+		{BenchID: b.ID, TaskID: "graded", Model: "oracle", N: 1, Status: record.AttemptPassed, Rewards: map[string]float64{"reward": 1, "style": 0.5}},
+		{BenchID: b.ID, TaskID: "graded", Model: "oracle", N: 2, Status: record.AttemptFailed, Rewards: map[string]float64{"reward": 0, "style": 0.25}},
+	}, nil)
+	var out bytes.Buffer
+	if err := r.WriteCSV(&out); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&out).ReadAll()
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("CSV: %v\n%s", err, out.String())
+	}
+	col := slices.Index(rows[0], "mean_rewards")
+	if col < 0 {
+		t.Fatalf("no mean_rewards column in %v", rows[0])
+	}
+	for _, row := range rows[1:] {
+		if row[col] != "reward=0.5;style=0.375" {
+			t.Errorf("%s %s: mean_rewards %q, want reward=0.5;style=0.375", row[0], row[1], row[col])
 		}
 	}
 }
