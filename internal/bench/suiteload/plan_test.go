@@ -19,7 +19,7 @@ func harborDataset(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
 	for task, toml := range map[string]string{
-		"good":   "[environment]\nnetwork_mode = \"no-network\"\n",
+		"good":   "[environment]\nnetwork_mode = \"no-network\"\n[[environment.mcp_servers]]\nname = \"docs\"\nurl = \"http://docs:8000/sse\"\n",
 		"judged": "[environment]\ngpus = 2\n",
 	} {
 		for name, content := range map[string]string{
@@ -76,7 +76,7 @@ func TestInspectHarbor(t *testing.T) {
 	}
 	good, judged := p.Tasks[0], p.Tasks[1]
 	if good.ID != "good" || !good.Runs || good.Network != harbor.NetworkNone || good.Image != "build environment/Dockerfile" ||
-		good.CheckTimeoutSec != 600 {
+		good.CheckTimeoutSec != 600 || len(good.MCPServers) != 1 || good.MCPServers[0] != "docs (sse)" {
 		t.Errorf("good: %+v", good)
 	}
 	if judged.ID != "judged" || judged.Runs || len(judged.Refusals) != 1 || judged.Refusals[0].Key != `[environment] gpus = 2` {
@@ -88,7 +88,7 @@ func TestInspectHarbor(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"good: runs\n", "judged: refused\n", `refused:   [environment] gpus = 2 is not supported yet`,
-		"network:   no-network", "2 tasks: 1 run, 1 refused, 0 not run otherwise"} {
+		"network:   no-network", "mcp:       docs (sse)", "2 tasks: 1 run, 1 refused, 0 not run otherwise"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text does not say %q:\n%s", want, text.String())
 		}
