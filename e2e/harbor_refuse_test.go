@@ -12,8 +12,8 @@ import (
 )
 
 // refusedDataset is a Harbor dataset of two tasks: good (write-hello),
-// which lane runs, and judged, write-hello whose verifier asks for an
-// environment of its own and whose environment asks for a healthcheck.
+// which lane runs, and judged, write-hello that asks for artifacts and
+// GPUs.
 func refusedDataset(t *testing.T) string {
 	t.Helper()
 	dataset := filepath.Join(t.TempDir(), "dataset")
@@ -23,7 +23,7 @@ func refusedDataset(t *testing.T) string {
 		}
 	}
 	judged := "schema_version = \"1.4\"\nartifacts = [\"/app/out.json\"]\n\n" +
-		"[environment]\nallow_internet = false\n\n[[environment.mcp_servers]]\nname = \"docs\"\n"
+		"[environment]\nallow_internet = false\ngpus = 2\n"
 	if err := os.WriteFile(filepath.Join(dataset, "judged", "task.toml"), []byte(judged), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestHarborRefusedTaskInADataset(t *testing.T) {
 	wantExit(t, r, 2)
 	for _, want := range []string{
 		"good: runs\n", "judged: refused\n",
-		`refused:   [[environment.mcp_servers]] is not supported yet: lane would not give the agent these MCP servers`,
+		`refused:   [environment] gpus = 2 is not supported yet: lane gives containers no GPU`,
 		"refused:   artifacts is not supported yet",
 		"network:   no-network", "2 tasks: 1 run, 1 refused",
 	} {
@@ -72,7 +72,7 @@ func TestHarborRefusedTaskInADataset(t *testing.T) {
 		t.Fatalf("plan %v:\n%s", err, r.stdout)
 	}
 	if g, j := plan.Tasks[0], plan.Tasks[1]; g.ID != "good" || !g.Runs || j.ID != "judged" || j.Runs || len(j.Refusals) != 2 ||
-		j.Refusals[1].Key != "artifacts" || j.Refusals[1].Why == "" {
+		j.Refusals[0].Key != "artifacts" || j.Refusals[0].Why == "" {
 		t.Errorf("plan %+v", plan.Tasks)
 	}
 	wantExit(t, e.lane(ctx, "bench", "--dry-run", filepath.Join(dataset, "good")), 0)
@@ -81,7 +81,7 @@ func TestHarborRefusedTaskInADataset(t *testing.T) {
 	wantExit(t, r, 2)
 	for _, want := range []string{
 		"1 of the 2 tasks in " + dataset + " asks for what lane cannot do yet",
-		`task "judged": [[environment.mcp_servers]] is not supported yet`,
+		`task "judged": [environment] gpus = 2 is not supported yet`,
 		`task "judged": artifacts is not supported yet`,
 		"--skip-unsupported",
 	} {
@@ -97,7 +97,7 @@ func TestHarborRefusedTaskInADataset(t *testing.T) {
 
 	r = e.lane(ctx, "bench", dataset, "--models", "oracle", "--build-arg", "BASE="+base, "--skip-unsupported")
 	wantExit(t, r, 0)
-	if !strings.Contains(r.stderr, `lane: skipped task "judged": [[environment.mcp_servers]]`) {
+	if !strings.Contains(r.stderr, `lane: skipped task "judged": [environment] gpus = 2`) {
 		t.Errorf("the skipped task is not reported:\n%s", r.stderr)
 	}
 	attempts := latestBenchAttempts(t, st, 1)

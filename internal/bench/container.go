@@ -149,7 +149,7 @@ func workInContainer(ctx context.Context, env AttemptEnv, task *Task, a *record.
 	run, ok := agentRun(ctx, env, a, RunSpec{
 		Dir: ht.Environment.Workdir, Prompt: ht.Instruction, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID,
 		N: a.N, Timeout: cmp.Or(task.Timeout, ht.Agent.Timeout), MaxTurns: task.MaxTurns,
-		MaxCostUSD: task.MaxCostUSD, Home: home, Container: c, Share: share,
+		MaxCostUSD: task.MaxCostUSD, Home: home, Container: c, Share: share, MCPServers: ht.Environment.MCPServers,
 	})
 	if !ok {
 		return false

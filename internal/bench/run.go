@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lanehq/lane/internal/bench/harbor"
 	"github.com/lanehq/lane/internal/container"
 	"github.com/lanehq/lane/internal/proc"
 	"github.com/lanehq/lane/internal/record"
@@ -49,6 +50,9 @@ type RunSpec struct {
 	// Profile is the config file's profile (a login of its own) the run
 	// uses, "" for the one the environment points at (see Limits).
 	Profile string
+	// MCPServers are the MCP servers the task gives its agent (a Harbor
+	// task's [[environment.mcp_servers]]): the run has them, or is refused.
+	MCPServers []harbor.MCPServer
 }
 
 // RunFunc runs one agent run (either lane), records it, and returns it. It

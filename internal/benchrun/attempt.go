@@ -26,6 +26,9 @@ func (r *Runner) recordedRunner(opts *Options, hooks *recorder.WorkerHooks) benc
 		ro.Desk = desk
 		ro.Dir, ro.Model, ro.Task, ro.HermeticHome, ro.Profile = spec.Dir, spec.Model, spec.Prompt, spec.Home, spec.Profile
 		ro.MaxTurns, ro.MaxCost, ro.OutputFormat = spec.MaxTurns, spec.MaxCostUSD, recorder.FormatNone
+		if len(spec.MCPServers) > 0 {
+			ro.MCPServers, ro.RequireMCP = mcpServers(spec.MCPServers), true
+		}
 		if prev := spec.Resume; prev != nil {
 			// A later try of the attempt: the same session, asked again.
 			usage, err := launch.SessionUsage(ctx, r.Store, prev)

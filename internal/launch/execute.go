@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/lanehq/lane/internal/agent"
 	"github.com/lanehq/lane/internal/agent/sandbox"
@@ -65,6 +66,9 @@ func newJob(ctx context.Context, env *Env, st *store.Store, cfg *config.File, op
 	if err := runner.CheckPermissions(o); err != nil {
 		return runner.Job{}, UsageErrorf(err)
 	}
+	if err := checkMCP(rt, o, opts.RequireMCP); err != nil {
+		return runner.Job{}, err
+	}
 	if opts.Profile != "" {
 		login, err := cfg.ProfileEnv(opts.Profile, t.Runtime)
 		if err != nil {
@@ -84,6 +88,20 @@ func newJob(ctx context.Context, env *Env, st *store.Store, cfg *config.File, op
 		}
 	}
 	return runner.Job{Runtime: rt, Options: o}, nil
+}
+
+// checkMCP refuses a run that must have its MCP servers (required) on a
+// runtime that would run without them.
+func checkMCP(rt *runner.Runtime, o runner.Options, required bool) error {
+	if !required || len(o.MCPServers) == 0 || rt.TakesMCP(o) {
+		return nil
+	}
+	names := make([]string, len(o.MCPServers))
+	for i, m := range o.MCPServers {
+		names[i] = m.Name
+	}
+	return fmt.Errorf("%s cannot be given MCP servers, and the task gives its agent some (%s): lane does not run it without them",
+		rt.Title, strings.Join(names, ", "))
 }
 
 // RuntimeBin is the binary the flags or the environment name for rt, ""

@@ -64,8 +64,13 @@ type Options struct {
 	// Attended: a person may steer the run (lane run, lane resume).
 	Desk     approval.Desk
 	Attended bool
-	// MCPServers are MCP servers the run is given (lane acp's editor's).
+	// MCPServers are MCP servers the run is given (lane acp's editor's,
+	// a Harbor task's).
 	MCPServers []runner.MCPServer
+	// RequireMCP: the run must have MCPServers (a task that gives its
+	// agent servers), so a runtime that cannot take them refuses the run
+	// rather than run it without them.
+	RequireMCP bool
 	// HermeticHome: a bench attempt's folder for a hermetic run's runtime
 	// configuration (runner.Options.HermeticHome).
 	HermeticHome string

@@ -75,6 +75,9 @@ type Process struct {
 	AuthHint string
 	// Capability is what a run is allowed, as recorded with it.
 	Capability func(o Options) record.Capability
+	// TakesMCP, when set, says whether a run with o is given
+	// o.MCPServers; nil: never.
+	TakesMCP func(o Options) bool
 	// NewDialog, when set, makes an interactive run (Options.Desk set)
 	// two-way: the dialog owns the runtime's stdin (see dialog). run is the
 	// attempt's record; its ID is set once the run is recorded. It may
@@ -153,6 +156,16 @@ func BinEnv(runtime string) string { return "LANE_" + strings.ToUpper(runtime) +
 
 // InProcess reports whether the runtime runs inside lane (no binary).
 func (rt *Runtime) InProcess() bool { return rt.Process == nil }
+
+// EveryRun is the TakesMCP of a runtime that takes MCP servers by its
+// flags, in every run.
+func EveryRun(Options) bool { return true }
+
+// TakesMCP says whether a run of the runtime with o is given
+// o.MCPServers. lane's own loop has no MCP client.
+func (rt *Runtime) TakesMCP(o Options) bool {
+	return rt.Process != nil && rt.Process.TakesMCP != nil && rt.Process.TakesMCP(o)
+}
 
 // InstallHint tells a person how to get the runtime's binary.
 func (rt *Runtime) InstallHint() string {

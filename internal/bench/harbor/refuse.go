@@ -36,7 +36,7 @@ type UnsupportedError struct {
 
 // Error is one line per refusal, each naming the task (and its folder,
 // when the task's name is another):
-// task "x": [[environment.mcp_servers]] is not supported yet: ….
+// task "x": [environment] gpus = 2 is not supported yet: ….
 func (e *UnsupportedError) Error() string {
 	task := fmt.Sprintf("task %q", e.Task)
 	if base := filepath.Base(e.Dir); e.Dir != "" && base != e.Task {
@@ -82,8 +82,6 @@ func refusalRules() []refusalRule {
 			why: "lane would give the agent the [environment]'s network"},
 		{found: phaseNetwork("verifier"),
 			why: "lane would give the verifier the [environment]'s network"},
-		{found: nonEmpty("[[environment.mcp_servers]]", "environment", "mcp_servers"),
-			why: "lane would not give the agent these MCP servers"},
 		{found: nonEmpty("[[verifier.collect]]", "verifier", "collect"),
 			why: "lane would not run these commands between the agent and the verifier"},
 		{found: nonEmpty("artifacts", "artifacts"),

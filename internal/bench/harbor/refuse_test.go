@@ -30,8 +30,6 @@ func TestLoadTaskRefuses(t *testing.T) {
 			keys: []string{`[agent] allowed_hosts = ["api.github.com"]`}},
 		{name: "verifier with network", toml: "[environment]\nallow_internet = false\n[verifier]\nnetwork_mode = \"public\"\n",
 			keys: []string{`[verifier] network_mode = "public"`}},
-		{name: "mcp servers", toml: "[[environment.mcp_servers]]\nname = \"docs\"\nurl = \"http://docs:8000/sse\"\n",
-			keys: []string{"[[environment.mcp_servers]]"}},
 		{name: "collect hooks", toml: "[[verifier.collect]]\ncommand = \"git diff > /logs/artifacts/model.patch\"\n",
 			keys: []string{"[[verifier.collect]]"}},
 		{name: "artifacts", toml: "artifacts = [\"/app/out.json\"]\n", keys: []string{"artifacts"}},
@@ -39,12 +37,13 @@ func TestLoadTaskRefuses(t *testing.T) {
 		{name: "gpus", toml: "[environment]\ngpus = 1\ngpu_types = [\"H100\"]\n", keys: []string{"[environment] gpus = 1"}},
 		{name: "tpu", toml: "[environment.tpu]\ntype = \"v6e\"\ntopology = \"2x4\"\n", keys: []string{"[environment.tpu]"}},
 		{name: "skills", toml: "[environment]\nskills_dir = \"/skills\"\n", keys: []string{"[environment] skills_dir"}},
-		{name: "several", toml: "artifacts = [\"/a\"]\n[environment]\ngpus = 2\n[[environment.mcp_servers]]\nname = \"docs\"\n",
-			keys: []string{"[[environment.mcp_servers]]", "artifacts", "[environment] gpus = 2"}},
+		{name: "several", toml: "artifacts = [\"/a\"]\n[environment]\ngpus = 2\nskills_dir = \"/skills\"\n",
+			keys: []string{"artifacts", "[environment] gpus = 2", "[environment] skills_dir"}},
 
 		// What lane does anyway, or what changes no figure.
 		{name: "linux", toml: "[environment]\nos = \"Linux\"\n"},
 		{name: "healthcheck", toml: "[environment.healthcheck]\ncommand = \"test -f /ready\"\n"},
+		{name: "mcp servers", toml: "[[environment.mcp_servers]]\nname = \"docs\"\nurl = \"http://docs:8000/sse\"\n"},
 		{name: "shared verifier", toml: "[verifier]\nenvironment_mode = \"shared\"\n"},
 		{name: "empty lists", toml: "artifacts = []\n[environment]\nmcp_servers = []\nallowed_hosts = []\n"},
 		{name: "no gpu", toml: "[environment]\ngpus = 0\n"},
@@ -85,9 +84,9 @@ func TestLoadTaskRefuses(t *testing.T) {
 // The refusals say what lane would do instead.
 func TestRefusalMessages(t *testing.T) {
 	t.Parallel()
-	dir := writeTask(t, map[string]string{"task.toml": "[task]\nname = \"org/judged\"\n[[environment.mcp_servers]]\nname = \"docs\"\n"})
+	dir := writeTask(t, map[string]string{"task.toml": "[task]\nname = \"org/judged\"\n[environment]\ngpus = 2\n"})
 	_, err := LoadTask(dir)
-	want := `task "org/judged" (folder ` + filepath.Base(dir) + `): [[environment.mcp_servers]] is not supported yet: lane would not give the agent these MCP servers`
+	want := `task "org/judged" (folder ` + filepath.Base(dir) + `): [environment] gpus = 2 is not supported yet: lane gives containers no GPU`
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("error %v, want %q", err, want)
 	}
@@ -130,7 +129,7 @@ func TestLoadDatasetRefuses(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	for name, dir := range map[string]string{"good": writeTask(t, nil), "judged": writeTask(t, map[string]string{
-		"task.toml": "[[environment.mcp_servers]]\nname = \"docs\"\n",
+		"task.toml": "[environment]\ngpus = 2\n",
 	})} {
 		if err := os.CopyFS(filepath.Join(root, name), os.DirFS(dir)); err != nil {
 			t.Fatal(err)
@@ -141,7 +140,7 @@ func TestLoadDatasetRefuses(t *testing.T) {
 		t.Errorf("tasks %+v, want good's", tasks)
 	}
 	if len(errs) != 1 || !errors.Is(errs[0], ErrUnsupported) ||
-		!strings.Contains(errs[0].Error(), `task "judged": [[environment.mcp_servers]]`) {
+		!strings.Contains(errs[0].Error(), `task "judged": [environment] gpus = 2`) {
 		t.Errorf("errors %v, want judged's refusal", errs)
 	}
 }

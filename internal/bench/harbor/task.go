@@ -38,8 +38,8 @@
 // a feature). Refused today: multi-step tasks ([[steps]]), Windows tasks,
 // a compose file in a separate verifier's tests/, allowed_hosts (lane has
 // no egress proxy), [agent] or [verifier] network modes other than the
-// [environment]'s, MCP servers, artifacts, [[verifier.collect]], GPUs,
-// TPUs and skills_dir. Read but not applied, as they change no figure:
+// [environment]'s, artifacts, [[verifier.collect]], GPUs, TPUs and
+// skills_dir. Read but not applied, as they change no figure:
 // storage_mb and gpu_types.
 package harbor
 
@@ -110,7 +110,7 @@ type Task struct {
 	BuildArgs map[string]string
 
 	// Extra holds the keys of task.toml that Task has no field for, by
-	// dotted path ("artifacts", "environment.mcp_servers"), with their
+	// dotted path ("artifacts", "environment.skills_dir"), with their
 	// values as the TOML library decodes them.
 	Extra map[string]any
 }
@@ -197,6 +197,8 @@ type EnvironmentConfig struct {
 	// Healthcheck is [environment.healthcheck], nil when none: see
 	// AwaitHealthy.
 	Healthcheck *Healthcheck
+	// MCPServers are [[environment.mcp_servers]]: given to the agent.
+	MCPServers []MCPServer
 }
 
 // AllowInternet says whether the task's container gets a network.
@@ -419,6 +421,7 @@ type rawEnvironment struct {
 	Env             map[string]string
 	OS              string          `toml:"os"`
 	Healthcheck     *rawHealthcheck `toml:"healthcheck"`
+	MCPServers      []rawMCPServer  `toml:"mcp_servers"`
 }
 
 // tomlSeconds is a TOML number, integer or float, as seconds.
@@ -650,6 +653,9 @@ func environment(re rawEnvironment, fail func(key, format string, args ...any) e
 	}
 	var err error
 	if env.Healthcheck, err = healthcheck(re.Healthcheck, fail); err != nil {
+		return EnvironmentConfig{}, err
+	}
+	if env.MCPServers, err = mcpServers(re.MCPServers, fail); err != nil {
 		return EnvironmentConfig{}, err
 	}
 	return env, nil

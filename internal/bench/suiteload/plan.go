@@ -54,6 +54,9 @@ type PlanTask struct {
 	// Oracle says whether the task has a reference solution for
 	// --models oracle.
 	Oracle bool `json:"oracle"`
+	// MCPServers are the MCP servers a Harbor task gives its agent, each
+	// as "NAME (TRANSPORT)".
+	MCPServers []string `json:"mcp_servers,omitempty"`
 	// Notes are what lane reads of the task without carrying out, and
 	// that changes no figure (docker-compose keys).
 	Notes []string `json:"notes,omitempty"`
@@ -196,6 +199,9 @@ func harborPlanTask(pt *PlanTask, t *harbor.Task) {
 		pt.Services = append(pt.Services, s.Name)
 	}
 	pt.Network, pt.CPUs, pt.MemoryMB = env.NetworkMode, env.CPUs, env.MemoryMB
+	for _, m := range env.MCPServers {
+		pt.MCPServers = append(pt.MCPServers, m.Name+" ("+m.Transport+")")
+	}
 	pt.AgentTimeoutSec, pt.AgentUser = t.Agent.Timeout.Seconds(), t.Agent.User
 	pt.Check = "tests/test.sh in the agent's container"
 	if t.Verifier.User != "" {
@@ -259,6 +265,9 @@ func (t PlanTask) writeUses(w io.Writer) {
 		field(w, "services", strings.Join(t.Services, ", "))
 	}
 	field(w, "network", t.Network)
+	if len(t.MCPServers) > 0 {
+		field(w, "mcp", strings.Join(t.MCPServers, ", "))
+	}
 	if t.CPUs > 0 || t.MemoryMB > 0 {
 		field(w, "resources", fmt.Sprintf("cpus %g, memory %d MB", t.CPUs, t.MemoryMB))
 	}

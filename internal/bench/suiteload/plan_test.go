@@ -14,13 +14,13 @@ import (
 )
 
 // harborDataset writes a dataset of two tasks: good, which lane runs, and
-// judged, whose verifier runs in an environment of its own.
+// judged, which asks for GPUs.
 func harborDataset(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
 	for task, toml := range map[string]string{
-		"good":   "[environment]\nnetwork_mode = \"no-network\"\n",
-		"judged": "[[environment.mcp_servers]]\nname = \"docs\"\n",
+		"good":   "[environment]\nnetwork_mode = \"no-network\"\n[[environment.mcp_servers]]\nname = \"docs\"\nurl = \"http://docs:8000/sse\"\n",
+		"judged": "[environment]\ngpus = 2\n",
 	} {
 		for name, content := range map[string]string{
 			"task.toml": toml, "instruction.md": "Do it.\n",
@@ -46,7 +46,7 @@ func TestHarborDatasetRefused(t *testing.T) {
 	if !errors.As(err, &re) || !errors.Is(err, harbor.ErrUnsupported) {
 		t.Fatalf("Load = %v, want a RefusedError", err)
 	}
-	for _, want := range []string{"1 of the 2 tasks in " + dir + " asks", `task "judged": [[environment.mcp_servers]] is not supported yet`, "--skip-unsupported"} {
+	for _, want := range []string{"1 of the 2 tasks in " + dir + " asks", `task "judged": [environment] gpus = 2 is not supported yet`, "--skip-unsupported"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -59,7 +59,7 @@ func TestHarborDatasetRefused(t *testing.T) {
 	if len(l.Suite.Tasks) != 1 || l.Suite.Tasks[0].ID != "good" {
 		t.Errorf("tasks %+v, want good only", l.Suite.Tasks)
 	}
-	if len(l.Skipped) != 1 || !strings.HasPrefix(l.Skipped[0], `task "judged": [[environment.mcp_servers]]`) {
+	if len(l.Skipped) != 1 || !strings.HasPrefix(l.Skipped[0], `task "judged": [environment] gpus = 2`) {
 		t.Errorf("skipped %q", l.Skipped)
 	}
 }
@@ -76,10 +76,10 @@ func TestInspectHarbor(t *testing.T) {
 	}
 	good, judged := p.Tasks[0], p.Tasks[1]
 	if good.ID != "good" || !good.Runs || good.Network != harbor.NetworkNone || good.Image != "build environment/Dockerfile" ||
-		good.CheckTimeoutSec != 600 {
+		good.CheckTimeoutSec != 600 || len(good.MCPServers) != 1 || good.MCPServers[0] != "docs (sse)" {
 		t.Errorf("good: %+v", good)
 	}
-	if judged.ID != "judged" || judged.Runs || len(judged.Refusals) != 1 || judged.Refusals[0].Key != `[[environment.mcp_servers]]` {
+	if judged.ID != "judged" || judged.Runs || len(judged.Refusals) != 1 || judged.Refusals[0].Key != `[environment] gpus = 2` {
 		t.Errorf("judged: %+v", judged)
 	}
 
@@ -87,8 +87,8 @@ func TestInspectHarbor(t *testing.T) {
 	if err := p.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"good: runs\n", "judged: refused\n", `refused:   [[environment.mcp_servers]] is not supported yet`,
-		"network:   no-network", "2 tasks: 1 run, 1 refused, 0 not run otherwise"} {
+	for _, want := range []string{"good: runs\n", "judged: refused\n", `refused:   [environment] gpus = 2 is not supported yet`,
+		"network:   no-network", "mcp:       docs (sse)", "2 tasks: 1 run, 1 refused, 0 not run otherwise"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text does not say %q:\n%s", want, text.String())
 		}

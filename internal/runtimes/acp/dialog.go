@@ -37,6 +37,11 @@ func Speaks(o runner.Options) bool {
 	return o.Interactive() && (o.Mode() != approval.ModeBypass || len(o.MCPServers) > 0)
 }
 
+// TakesMCP says whether a run of an ACP CLI is given its MCP servers: an
+// interactive one (a desk set) speaks ACP when given some (Speaks); the
+// CLIs' stream modes have no flag for them.
+func TakesMCP(o runner.Options) bool { return o.Interactive() }
+
 // JudgeOr is the judge of a CLI that speaks either ACP or a stream of its
 // own: ACP's tally when the run speaks ACP, else the one own makes.
 func JudgeOr(own func(o runner.Options) runner.CLITally) func(o runner.Options) runner.Judge {

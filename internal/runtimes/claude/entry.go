@@ -55,6 +55,7 @@ func Runtime() *runner.Runtime {
 			},
 			NewJudge:  func(o runner.Options) runner.Judge { return &claudeJudge{o: o} },
 			NewDialog: newClaudeDialog,
+			TakesMCP:  runner.EveryRun, // --mcp-config
 			Final:     func(ev record.Event) bool { return ev.Kind == record.KindResult },
 			// Claude Code retries a refused key for minutes; the first
 			// refusal is enough to know. (Its final word on a refusal is

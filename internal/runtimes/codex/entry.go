@@ -56,6 +56,7 @@ func Runtime() *runner.Runtime {
 			AuthHint:   AuthHint,
 			Capability: codexCapability,
 			NewDialog:  codexDialogFor,
+			TakesMCP:   runner.EveryRun, // -c mcp_servers.NAME…, in exec and app-server alike
 		},
 	}
 }

@@ -48,6 +48,7 @@ func Runtime() *runner.Runtime {
 			Hermetic:   geminiHermetic,
 			// In a container: its key, endpoint, home and switches.
 			ContainerEnv: []string{"GEMINI_", "GOOGLE_"},
+			TakesMCP:     acp.TakesMCP,
 			NewDialog:    acp.DialogFor(acp.Spec{Prompt: runner.Options.PromptWithAddition, BeforeLoad: geminiLoadMoveAside, ExitCode: ACPExitCode}),
 		},
 	}

@@ -44,6 +44,7 @@ func Runtime() *runner.Runtime {
 			// opencode's own binary is native (the npm package's launcher
 			// is replaced by it at install).
 			ContainerEnv: []string{"OPENCODE_", opencodeKeyEnv + "=", "XDG_CONFIG_HOME=", "PWD="},
+			TakesMCP:     acp.TakesMCP,
 			NewDialog:    acp.DialogFor(acp.Spec{Prompt: runner.Options.PromptWithAddition, ExitCode: ACPExitCode}),
 		},
 	}

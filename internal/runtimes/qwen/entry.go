@@ -47,6 +47,7 @@ func Runtime() *runner.Runtime {
 			Hermetic:   qwenHermetic,
 			// In a container: its endpoint, key, home, settings and folder.
 			ContainerEnv: []string{"QWEN_", "OPENAI_", "PWD="},
+			TakesMCP:     acp.TakesMCP,
 			NewDialog: acp.DialogFor(acp.Spec{
 				Prompt:    func(o runner.Options) string { return o.Prompt }, // it takes --append-system-prompt itself
 				BeforeEnd: qwenRecorded,
