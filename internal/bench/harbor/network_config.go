@@ -172,3 +172,18 @@ func allowedHosts(key string, hosts []string, fail func(key, format string, args
 	}
 	return out, nil
 }
+
+// NetworkSummary says the task's networks in a line: the [environment]'s
+// ("public", "allowlist [pypi.org]"), then each phase's that differs
+// ("no-network; agent allowlist [api.github.com]; verifier public").
+func (t *Task) NetworkSummary() string {
+	base := t.BaseNetwork()
+	parts := []string{base.String()}
+	if a := t.AgentNetwork(); !a.Equal(base) {
+		parts = append(parts, "agent "+a.String())
+	}
+	if v := t.VerifierNetwork(); !v.Equal(base) {
+		parts = append(parts, "verifier "+v.String())
+	}
+	return strings.Join(parts, "; ")
+}

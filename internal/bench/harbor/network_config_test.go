@@ -113,3 +113,14 @@ func TestPlanNetwork(t *testing.T) {
 		}
 	}
 }
+
+func TestNetworkSummary(t *testing.T) {
+	t.Parallel()
+	task, err := LoadTask(writeTask(t, map[string]string{"task.toml": "[environment]\nallow_internet = false\n[agent]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"api.github.com\", \"*.pypi.org\"]\n[verifier]\nnetwork_mode = \"public\"\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := task.NetworkSummary(), "no-network; agent allowlist [api.github.com, *.pypi.org]; verifier public"; got != want {
+		t.Errorf("NetworkSummary = %q, want %q", got, want)
+	}
+}
