@@ -70,6 +70,7 @@ func runContainerAttempt(ctx context.Context, env AttemptEnv, task *Task, a *rec
 		return
 	}
 	ht.BuildArgs = task.Container.BuildArgs
+	ht.Net.Dir = env.WorkDir
 	image, err := harbor.Image(ctx, env.Engine, ht)
 	var verifierImage string // a separate verifier's, "" for a shared one
 	if err == nil {
@@ -93,7 +94,7 @@ func runContainerAttempt(ctx context.Context, env AttemptEnv, task *Task, a *rec
 		}
 		mounts = append(mounts, container.Mount{Host: share, Container: share})
 	}
-	c, err := harbor.Start(ctx, env.Engine, ht, image, mounts...)
+	c, nw, err := harbor.StartNetwork(ctx, env.Engine, ht, image, mounts...)
 	if err != nil {
 		errorAttempt(a, taskFailure(err), err.Error())
 		return
@@ -107,10 +108,14 @@ func runContainerAttempt(ctx context.Context, env AttemptEnv, task *Task, a *rec
 
 	a.Tries = 1
 	out := &capBuffer{limit: OutputLimit}
+	if err := nw.Set(ctx, ht.AgentNetwork()); err != nil {
+		errorAttempt(a, taskFailure(err), err.Error())
+		return
+	}
 	if !workInContainer(ctx, env, task, a, ht, c, share, out) {
 		return
 	}
-	reward, err := verify(ctx, env, ht, c, verifierImage, out)
+	reward, err := verify(ctx, env, ht, c, nw, verifierImage, out)
 	a.CheckOutput = out.String()
 	if err != nil {
 		errorAttempt(a, taskFailure(err), out.String()+"\n[lane: "+err.Error()+"]")

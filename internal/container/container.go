@@ -79,8 +79,10 @@ type Container struct {
 	Workdir string // the default working folder of Exec and Command ("" is the image's)
 	engine  *Engine
 
-	mu      sync.Mutex
-	besides []*Container // started by StartBeside, removed with it
+	mu       sync.Mutex
+	besides  []*Container // started by StartBeside, removed with it
+	env      []string     // SetEnv's
+	atRemove []func(context.Context) error
 }
 
 // keepAlive is the container's own command: it must outlive every exec.
@@ -349,7 +351,7 @@ func (c *Container) execCmd(ctx context.Context, spec ExecSpec, interactive bool
 	if wd := cmpOr(spec.Workdir, c.Workdir); wd != "" {
 		args = append(args, "--workdir", wd)
 	}
-	envArgs, cliEnv := passEnv(spec.Env)
+	envArgs, cliEnv := passEnv(c.execEnv(spec))
 	args = append(args, envArgs...)
 	pidFile := pidDir + "/lane-exec-" + randomHex(8)
 	args = append(args, c.Name, "sh", "-c", execWrapper, pidFile)
@@ -544,7 +546,10 @@ func (c *Container) Remove(ctx context.Context) error {
 			return err
 		}
 	}
-	return c.remove(rctx)
+	if err := c.remove(rctx); err != nil {
+		return err
+	}
+	return c.runAtRemove(rctx)
 }
 
 func (c *Container) remove(ctx context.Context) error {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -68,20 +67,14 @@ type refusalRule struct {
 // What lane reads without applying, and does not refuse, changes no
 // figure: [environment] storage_mb (Harbor's own Docker environment does
 // not enforce it either; a limit not enforced only leaves more room),
-// gpu_types without gpus, and a phase's network_mode or
-// [verifier] environment_mode = "shared" that say what lane does anyway.
+// gpu_types without gpus, and [verifier] environment_mode = "shared",
+// which says what lane does anyway.
 func refusalRules() []refusalRule {
 	return []refusalRule{
 		{found: nonEmpty("[[steps]]", "steps"),
 			why: "lane runs no multi-step tasks: it would run one agent on the root instruction.md and one verifier"},
 		{found: notLinux,
 			why: "lane runs Linux containers only"},
-		{found: allowedHosts,
-			why: "lane has no egress proxy to let the container reach only these hosts: it would get no network at all, or all of it"},
-		{found: phaseNetwork("agent"),
-			why: "lane would give the agent the [environment]'s network"},
-		{found: phaseNetwork("verifier"),
-			why: "lane would give the verifier the [environment]'s network"},
 		{found: nonEmpty("[[verifier.collect]]", "verifier", "collect"),
 			why: "lane would not run these commands between the agent and the verifier"},
 		{found: nonEmpty("artifacts", "artifacts"),
@@ -169,75 +162,6 @@ func positive(key string, path ...string) func(*Task, map[string]any) (string, b
 func notLinux(t *Task, _ map[string]any) (string, bool) {
 	name := t.Environment.OS
 	return fmt.Sprintf("[environment] os = %q", name), name != "" && !strings.EqualFold(name, "linux")
-}
-
-// allowedHosts finds [environment] allowed_hosts that name a host: with
-// network_mode "allowlist" (or none, which Harbor reads as allowlist) the
-// container may reach them and nothing else. An allowlist naming no host
-// is no network, which lane gives.
-func allowedHosts(t *Task, doc map[string]any) (string, bool) {
-	hosts := hostList(doc, "environment")
-	if len(hosts) == 0 {
-		return "", false
-	}
-	key := fmt.Sprintf("[environment] allowed_hosts = [%s]", quoteAll(hosts))
-	if mode, _ := value(doc, "environment", "network_mode"); mode != nil {
-		key = fmt.Sprintf("[environment] network_mode = %q with allowed_hosts = [%s]", mode, quoteAll(hosts))
-	}
-	return key, true
-}
-
-// phaseNetwork finds an [agent] or [verifier] network_mode or
-// allowed_hosts whose network differs from the [environment]'s, which lane
-// gives every phase. One that says the same is harmless.
-func phaseNetwork(phase string) func(*Task, map[string]any) (string, bool) {
-	return func(t *Task, doc map[string]any) (string, bool) {
-		v, _ := value(doc, phase, "network_mode")
-		mode, _ := v.(string)
-		hosts := hostList(doc, phase)
-		if mode == "" && len(hosts) == 0 {
-			return "", false
-		}
-		key := fmt.Sprintf("[%s] network_mode = %q", phase, mode)
-		switch {
-		case mode == "":
-			mode = NetworkAllowlist // as Harbor reads allowed_hosts alone
-			key = fmt.Sprintf("[%s] allowed_hosts = [%s]", phase, quoteAll(hosts))
-		case len(hosts) > 0:
-			key += fmt.Sprintf(" with allowed_hosts = [%s]", quoteAll(hosts))
-		}
-		if mode == NetworkAllowlist && len(hosts) == 0 {
-			mode = NetworkNone // an allowlist of no host
-		}
-		envMode := t.Environment.NetworkMode
-		if envMode == NetworkAllowlist {
-			envMode = NetworkNone // its hosts, if any, are refused on their own
-		}
-		return key, mode != envMode || len(hosts) > 0
-	}
-}
-
-// hostList is a table's allowed_hosts as Harbor normalizes them: lower
-// case, without a trailing dot, blanks left out.
-func hostList(doc map[string]any, table string) []string {
-	v, _ := value(doc, table, "allowed_hosts")
-	list, _ := v.([]any)
-	var hosts []string
-	for _, h := range list {
-		s, _ := h.(string)
-		if s = strings.TrimRight(strings.ToLower(strings.TrimSpace(s)), "."); s != "" && !slices.Contains(hosts, s) {
-			hosts = append(hosts, s)
-		}
-	}
-	return hosts
-}
-
-func quoteAll(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return strings.Join(q, ", ")
 }
 
 // unsupported is the error of task t, which asks for what refused say,

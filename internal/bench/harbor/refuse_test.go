@@ -21,15 +21,6 @@ func TestLoadTaskRefuses(t *testing.T) {
 	}{
 		{name: "steps", toml: "[[steps]]\nname = \"one\"\n", keys: []string{"[[steps]]"}},
 		{name: "windows", toml: "[environment]\nos = \"windows\"\n", keys: []string{`[environment] os = "windows"`}},
-		{name: "allowlist", toml: "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"PyPI.org.\"]\n",
-			keys: []string{`[environment] network_mode = "allowlist" with allowed_hosts = ["pypi.org"]`}},
-		{name: "allowed hosts alone", toml: "[environment]\nallowed_hosts = [\"pypi.org\"]\n",
-			keys: []string{`[environment] allowed_hosts = ["pypi.org"]`}},
-		{name: "agent without network", toml: "[agent]\nnetwork_mode = \"no-network\"\n", keys: []string{`[agent] network_mode = "no-network"`}},
-		{name: "agent allowlist", toml: "[environment]\nnetwork_mode = \"no-network\"\n[agent]\nallowed_hosts = [\"api.github.com\"]\n",
-			keys: []string{`[agent] allowed_hosts = ["api.github.com"]`}},
-		{name: "verifier with network", toml: "[environment]\nallow_internet = false\n[verifier]\nnetwork_mode = \"public\"\n",
-			keys: []string{`[verifier] network_mode = "public"`}},
 		{name: "collect hooks", toml: "[[verifier.collect]]\ncommand = \"git diff > /logs/artifacts/model.patch\"\n",
 			keys: []string{"[[verifier.collect]]"}},
 		{name: "artifacts", toml: "artifacts = [\"/app/out.json\"]\n", keys: []string{"artifacts"}},
@@ -48,9 +39,8 @@ func TestLoadTaskRefuses(t *testing.T) {
 		{name: "empty lists", toml: "artifacts = []\n[environment]\nmcp_servers = []\nallowed_hosts = []\n"},
 		{name: "no gpu", toml: "[environment]\ngpus = 0\n"},
 		{name: "storage", toml: "[environment]\nstorage_mb = 1\n"},
-		{name: "allowlist of no host", toml: "[environment]\nnetwork_mode = \"allowlist\"\n[agent]\nnetwork_mode = \"no-network\"\n"},
-		{name: "phases as the environment", toml: "[environment]\nnetwork_mode = \"public\"\n[agent]\nnetwork_mode = \"public\"\n[verifier]\nnetwork_mode = \"public\"\n"},
-		{name: "phases as allow_internet", toml: "[environment]\nallow_internet = false\n[agent]\nnetwork_mode = \"no-network\"\n"},
+		{name: "allowlist", toml: "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"PyPI.org.\"]\n"},
+		{name: "phase networks", toml: "[environment]\nallow_internet = false\n[agent]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"api.github.com\"]\n[verifier]\nnetwork_mode = \"public\"\n"},
 	} {
 		dir := writeTask(t, map[string]string{"task.toml": tc.toml})
 		task, err := LoadTask(dir)

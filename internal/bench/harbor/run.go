@@ -144,9 +144,9 @@ func qualify(ctx context.Context, e *container.Engine, ref string) string {
 }
 
 // Start starts t's container from image: cpus and memory_mb as its limits,
-// no network unless the task allows internet (network_mode public, or
-// allow_internet not false), [environment] env as its environment, the
-// workdir created, and extraMounts bound (a caller's log folders, say).
+// [environment] env as its environment, the workdir created, and
+// extraMounts bound (a caller's log folders, say). Its network is the
+// [environment]'s (BaseNetwork; see StartNetwork for the phases' after).
 // Neither tests/ nor solution/ is in it: the agent works without them.
 // The task's other services (t.Services) then start beside it, in its
 // network, each healthy before the next; the container's Remove removes
@@ -154,37 +154,60 @@ func qualify(ctx context.Context, e *container.Engine, ref string) string {
 // healthy in time, is a *TaskError of kind ErrStart; a service's image
 // that does not build, of kind ErrBuild.
 func Start(ctx context.Context, e *container.Engine, t *Task, image string, extraMounts ...container.Mount) (*container.Container, error) {
+	c, _, err := StartNetwork(ctx, e, t, image, extraMounts...)
+	return c, err
+}
+
+// StartNetwork starts t's container as Start does, and returns the
+// Network that gives it each phase's network in turn (AgentNetwork,
+// VerifierNetwork, t.Net.Phases). A container whose phases all want no
+// network starts with none, one whose phases all want the engine's
+// default starts on it, and one whose phases differ on a network of its
+// own. Its errors are Start's, and a start network that cannot be set is
+// a *TaskError of kind ErrNetwork.
+func StartNetwork(ctx context.Context, e *container.Engine, t *Task, image string, extraMounts ...container.Mount) (*container.Container, *Network, error) {
 	env, err := envList(t.Environment.Env, "[environment] env")
 	if err != nil {
-		return nil, &TaskError{Kind: ErrStart, Task: t.Name, Err: err}
+		return nil, nil, &TaskError{Kind: ErrStart, Task: t.Name, Err: err}
 	}
-	network := "none"
-	if t.Environment.AllowInternet() {
-		network = ""
+	name := "lane-" + tagName(t.Name) + "-" + randomSuffix()
+	plan := planNetwork(t)
+	n, mounts, undo, err := prepareNetwork(ctx, e, t, name, plan, extraMounts)
+	if err != nil {
+		return nil, nil, err
+	}
+	network := plan.network
+	if plan.own {
+		network = name
 	}
 	c, err := e.Start(ctx, container.RunSpec{
 		Image:    image,
-		Name:     "lane-" + tagName(t.Name) + "-" + randomSuffix(),
+		Name:     name,
 		Workdir:  t.Environment.Workdir,
 		CPUs:     t.Environment.CPUs,
 		MemoryMB: t.Environment.MemoryMB,
 		Network:  network,
-		Mounts:   extraMounts,
+		Mounts:   mounts,
 		Env:      env,
 		Labels:   map[string]string{"lane.harbor.task": t.Name},
 	})
 	if err != nil {
-		return nil, startError(ctx, t, err)
+		undo()
+		return nil, nil, startError(ctx, t, err)
+	}
+	if err := n.attach(ctx, c, t.BaseNetwork(), undo); err != nil {
+		_ = c.Remove(context.WithoutCancel(ctx))
+		return nil, nil, err
 	}
 	if err := startServices(ctx, e, t, c); err != nil {
 		_ = c.Remove(context.WithoutCancel(ctx))
-		return nil, err
+		return nil, nil, err
 	}
 	if err := openArtifacts(ctx, t, c); err != nil {
 		_ = c.Remove(context.WithoutCancel(ctx))
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, n, nil
 }
 
 // startError is a container of t's that did not start: a *TaskError of

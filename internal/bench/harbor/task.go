@@ -23,6 +23,11 @@
 // several services do: its service main is the task's own container, the
 // others run beside it in main's network (see Service).
 //
+// Networks are applied per phase (see NetworkSpec and Network): the
+// [environment]'s network_mode while the container starts, [agent]'s while
+// the agent works, [verifier]'s while the tests run; an allowlist is
+// carried out by lane's egress proxy.
+//
 // [environment.healthcheck] is applied: AwaitHealthy runs it in the
 // started container, before the agent, as Harbor does.
 //
@@ -36,10 +41,9 @@
 // returns an *UnsupportedError naming the task and each key, and Inspect
 // gives the task with its refusals (see refusalRules in refuse.go, one row
 // a feature). Refused today: multi-step tasks ([[steps]]), Windows tasks,
-// a compose file in a separate verifier's tests/, allowed_hosts (lane has
-// no egress proxy), [agent] or [verifier] network modes other than the
-// [environment]'s, artifacts, [[verifier.collect]], GPUs, TPUs and
-// skills_dir. Read but not applied, as they change no figure:
+// a compose file in a separate verifier's tests/, artifacts,
+// [[verifier.collect]], GPUs, TPUs and skills_dir. Read but not applied,
+// as they change no figure:
 // storage_mb and gpu_types.
 package harbor
 
@@ -72,7 +76,7 @@ const (
 const (
 	NetworkPublic    = "public"     // full network access (Harbor's default)
 	NetworkNone      = "no-network" // none
-	NetworkAllowlist = "allowlist"  // only allowed_hosts: run here without network
+	NetworkAllowlist = "allowlist"  // only allowed_hosts, through lane's egress proxy
 )
 
 // Task is one task folder, read.
@@ -103,6 +107,10 @@ type Task struct {
 	// carry out, as services.NAME.KEY.
 	Services       []Service
 	ComposeIgnored []string
+
+	// Net says how lane gives the container its phases' networks; a
+	// caller sets it, as it does BuildArgs.
+	Net NetOptions
 
 	// BuildArgs are build arguments Image passes to the build. No
 	// task.toml sets them: a caller adds them (proxies, or tests whose
@@ -148,6 +156,9 @@ type Metadata struct {
 type AgentConfig struct {
 	Timeout time.Duration // 0: none given
 	User    string        // "" is the image's user
+	// Network is [agent] network_mode and allowed_hosts, the agent's
+	// network while it runs; nil when not given (the [environment]'s).
+	Network *NetworkSpec
 }
 
 // VerifierConfig is [verifier].
@@ -165,6 +176,9 @@ type VerifierConfig struct {
 	Environment *EnvironmentConfig
 	// Dockerfile is tests/Dockerfile of a separate verifier, or "".
 	Dockerfile string
+	// Network is [verifier] network_mode and allowed_hosts, the tests'
+	// network while they run; nil when not given (see Task.VerifierNetwork).
+	Network *NetworkSpec
 }
 
 // SolutionConfig is [solution].
@@ -185,7 +199,8 @@ type EnvironmentConfig struct {
 	// NetworkMode is NetworkPublic, NetworkNone or NetworkAllowlist:
 	// network_mode, else from the older allow_internet (true by default).
 	NetworkMode string
-	// AllowedHosts are allowed_hosts (allowlist mode).
+	// AllowedHosts are allowed_hosts (allowlist mode only), normalized as
+	// Harbor does: lower case, without a trailing dot.
 	AllowedHosts []string
 	// Workdir is where the agent, the solution and the tests run:
 	// workdir, else DefaultWorkdir.
@@ -389,6 +404,9 @@ type rawConfig struct {
 	Agent    struct {
 		TimeoutSec *seconds `toml:"timeout_sec"`
 		User       user
+		// Read by phaseNetwork.
+		NetworkMode  *string   `toml:"network_mode"`
+		AllowedHosts *[]string `toml:"allowed_hosts"`
 	}
 	Verifier struct {
 		TimeoutSec *seconds `toml:"timeout_sec"`
@@ -397,6 +415,8 @@ type rawConfig struct {
 		// Read by verifierMode.
 		EnvironmentMode *string         `toml:"environment_mode"`
 		Environment     *rawEnvironment `toml:"environment"`
+		NetworkMode     *string         `toml:"network_mode"`
+		AllowedHosts    *[]string       `toml:"allowed_hosts"`
 	}
 	Solution struct {
 		Env map[string]string
@@ -406,18 +426,18 @@ type rawConfig struct {
 
 // rawEnvironment is task.toml's [environment] as decoded.
 type rawEnvironment struct {
-	BuildTimeoutSec *seconds `toml:"build_timeout_sec"`
-	DockerImage     string   `toml:"docker_image"`
-	CPUs            *float64 `toml:"cpus"`
-	MemoryMB        *int     `toml:"memory_mb"`
-	Memory          *size    `toml:"memory"`
-	StorageMB       *int     `toml:"storage_mb"`
-	Storage         *size    `toml:"storage"`
-	GPUs            int      `toml:"gpus"`
-	AllowInternet   *bool    `toml:"allow_internet"`
-	NetworkMode     string   `toml:"network_mode"`
-	AllowedHosts    []string `toml:"allowed_hosts"`
-	Workdir         string   `toml:"workdir"`
+	BuildTimeoutSec *seconds  `toml:"build_timeout_sec"`
+	DockerImage     string    `toml:"docker_image"`
+	CPUs            *float64  `toml:"cpus"`
+	MemoryMB        *int      `toml:"memory_mb"`
+	Memory          *size     `toml:"memory"`
+	StorageMB       *int      `toml:"storage_mb"`
+	Storage         *size     `toml:"storage"`
+	GPUs            int       `toml:"gpus"`
+	AllowInternet   *bool     `toml:"allow_internet"`
+	NetworkMode     string    `toml:"network_mode"`
+	AllowedHosts    *[]string `toml:"allowed_hosts"`
+	Workdir         string    `toml:"workdir"`
 	Env             map[string]string
 	OS              string          `toml:"os"`
 	Healthcheck     *rawHealthcheck `toml:"healthcheck"`
@@ -549,6 +569,12 @@ func parseConfig(file string, data []byte) (*Task, error) {
 	if err := t.verifierMode(raw.Verifier.EnvironmentMode, raw.Verifier.Environment, fail); err != nil {
 		return nil, err
 	}
+	if t.Agent.Network, err = phaseNetwork("agent", raw.Agent.NetworkMode, raw.Agent.AllowedHosts, fail); err != nil {
+		return nil, err
+	}
+	if t.Verifier.Network, err = phaseNetwork("verifier", raw.Verifier.NetworkMode, raw.Verifier.AllowedHosts, fail); err != nil {
+		return nil, err
+	}
 
 	if undecoded := md.Undecoded(); len(undecoded) > 0 {
 		var all map[string]any
@@ -607,7 +633,6 @@ func environment(re rawEnvironment, fail func(key, format string, args ...any) e
 		MemoryMB:     DefaultMemoryMB,
 		StorageMB:    DefaultStorageMB,
 		GPUs:         re.GPUs,
-		AllowedHosts: re.AllowedHosts,
 		Workdir:      DefaultWorkdir,
 		Env:          re.Env,
 		OS:           re.OS,
@@ -634,16 +659,9 @@ func environment(re rawEnvironment, fail func(key, format string, args ...any) e
 	if env.MemoryMB <= 0 {
 		return EnvironmentConfig{}, fail("environment.memory_mb", "want a positive number of MB, not %d", env.MemoryMB)
 	}
-	switch re.NetworkMode {
-	case NetworkPublic, NetworkNone, NetworkAllowlist:
-		env.NetworkMode = re.NetworkMode
-	case "":
-		env.NetworkMode = NetworkPublic
-		if re.AllowInternet != nil && !*re.AllowInternet {
-			env.NetworkMode = NetworkNone
-		}
-	default:
-		return EnvironmentConfig{}, fail("environment.network_mode", "%q is none of public, no-network, allowlist", re.NetworkMode)
+	var err error
+	if env.NetworkMode, env.AllowedHosts, err = baselineNetwork(re, fail); err != nil {
+		return EnvironmentConfig{}, err
 	}
 	if re.Workdir != "" {
 		if !strings.HasPrefix(re.Workdir, "/") {
@@ -651,7 +669,6 @@ func environment(re rawEnvironment, fail func(key, format string, args ...any) e
 		}
 		env.Workdir = re.Workdir
 	}
-	var err error
 	if env.Healthcheck, err = healthcheck(re.Healthcheck, fail); err != nil {
 		return EnvironmentConfig{}, err
 	}

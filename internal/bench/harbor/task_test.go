@@ -124,8 +124,8 @@ func TestLoadTaskKeepsUnknownKeys(t *testing.T) {
 	}
 	sort.Strings(keys)
 	want := []string{
-		"agent.network_mode", "artifacts", "environment.gpu_types",
-		"lane_future_key", "lane_future_table", "source", "verifier.allowed_hosts",
+		"artifacts", "environment.gpu_types",
+		"lane_future_key", "lane_future_table", "source",
 	}
 	if !slices.Equal(keys, want) {
 		t.Errorf("Extra keys %q, want %q", keys, want)

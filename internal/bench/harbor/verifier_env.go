@@ -94,12 +94,17 @@ func (t *Task) loadVerifierEnvironment(dir string) error {
 	return nil
 }
 
-// verifierTask is t as its separate verifier runs: its environment, none
+// verifierTask is t as its separate verifier runs: its environment (with
+// the verifier phase's network from the start), none
 // of the services of environment/'s compose file, and the tests run in
 // its own container, as a shared verifier's do in the agent's.
 func (t *Task) verifierTask() *Task {
 	vt := *t
 	vt.Environment = t.VerifierEnvironment()
+	// Its container starts with the network the tests run with.
+	phase := t.VerifierNetwork()
+	vt.Environment.NetworkMode, vt.Environment.AllowedHosts = phase.Mode, phase.Hosts
+	vt.Agent.Network, vt.Verifier.Network, vt.Net.Phases = nil, nil, nil
 	vt.Services = nil
 	vt.Verifier.Mode = VerifierShared
 	return &vt

@@ -39,7 +39,7 @@ type PlanTask struct {
 	Folder   string   `json:"folder,omitempty"`   // where the agent works: a fixture, a git repository, or empty
 	Image    string   `json:"image,omitempty"`    // a Harbor task's docker_image, or the Dockerfile it builds
 	Services []string `json:"services,omitempty"` // a Harbor task's other compose services
-	Network  string   `json:"network,omitempty"`  // a Harbor task's network_mode
+	Network  string   `json:"network,omitempty"`  // a Harbor task's networks (harbor.Task.NetworkSummary)
 	CPUs     float64  `json:"cpus,omitempty"`
 	MemoryMB int      `json:"memory_mb,omitempty"`
 	// AgentTimeoutSec is the agent's limit; 0: lane's own default.
@@ -198,7 +198,7 @@ func harborPlanTask(pt *PlanTask, t *harbor.Task) {
 	for _, s := range t.Services {
 		pt.Services = append(pt.Services, s.Name)
 	}
-	pt.Network, pt.CPUs, pt.MemoryMB = env.NetworkMode, env.CPUs, env.MemoryMB
+	pt.Network, pt.CPUs, pt.MemoryMB = t.NetworkSummary(), env.CPUs, env.MemoryMB
 	for _, m := range env.MCPServers {
 		pt.MCPServers = append(pt.MCPServers, m.Name+" ("+m.Transport+")")
 	}
