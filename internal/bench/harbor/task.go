@@ -29,7 +29,10 @@
 // A task whose [verifier] environment_mode is "separate" (or that gives
 // [verifier.environment]) has its tests run in a container of their own,
 // built from tests/ (VerifierImage), which sees nothing of the agent's but
-// what it left in /logs/artifacts (VerifySeparate).
+// /logs/artifacts and the task's artifacts, at their paths (VerifySeparate).
+//
+// artifacts and [[verifier.collect]] are applied: Collect runs the hooks
+// and copies the artifacts out after the agent, best-effort.
 //
 // A task that asks for what lane cannot do is refused when it loads,
 // never run as a weaker task whose figure Harbor would not give: LoadTask
@@ -38,8 +41,7 @@
 // a feature). Refused today: multi-step tasks ([[steps]]), Windows tasks,
 // a compose file in a separate verifier's tests/, allowed_hosts (lane has
 // no egress proxy), [agent] or [verifier] network modes other than the
-// [environment]'s, MCP servers, artifacts, [[verifier.collect]], GPUs,
-// TPUs and skills_dir. Read but not applied, as they change no figure:
+// [environment]'s, MCP servers, GPUs, TPUs and skills_dir. Read but not applied, as they change no figure:
 // storage_mb and gpu_types.
 package harbor
 
@@ -109,6 +111,11 @@ type Task struct {
 	// Dockerfiles are FROM ${BASE}).
 	BuildArgs map[string]string
 
+	// Artifacts are what is copied out of the containers after the agent
+	// (task.toml's artifacts; /logs/artifacts always comes too): see
+	// Collect.
+	Artifacts []Artifact
+
 	// Extra holds the keys of task.toml that Task has no field for, by
 	// dotted path ("artifacts", "environment.mcp_servers"), with their
 	// values as the TOML library decodes them.
@@ -165,6 +172,9 @@ type VerifierConfig struct {
 	Environment *EnvironmentConfig
 	// Dockerfile is tests/Dockerfile of a separate verifier, or "".
 	Dockerfile string
+	// Collect are [[verifier.collect]]'s hooks, run before the artifacts
+	// are copied out.
+	Collect []CollectHook
 }
 
 // SolutionConfig is [solution].
@@ -347,6 +357,9 @@ func loadTask(dir string) (*Task, error) {
 	if err := t.loadCompose(env); err != nil {
 		return nil, err
 	}
+	if err := t.checkServices(); err != nil {
+		return nil, err
+	}
 	if df := filepath.Join(env, "Dockerfile"); t.Dockerfile == "" && isFile(df) {
 		t.Dockerfile = df
 	}
@@ -395,11 +408,13 @@ type rawConfig struct {
 		// Read by verifierMode.
 		EnvironmentMode *string         `toml:"environment_mode"`
 		Environment     *rawEnvironment `toml:"environment"`
+		Collect         any             `toml:"collect"` // read by ParseCollectHooks
 	}
 	Solution struct {
 		Env map[string]string
 	}
 	Environment rawEnvironment
+	Artifacts   any `toml:"artifacts"` // read by ParseArtifacts
 }
 
 // rawEnvironment is task.toml's [environment] as decoded.
@@ -545,6 +560,12 @@ func parseConfig(file string, data []byte) (*Task, error) {
 	}
 	if err := t.verifierMode(raw.Verifier.EnvironmentMode, raw.Verifier.Environment, fail); err != nil {
 		return nil, err
+	}
+	if t.Artifacts, err = ParseArtifacts(raw.Artifacts); err != nil {
+		return nil, fail("artifacts", "%w", err)
+	}
+	if t.Verifier.Collect, err = ParseCollectHooks(raw.Verifier.Collect); err != nil {
+		return nil, fail("verifier.collect", "%w", err)
 	}
 
 	if undecoded := md.Undecoded(); len(undecoded) > 0 {

@@ -124,7 +124,7 @@ func TestLoadTaskKeepsUnknownKeys(t *testing.T) {
 	}
 	sort.Strings(keys)
 	want := []string{
-		"agent.network_mode", "artifacts", "environment.gpu_types", "environment.mcp_servers",
+		"agent.network_mode", "environment.gpu_types", "environment.mcp_servers",
 		"lane_future_key", "lane_future_table", "source", "verifier.allowed_hosts",
 	}
 	if !slices.Equal(keys, want) {
