@@ -107,10 +107,18 @@ func runContainerAttempt(ctx context.Context, env AttemptEnv, task *Task, a *rec
 
 	a.Tries = 1
 	out := &capBuffer{limit: OutputLimit}
-	if !workInContainer(ctx, env, task, a, ht, c, share, out) {
+	worked := workInContainer(ctx, env, task, a, ht, c, share, out)
+	if ctx.Err() != nil {
 		return
 	}
-	reward, err := verify(ctx, env, ht, c, verifierImage, out)
+	// Collected whether the agent's work is to be scored or not, as Harbor
+	// does: what it left helps to see why it failed.
+	coll, cleanupArtifacts := collectArtifacts(ctx, env, ht, c, a, Collect{StopMain: worked && ht.Separate()}, out)
+	defer cleanupArtifacts()
+	if !worked {
+		return
+	}
+	reward, err := verify(ctx, env, ht, c, verifierImage, coll, out)
 	a.CheckOutput = out.String()
 	if err != nil {
 		errorAttempt(a, taskFailure(err), out.String()+"\n[lane: "+err.Error()+"]")

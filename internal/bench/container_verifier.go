@@ -10,10 +10,11 @@ import (
 // verify scores the work done in c with the task's verifier: in c itself,
 // or, for a task whose verifier runs in an environment of its own, in a
 // container of verifierImage that sees only what the agent left in
-// harbor.ArtifactsDir (c is removed first).
-func verify(ctx context.Context, env AttemptEnv, ht *harbor.Task, c *container.Container, verifierImage string, out *capBuffer) (harbor.Reward, error) {
+// harbor.ArtifactsDir and the task's artifacts, coll (c is removed first).
+func verify(ctx context.Context, env AttemptEnv, ht *harbor.Task, c *container.Container, verifierImage string,
+	coll *harbor.Collection, out *capBuffer) (harbor.Reward, error) {
 	if ht.Separate() {
-		return harbor.VerifySeparate(ctx, env.Engine, c, ht, verifierImage, env.WorkDir, out)
+		return harbor.VerifySeparate(ctx, env.Engine, c, ht, verifierImage, coll, out)
 	}
 	return harbor.Verify(ctx, c, ht, out)
 }
