@@ -106,16 +106,32 @@ func runContainerAttempt(ctx context.Context, env AttemptEnv, task *Task, a *rec
 		return
 	}
 
+	workAndVerify(ctx, env, task, a, ht, c, nw, share, verifierImage)
+}
+
+// workAndVerify does the attempt's work in its started container c, on
+// the agent's network, collects what it left, and scores it with the
+// task's verifier (in verifierImage's container, for a separate one).
+func workAndVerify(ctx context.Context, env AttemptEnv, task *Task, a *record.Attempt, ht *harbor.Task,
+	c *container.Container, nw *harbor.Network, share, verifierImage string) {
 	a.Tries = 1
 	out := &capBuffer{limit: OutputLimit}
 	if err := nw.Set(ctx, ht.AgentNetwork()); err != nil {
 		errorAttempt(a, taskFailure(err), err.Error())
 		return
 	}
-	if !workInContainer(ctx, env, task, a, ht, c, share, out) {
+	worked := workInContainer(ctx, env, task, a, ht, c, share, out)
+	if ctx.Err() != nil {
 		return
 	}
-	reward, err := verify(ctx, env, ht, c, nw, verifierImage, out)
+	// Collected whether the agent's work is to be scored or not, as Harbor
+	// does: what it left helps to see why it failed.
+	coll, cleanupArtifacts := collectArtifacts(ctx, env, ht, c, a, Collect{StopMain: worked && ht.Separate()}, out)
+	defer cleanupArtifacts()
+	if !worked {
+		return
+	}
+	reward, err := verify(ctx, env, ht, c, nw, verifierImage, coll, out)
 	a.CheckOutput = out.String()
 	if err != nil {
 		errorAttempt(a, taskFailure(err), out.String()+"\n[lane: "+err.Error()+"]")

@@ -94,7 +94,9 @@ type Config struct {
 	Limits *Limits
 	// Removed, when set, is told of each attempt folder removed, so that
 	// what was kept about it elsewhere (lane's snapshots of it) can go too.
-	Removed  func(dir string)
+	Removed func(dir string)
+	// PutBlob is AttemptEnv's, for every attempt run here.
+	PutBlob  func(ctx context.Context, data []byte) (string, error)
 	Run      RunFunc
 	Store    Store
 	Progress io.Writer     // where the progress line goes; nil: nowhere
@@ -550,7 +552,7 @@ func (r *runner) sweepFixtures(ctx context.Context) {
 func (r *runner) execute(ctx context.Context, task *Task, a *record.Attempt) {
 	RunAttempt(ctx, AttemptEnv{Run: r.cfg.Run, WorkDir: r.workDir, Keep: r.cfg.Keep, Removed: r.cfg.Removed,
 		SuiteDir: r.suite.Dir, Hermetic: r.cfg.Hermetic, EnvironmentError: r.cfg.EnvironmentError, CleanOutput: r.cfg.CleanOutput,
-		Engine: r.cfg.Engine, Mounts: r.cfg.Mounts, Limits: r.cfg.Limits}, task, a)
+		Engine: r.cfg.Engine, Mounts: r.cfg.Mounts, Limits: r.cfg.Limits, PutBlob: r.cfg.PutBlob}, task, a)
 }
 
 // AttemptEnv is what running one attempt needs besides its task.
@@ -569,6 +571,9 @@ type AttemptEnv struct {
 	// Blob returns a stored fixture by digest (a task's FixtureBlob, on a
 	// worker); nil when fixtures are read from SuiteDir.
 	Blob func(ctx context.Context, digest string) ([]byte, error)
+	// PutBlob stores data and returns its digest: a container task's
+	// artifacts go there (see Attempt.Artifacts); nil keeps none.
+	PutBlob func(ctx context.Context, data []byte) (string, error)
 	// CleanOutput, when set, is the check's output as a later try's prompt
 	// quotes it (the suite format's: polyglot takes timings out and cuts
 	// it); nil quotes it as it is.

@@ -191,7 +191,7 @@ func (r *Runner) benchConfig(ctx context.Context, opts *Options) (bench.Config, 
 	bc := bench.Config{
 		Models: opts.Models, Repeat: opts.Repeat, Parallel: opts.Parallel, MaxCostUSD: opts.MaxCost,
 		Keep: opts.Keep, Hermetic: !opts.NoHermetic, Store: r.Store, Log: slog.Default(),
-		EnvironmentError: suiteload.EnvironmentError, CleanOutput: suiteload.CleanOutput,
+		EnvironmentError: suiteload.EnvironmentError, CleanOutput: suiteload.CleanOutput, PutBlob: r.Store.PutBlob,
 	}
 	if err := opts.Retry.retryConfig(&bc, opts.Resume != ""); err != nil {
 		return bc, err

@@ -76,15 +76,7 @@ func (r *Runner) NewWorker(ctx context.Context, opts *WorkerOptions, notes *reco
 		return nil, fmt.Errorf("worker folder: %w", err)
 	}
 	bo := &Options{Keep: opts.Keep, Run: opts.Run, Notes: notes}
-	blob := func(ctx context.Context, digest string) ([]byte, error) {
-		var data []byte
-		err := w.Persist(ctx, "fixture "+digest, func(ctx context.Context) error {
-			var err error
-			data, err = r.Store.Blob(ctx, digest)
-			return err
-		})
-		return data, err
-	}
+	blob, putBlob := r.workerBlobs(w)
 	// Container tasks (Harbor's) run with this machine's engine; a worker
 	// without one does not take them (they wait for a worker that has one).
 	engine, err := container.Find(ctx, "", r.Env.Getenv)
@@ -103,7 +95,7 @@ func (r *Runner) NewWorker(ctx context.Context, opts *WorkerOptions, notes *reco
 			Running: w.Running,
 		}
 		env := bench.AttemptEnv{Run: r.recordedRunner(bo, hooks), Keep: opts.Keep, Removed: forgetFolder(r.Env),
-			Blob: blob, WorkDir: workDir, Hermetic: !opts.NoHermetic,
+			Blob: blob, PutBlob: putBlob, WorkDir: workDir, Hermetic: !opts.NoHermetic,
 			EnvironmentError: suiteload.EnvironmentError, CleanOutput: suiteload.CleanOutput, Engine: engine, Mounts: mounts,
 			Limits: limits}
 		bench.RunAttempt(ctx, env, task, a)
@@ -125,4 +117,29 @@ func (r *Runner) foundRuntimes(ctx context.Context) []string {
 		}
 	}
 	return names
+}
+
+// workerBlobs are how a worker reads the blobs a bench stored (its task
+// folders) and stores its attempts' artifacts, each call persisted
+// through the store's passing failures.
+func (r *Runner) workerBlobs(w *workqueue.Worker) (get func(context.Context, string) ([]byte, error), put func(context.Context, []byte) (string, error)) {
+	get = func(ctx context.Context, digest string) ([]byte, error) {
+		var data []byte
+		err := w.Persist(ctx, "fixture "+digest, func(ctx context.Context) error {
+			var err error
+			data, err = r.Store.Blob(ctx, digest)
+			return err
+		})
+		return data, err
+	}
+	put = func(ctx context.Context, data []byte) (string, error) {
+		var digest string
+		err := w.Persist(ctx, "artifacts", func(ctx context.Context) error {
+			var err error
+			digest, err = r.Store.PutBlob(ctx, data)
+			return err
+		})
+		return digest, err
+	}
+	return get, put
 }

@@ -84,7 +84,7 @@ lists every task with what it uses and whether lane runs it, and runs none.`,
 	fl.BoolVar(&opts.Workers, "workers", false, "run the attempts on the pool of lane workers of the shared PostgreSQL database")
 	addRetryFlags(fl, &opts.Retry) // before the runtime flags: its --retries is the bench's
 	addRuntimeFlags(f, c, &opts.Run)
-	c.AddCommand(newCmdBenchReport(f), newCmdBenchList(f))
+	c.AddCommand(newCmdBenchReport(f), newCmdBenchList(f), newCmdBenchArtifacts(f))
 	return c
 }
 

@@ -77,7 +77,7 @@ func NewCmdDBCopy(f *Factory, runF func(context.Context, *DBCopyOptions) error) 
 		Short: "Copy runs, their events and benches from one database to another",
 		Long: `Copy copies the history of one database into another, each a SQLite file or a
 postgres:// URL: runs with their events (and so their sessions), benches with
-their attempts, attempt runs and blobs; not the pool's workers, which are live
+their attempts, attempt runs, artifacts and blobs; not the pool's workers, which are live
 state. It adds only what the target lacks, so copying again copies nothing and
 the target's own runs stay. A run in both is replaced only by one further
 along: a finished run over a running one, one that ended on its own over one
@@ -171,6 +171,7 @@ func copySummary(st store.CopyStats) string {
 		{"request for approval", "requests for approval", st.Approvals},
 		{"message", "messages", st.Steers},
 		{"stored diff", "stored diffs", st.RunChanges},
+		{"attempt's artifacts", "attempts' artifacts", st.Artifacts},
 	}
 	parts := make([]string, len(kinds))
 	for i, k := range kinds {

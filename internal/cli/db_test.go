@@ -72,7 +72,7 @@ func TestDBCopy(t *testing.T) {
 		from, to string
 		want     []string
 	}{
-		{src, pg, []string{"copied 2 runs, 3 events, 0 benches, 0 attempts, 0 attempt runs, 0 blobs, 0 requests for approval, 0 messages, 0 stored diffs\n",
+		{src, pg, []string{"copied 2 runs, 3 events, 0 benches, 0 attempts, 0 attempt runs, 0 blobs, 0 requests for approval, 0 messages, 0 stored diffs, 0 attempts' artifacts\n",
 			"from " + src + " to postgres://lane:xxxxx@127.0.0.1:"}},
 		{src, pg, []string{"copied 0 runs (2 already there), 0 events (3 already there), 0 benches,"}},
 		{pg, back, []string{"copied 2 runs, 3 events,", "from postgres://lane:xxxxx@127.0.0.1:"}},

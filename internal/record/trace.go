@@ -611,4 +611,9 @@ type Attempt struct {
 	// its bench retries (lane bench --retries): each run replaced the one
 	// before, and what the attempt records is its last.
 	Retries int `json:"retries,omitempty"`
+	// Artifacts are what was collected of a container task's attempt:
+	// saving the attempt stores them (and drops those of an earlier run of
+	// it); reading attempts leaves them out (see the store's
+	// AttemptArtifacts).
+	Artifacts []ArtifactSet `json:"-"`
 }

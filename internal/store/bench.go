@@ -285,7 +285,8 @@ func scanAttempt(sc scanner) (record.Attempt, error) {
 
 // SaveAttempt records a, or overwrites the attempt with its bench, task,
 // model and number. Its bench must exist, and so must its run when RunID is
-// set.
+// set. The attempt's stored artifacts become a.Artifacts: none for an
+// attempt saved before it runs (or again), so an earlier run's go.
 func (s *Store) SaveAttempt(ctx context.Context, a *record.Attempt) error {
 	if a.BenchID == "" || a.TaskID == "" || a.Model == "" || a.N <= 0 {
 		return fmt.Errorf("save attempt %s/%s/%s/%d: bench, task, model and number must be set",
@@ -296,8 +297,13 @@ func (s *Store) SaveAttempt(ctx context.Context, a *record.Attempt) error {
 		return fmt.Errorf("save attempt %s/%s/%s/%d: %w", a.BenchID, a.TaskID, a.Model, a.N, err)
 	}
 	err = s.writeTx(ctx, func(tx *txn) error {
-		_, err := tx.ExecContext(ctx, attemptUpsert, args...)
-		return err
+		if _, err := tx.ExecContext(ctx, attemptUpsert, args...); err != nil {
+			return err
+		}
+		return replaceArtifacts(func(q string, args ...any) error {
+			_, err := tx.ExecContext(ctx, q, args...)
+			return err
+		}, a)
 	})
 	if err != nil {
 		return fmt.Errorf("save attempt %s/%s/%s/%d: %w", a.BenchID, a.TaskID, a.Model, a.N, err)

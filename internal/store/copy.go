@@ -20,7 +20,7 @@ import (
 
 // Copying a history from one database to another (lane db copy), either
 // backend to either: runs and their events, benches with their attempts,
-// attempt runs and blobs. Not the workers table, which is the pool's live
+// attempt runs, the attempts' artifacts and blobs. Not the workers table, which is the pool's live
 // state rather than history, nor the ledger of usage limits, the accounts'
 // live state (the target's own runs keep it). Sessions are not stored apart: they are the
 // runs' session ids, and come with the runs.
@@ -73,6 +73,9 @@ func (c *CopyCount) add(d CopyCount) {
 // CopyStats counts what Copy did, kind by kind.
 type CopyStats struct {
 	Runs, Events, Benches, Attempts, AttemptRuns, Blobs, Approvals, Steers, RunChanges CopyCount
+	// Artifacts counts the attempts' collections of artifacts (their
+	// archives are blobs).
+	Artifacts CopyCount
 }
 
 func (s *CopyStats) add(d CopyStats) {
@@ -82,6 +85,7 @@ func (s *CopyStats) add(d CopyStats) {
 	s.Attempts.add(d.Attempts)
 	s.AttemptRuns.add(d.AttemptRuns)
 	s.Blobs.add(d.Blobs)
+	s.Artifacts.add(d.Artifacts)
 	s.Approvals.add(d.Approvals)
 	s.Steers.add(d.Steers)
 	s.RunChanges.add(d.RunChanges)
@@ -142,7 +146,7 @@ func Copy(ctx context.Context, from, to *Store, opts CopyOptions) (CopyStats, er
 	if err := c.benches(ctx); err != nil {
 		return c.stats, fmt.Errorf("copy: %w", err)
 	}
-	for _, t := range []copyTable{attemptTable, attemptRunTable, blobTable, approvalTable, steerTable, runChangesTable} {
+	for _, t := range []copyTable{attemptTable, attemptRunTable, blobTable, approvalTable, steerTable, runChangesTable, artifactTable} {
 		if err := c.table(ctx, t); err != nil {
 			return c.stats, fmt.Errorf("copy: %w", err)
 		}
@@ -752,6 +756,14 @@ var (
 		cols:  []string{"id", "run_id", "kind", "text", "deliver_now", "sender", "sent_at", "delivered_at"},
 		key:   1,
 		count: func(s *CopyStats) *CopyCount { return &s.Steers },
+	}
+	// artifactTable's rows are replaced with their attempt's: a row in
+	// both is left as the target has it, as its attempt is.
+	artifactTable = copyTable{
+		name:  "attempt_artifacts",
+		cols:  []string{"bench_id", "task_id", "model", "n", "step", "blob", "manifest"},
+		key:   5,
+		count: func(s *CopyStats) *CopyCount { return &s.Artifacts },
 	}
 	runChangesTable = copyTable{
 		name:  "run_changes",

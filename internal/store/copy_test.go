@@ -31,7 +31,7 @@ func copyPairs(t *testing.T, fn func(t *testing.T, from, to backend)) {
 }
 
 // historySize is how many records of each kind richHistory writes.
-type historySize struct{ runs, events, benches, attempts, attemptRuns, blobs int64 }
+type historySize struct{ runs, events, benches, attempts, attemptRuns, blobs, artifacts int64 }
 
 // richHistory writes a history with every field of runs, benches and
 // attempts set somewhere: sessions, a child run, runs that started at the
@@ -84,7 +84,7 @@ func richHistory(t *testing.T, s *Store) historySize {
 
 	benches := richBenches(t, s)
 	return historySize{runs: int64(len(runs)), events: int64(len(evs)), benches: benches.benches,
-		attempts: benches.attempts, attemptRuns: benches.attemptRuns, blobs: benches.blobs}
+		attempts: benches.attempts, attemptRuns: benches.attemptRuns, blobs: benches.blobs, artifacts: benches.artifacts}
 }
 
 // richBenches writes richHistory's benches, attempts, attempt runs and
@@ -104,7 +104,10 @@ func richBenches(t *testing.T, s *Store) historySize {
 		DurationMS: 1234, CostUSD: 0.5, Usage: record.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheCreationTokens: 4, CacheCreation1hTokens: 1},
 		Turns: 7, ToolCalls: 8, StartedAt: t0, EndedAt: t0.Add(time.Minute), Worker: "w1", Tries: 2, Reward: new(0.75),
 		Rewards: map[string]float64{"reward": 0.75, "style": 1},
-		Retries: 1}
+		Retries: 1,
+		Artifacts: []record.ArtifactSet{{Blob: blobDigest([]byte("a task folder")),
+			Artifacts: []record.ArtifactEntry{{Source: "/logs/artifacts", Service: "main", Path: "logs/artifacts", Status: "ok"}},
+			Files:     []record.ArtifactFile{{Path: "logs/artifacts/a", Source: "/logs/artifacts/a", Service: "main", Size: 13}}}}}
 	allSet(t, reflect.ValueOf(fullAttempt), "")
 	attempts := []record.Attempt{
 		fullAttempt,
@@ -132,7 +135,12 @@ func richBenches(t *testing.T, s *Store) historySize {
 		mustExec(t, s, `INSERT INTO blobs (digest, size, data) VALUES (?, ?, ?)`,
 			"sha256:"+hex.EncodeToString(sum[:]), len(data), data)
 	}
-	return historySize{benches: 2, attempts: int64(len(attempts)), attemptRuns: 2, blobs: int64(len(blobs))}
+	return historySize{benches: 2, attempts: int64(len(attempts)), attemptRuns: 2, blobs: int64(len(blobs)), artifacts: 1}
+}
+
+func blobDigest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 func mustExec(t *testing.T, s *Store, q string, args ...any) {
@@ -147,14 +155,14 @@ func mustExec(t *testing.T, s *Store, q string, args ...any) {
 func copied(h historySize) CopyStats {
 	return CopyStats{Runs: CopyCount{Copied: h.runs}, Events: CopyCount{Copied: h.events},
 		Benches: CopyCount{Copied: h.benches}, Attempts: CopyCount{Copied: h.attempts},
-		AttemptRuns: CopyCount{Copied: h.attemptRuns}, Blobs: CopyCount{Copied: h.blobs}}
+		AttemptRuns: CopyCount{Copied: h.attemptRuns}, Blobs: CopyCount{Copied: h.blobs}, Artifacts: CopyCount{Copied: h.artifacts}}
 }
 
 // present is what copying the history of size h again counts.
 func present(h historySize) CopyStats {
 	return CopyStats{Runs: CopyCount{Present: h.runs}, Events: CopyCount{Present: h.events},
 		Benches: CopyCount{Present: h.benches}, Attempts: CopyCount{Present: h.attempts},
-		AttemptRuns: CopyCount{Present: h.attemptRuns}, Blobs: CopyCount{Present: h.blobs}}
+		AttemptRuns: CopyCount{Present: h.attemptRuns}, Blobs: CopyCount{Present: h.blobs}, Artifacts: CopyCount{Present: h.artifacts}}
 }
 
 func mustCopy(t *testing.T, from, to *Store, want CopyStats) {
@@ -211,6 +219,7 @@ func assertSameHistory(t *testing.T, want, got *Store) {
 	assertSame(t, "benches", func(s *Store) (any, error) { return s.ListBenches(ctx, 0) }, want, got)
 	for _, id := range []string{"b-done", "b-live"} {
 		assertSame(t, "attempts of "+id, func(s *Store) (any, error) { return s.Attempts(ctx, id) }, want, got)
+		assertSame(t, "artifacts of "+id, func(s *Store) (any, error) { return s.AttemptArtifacts(ctx, id) }, want, got)
 	}
 	// Written out rather than attemptTable's, so that a lease column Copy
 	// left out would show.

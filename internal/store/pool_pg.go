@@ -109,6 +109,12 @@ func (s *Store) CompleteAttempt(ctx context.Context, l Lease, a *record.Attempt,
 		if _, err := s.pgExec(ctx, tx, attemptUpsert, args...); err != nil {
 			return err
 		}
+		if err := replaceArtifacts(func(q string, args ...any) error {
+			_, err := s.pgExec(ctx, tx, q, args...)
+			return err
+		}, a); err != nil {
+			return err
+		}
 		if _, err := s.pgExec(ctx, tx, `UPDATE bench_attempts SET lease_holder = '', lease_expires_at = NULL`+keyWhere,
 			l.Key.args()...); err != nil {
 			return err

@@ -40,7 +40,7 @@ func separateAttempt(t *testing.T, name string) (harbor.Reward, string) {
 		}
 		return r, out.String()
 	}
-	r, err := harbor.VerifySeparate(a.ctx, a.e, c, a.task, verifierImage, t.TempDir(), &out)
+	r, err := harbor.VerifySeparate(a.ctx, a.e, c, a.task, verifierImage, nil, &out)
 	if err != nil {
 		t.Fatalf("VerifySeparate: %v\n%s", err, out.String())
 	}
@@ -112,7 +112,7 @@ func TestSeparateVerifierWithoutArtifacts(t *testing.T) {
 		t.Fatalf("exit %d, %v", code, err)
 	}
 	var out bytes.Buffer
-	r, err := harbor.VerifySeparate(a.ctx, a.e, c, a.task, verifierImage, t.TempDir(), &out)
+	r, err := harbor.VerifySeparate(a.ctx, a.e, c, a.task, verifierImage, nil, &out)
 	if err != nil || r.Value != 0 {
 		t.Errorf("reward %v, %v; output:\n%s", r.Value, err, out.String())
 	}

@@ -34,16 +34,18 @@
 // A task whose [verifier] environment_mode is "separate" (or that gives
 // [verifier.environment]) has its tests run in a container of their own,
 // built from tests/ (VerifierImage), which sees nothing of the agent's but
-// what it left in /logs/artifacts (VerifySeparate).
+// /logs/artifacts and the task's artifacts, at their paths (VerifySeparate).
+//
+// artifacts and [[verifier.collect]] are applied: Collect runs the hooks
+// and copies the artifacts out after the agent, best-effort.
 //
 // A task that asks for what lane cannot do is refused when it loads,
 // never run as a weaker task whose figure Harbor would not give: LoadTask
 // returns an *UnsupportedError naming the task and each key, and Inspect
 // gives the task with its refusals (see refusalRules in refuse.go, one row
 // a feature). Refused today: multi-step tasks ([[steps]]), Windows tasks,
-// a compose file in a separate verifier's tests/, artifacts,
-// [[verifier.collect]], GPUs, TPUs and skills_dir. Read but not applied,
-// as they change no figure:
+// a compose file in a separate verifier's tests/, GPUs, TPUs and
+// skills_dir. Read but not applied, as they change no figure:
 // storage_mb and gpu_types.
 package harbor
 
@@ -117,6 +119,11 @@ type Task struct {
 	// Dockerfiles are FROM ${BASE}).
 	BuildArgs map[string]string
 
+	// Artifacts are what is copied out of the containers after the agent
+	// (task.toml's artifacts; /logs/artifacts always comes too): see
+	// Collect.
+	Artifacts []Artifact
+
 	// Extra holds the keys of task.toml that Task has no field for, by
 	// dotted path ("artifacts", "environment.skills_dir"), with their
 	// values as the TOML library decodes them.
@@ -179,6 +186,9 @@ type VerifierConfig struct {
 	// Network is [verifier] network_mode and allowed_hosts, the tests'
 	// network while they run; nil when not given (see Task.VerifierNetwork).
 	Network *NetworkSpec
+	// Collect are [[verifier.collect]]'s hooks, run before the artifacts
+	// are copied out.
+	Collect []CollectHook
 }
 
 // SolutionConfig is [solution].
@@ -364,6 +374,9 @@ func loadTask(dir string) (*Task, error) {
 	if err := t.loadCompose(env); err != nil {
 		return nil, err
 	}
+	if err := t.checkServices(); err != nil {
+		return nil, err
+	}
 	if df := filepath.Join(env, "Dockerfile"); t.Dockerfile == "" && isFile(df) {
 		t.Dockerfile = df
 	}
@@ -417,11 +430,13 @@ type rawConfig struct {
 		Environment     *rawEnvironment `toml:"environment"`
 		NetworkMode     *string         `toml:"network_mode"`
 		AllowedHosts    *[]string       `toml:"allowed_hosts"`
+		Collect         any             `toml:"collect"` // read by ParseCollectHooks
 	}
 	Solution struct {
 		Env map[string]string
 	}
 	Environment rawEnvironment
+	Artifacts   any `toml:"artifacts"` // read by ParseArtifacts
 }
 
 // rawEnvironment is task.toml's [environment] as decoded.
@@ -574,6 +589,12 @@ func parseConfig(file string, data []byte) (*Task, error) {
 	}
 	if t.Verifier.Network, err = phaseNetwork("verifier", raw.Verifier.NetworkMode, raw.Verifier.AllowedHosts, fail); err != nil {
 		return nil, err
+	}
+	if t.Artifacts, err = ParseArtifacts(raw.Artifacts); err != nil {
+		return nil, fail("artifacts", "%w", err)
+	}
+	if t.Verifier.Collect, err = ParseCollectHooks(raw.Verifier.Collect); err != nil {
+		return nil, fail("verifier.collect", "%w", err)
 	}
 
 	if undecoded := md.Undecoded(); len(undecoded) > 0 {

@@ -2,7 +2,6 @@ package harbor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -124,12 +123,9 @@ func VerifierImage(ctx context.Context, e *container.Engine, t *Task) (string, e
 	return build(ctx, e, t.verifierTask(), t.Name+"-verifier", filepath.Join(t.Dir, "tests"), t.Verifier.Dockerfile, t.BuildArgs)
 }
 
-// openArtifacts makes ArtifactsDir in the agent's container of a task with
-// a separate verifier, writable by any user, as Harbor's is.
+// openArtifacts makes ArtifactsDir in a task's container, writable by
+// any user, as Harbor's is: the agent leaves there what is to be kept.
 func openArtifacts(ctx context.Context, t *Task, c *container.Container) error {
-	if !t.Separate() {
-		return nil
-	}
 	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	out := &tailWriter{max: 2 << 10}
@@ -147,33 +143,42 @@ func openArtifacts(ctx context.Context, t *Task, c *container.Container) error {
 }
 
 // VerifySeparate scores the work done in agent, t's container, with t's
-// separate verifier, started from image (VerifierImage). ArtifactsDir is
-// copied out of agent, and agent is removed with its services: nothing of
-// it (its binaries, its /logs/verifier, its processes) reaches the
-// verifier but those files. The verifier's container then starts, with
-// nothing mounted and no tests uploaded (its image holds
-// /tests/test.sh), gets the copy at ArtifactsDir, and runs the tests as
-// Verify does; it is removed before VerifySeparate returns. workDir is
-// where the copy is kept meanwhile ("" for the system's temporary folder).
-//
-// Its errors are Verify's, and a verifier's container that does not start
-// is a *TaskError of kind ErrStart.
-func VerifySeparate(ctx context.Context, e *container.Engine, agent *container.Container, t *Task, image, workDir string, output io.Writer) (Reward, error) {
+// separate verifier, started from image (VerifierImage). coll is what
+// Collect copied out of agent (with StopMain); nil collects it here.
+// agent is then removed with its services: nothing of it (its binaries,
+// its /logs/verifier, its processes) reaches the verifier but those
+// files. See VerifyCollected for the rest.
+func VerifySeparate(ctx context.Context, e *container.Engine, agent *container.Container, t *Task, image string, coll *Collection, output io.Writer) (Reward, error) {
 	if !t.Separate() {
 		return Reward{}, fmt.Errorf("harbor: task %s: its verifier is not separate", t.Name)
 	}
-	tmp, err := os.MkdirTemp(workDir, "harbor-artifacts-")
-	if err != nil {
-		return Reward{}, fmt.Errorf("harbor: task %s: %w", t.Name, err)
-	}
-	defer os.RemoveAll(tmp)
-	artifacts := filepath.Join(tmp, "artifacts")
-	if err := copyArtifactsOut(ctx, agent, artifacts); err != nil {
-		return Reward{}, fmt.Errorf("harbor: task %s: %w", t.Name, err)
+	if coll == nil {
+		tmp, err := os.MkdirTemp("", "harbor-artifacts-")
+		if err != nil {
+			return Reward{}, fmt.Errorf("harbor: task %s: %w", t.Name, err)
+		}
+		defer os.RemoveAll(tmp)
+		if coll, err = Collect(ctx, agent, t, CollectOptions{Dir: tmp, StopMain: true, Log: output}); err != nil {
+			return Reward{}, err
+		}
 	}
 	if err := agent.Remove(ctx); err != nil {
 		return Reward{}, fmt.Errorf("harbor: task %s: stop the agent's container: %w", t.Name, err)
 	}
+	return VerifyCollected(ctx, e, t, image, coll, output)
+}
+
+// VerifyCollected runs t's separate verifier in a container of image: it
+// starts with nothing mounted and no tests uploaded (its image holds
+// /tests/test.sh), gets each artifact of coll at its source path
+// (ArtifactsDir among them) and an empty /logs/verifier of its own, and
+// runs the tests as Verify does; it is removed before VerifyCollected
+// returns. It leaves the agent's container alone: a multi-step task's
+// goes on to its next step.
+//
+// Its errors are Verify's, and a verifier's container that does not start
+// is a *TaskError of kind ErrStart.
+func VerifyCollected(ctx context.Context, e *container.Engine, t *Task, image string, coll *Collection, output io.Writer) (Reward, error) {
 	vt := t.verifierTask()
 	c, err := Start(ctx, e, vt, image)
 	if err != nil {
@@ -183,28 +188,8 @@ func VerifySeparate(ctx context.Context, e *container.Engine, agent *container.C
 	if err := AwaitHealthy(ctx, nil, c, vt); err != nil {
 		return Reward{}, err
 	}
-	if err := replaceDir(ctx, c, artifacts, ArtifactsDir, true); err != nil {
+	if err := giveArtifacts(ctx, c, coll, writerOr(output)); err != nil {
 		return Reward{}, fmt.Errorf("harbor: task %s: %w", t.Name, err)
 	}
 	return runTests(ctx, c, vt, output)
-}
-
-// copyArtifactsOut copies ArtifactsDir out of c to the host folder dst
-// (which must not exist); an agent that left none gives an empty folder.
-func copyArtifactsOut(ctx context.Context, c *container.Container, dst string) error {
-	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
-	defer cancel()
-	err := c.CopyFrom(sctx, ArtifactsDir, dst)
-	if errors.Is(err, os.ErrNotExist) {
-		return os.Mkdir(dst, 0o755)
-	}
-	if err != nil {
-		return fmt.Errorf("copy %s out of the agent's container: %w", ArtifactsDir, err)
-	}
-	if fi, err := os.Lstat(dst); err != nil || !fi.IsDir() {
-		// A file, or a link, where the folder should be: nothing to see.
-		_ = os.RemoveAll(dst)
-		return os.Mkdir(dst, 0o755)
-	}
-	return nil
 }
