@@ -72,8 +72,6 @@ type refusalRule struct {
 // [verifier] environment_mode = "shared" that say what lane does anyway.
 func refusalRules() []refusalRule {
 	return []refusalRule{
-		{found: nonEmpty("[[steps]]", "steps"),
-			why: "lane runs no multi-step tasks: it would run one agent on the root instruction.md and one verifier"},
 		{found: notLinux,
 			why: "lane runs Linux containers only"},
 		{found: allowedHosts,
@@ -88,6 +86,12 @@ func refusalRules() []refusalRule {
 			why: "lane would not run these commands between the agent and the verifier"},
 		{found: nonEmpty("artifacts", "artifacts"),
 			why: "lane would not collect these files from the container"},
+		{found: inSteps("agent", phaseNetwork("agent")),
+			why: "lane would give the step's agent the [environment]'s network"},
+		{found: inSteps("verifier", phaseNetwork("verifier")),
+			why: "lane would give the step's verifier the [environment]'s network"},
+		{found: inSteps("", nonEmpty("artifacts", "artifacts")),
+			why: "lane would not collect these files from the container after the step"},
 		{found: positive("[environment] gpus", "environment", "gpus"),
 			why: "lane gives containers no GPU"},
 		{found: present("[environment.tpu]", "environment", "tpu"),
@@ -294,4 +298,34 @@ func InspectAll(dir string) ([]Inspected, error) {
 		out[i] = Inspected{Dir: d, Task: t, Refusals: refused, Err: err}
 	}
 	return out, nil
+}
+
+// inSteps finds what found finds in a [[steps]] entry's table (its agent
+// or verifier table; "" for the entry itself), and names the key
+// [steps.TABLE] ... (step "NAME"), or [steps] ..., for the first step that
+// has it.
+func inSteps(table string, found func(*Task, map[string]any) (string, bool)) func(*Task, map[string]any) (string, bool) {
+	return func(t *Task, doc map[string]any) (string, bool) {
+		v, _ := value(doc, "steps")
+		steps, _ := v.([]map[string]any)
+		for _, step := range steps {
+			name, _ := step["name"].(string)
+			sub, prefix := step, "[steps] "
+			if table != "" {
+				sub = map[string]any{table: step[table]}
+				prefix = "[steps." + table + "]"
+			}
+			key, ok := found(t, sub)
+			if !ok {
+				continue
+			}
+			if table != "" {
+				key = strings.Replace(key, "["+table+"]", prefix, 1)
+			} else {
+				key = prefix + key
+			}
+			return fmt.Sprintf("%s (step %q)", key, name), true
+		}
+		return "", false
+	}
 }

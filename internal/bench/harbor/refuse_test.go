@@ -19,7 +19,12 @@ func TestLoadTaskRefuses(t *testing.T) {
 		toml string
 		keys []string // refused; none: the task loads
 	}{
-		{name: "steps", toml: "[[steps]]\nname = \"one\"\n", keys: []string{"[[steps]]"}},
+		{name: "step agent without network", toml: "[[steps]]\nname = \"one\"\n[steps.agent]\nnetwork_mode = \"no-network\"\n",
+			keys: []string{`[steps.agent] network_mode = "no-network" (step "one")`}},
+		{name: "step verifier allowlist", toml: "[[steps]]\nname = \"one\"\n[[steps]]\nname = \"two\"\n[steps.verifier]\nallowed_hosts = [\"pypi.org\"]\n",
+			keys: []string{`[steps.verifier] allowed_hosts = ["pypi.org"] (step "two")`}},
+		{name: "step artifacts", toml: "[[steps]]\nname = \"one\"\nartifacts = [\"/app/out.json\"]\n",
+			keys: []string{`[steps] artifacts (step "one")`}},
 		{name: "windows", toml: "[environment]\nos = \"windows\"\n", keys: []string{`[environment] os = "windows"`}},
 		{name: "allowlist", toml: "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"PyPI.org.\"]\n",
 			keys: []string{`[environment] network_mode = "allowlist" with allowed_hosts = ["pypi.org"]`}},
@@ -102,13 +107,13 @@ func TestRefusalMessages(t *testing.T) {
 func TestInspect(t *testing.T) {
 	t.Parallel()
 	dir := writeTask(t, map[string]string{
-		"task.toml":                "[[steps]]\nname = \"one\"\n[environment]\nnetwork_mode = \"no-network\"\n",
+		"task.toml":                "[[steps]]\nname = \"one\"\nartifacts = [\"/app/x\"]\n[environment]\nnetwork_mode = \"no-network\"\n",
 		"tests/test.sh":            "-",
 		"instruction.md":           "-",
 		"steps/one/instruction.md": "Do one.\n",
 	})
 	task, refused, err := Inspect(dir)
-	if err != nil || task == nil || len(refused) != 1 || refused[0].Key != "[[steps]]" {
+	if err != nil || task == nil || len(refused) != 1 || refused[0].Key != `[steps] artifacts (step "one")` {
 		t.Fatalf("Inspect = %+v, %v, %v", task, refused, err)
 	}
 	if task.Dockerfile != filepath.Join(task.Dir, "environment", "Dockerfile") || task.Environment.NetworkMode != NetworkNone {

@@ -31,11 +31,15 @@
 // built from tests/ (VerifierImage), which sees nothing of the agent's but
 // what it left in /logs/artifacts (VerifySeparate).
 //
+// A multi-step task ([[steps]], each with its folder steps/<name>/) runs
+// its steps in order in one container, each with its own instruction,
+// workdir/, setup.sh, solution and verifier (see Step).
+//
 // A task that asks for what lane cannot do is refused when it loads,
 // never run as a weaker task whose figure Harbor would not give: LoadTask
 // returns an *UnsupportedError naming the task and each key, and Inspect
 // gives the task with its refusals (see refusalRules in refuse.go, one row
-// a feature). Refused today: multi-step tasks ([[steps]]), Windows tasks,
+// a feature). Refused today: Windows tasks, a step's network or artifacts,
 // a compose file in a separate verifier's tests/, allowed_hosts (lane has
 // no egress proxy), [agent] or [verifier] network modes other than the
 // [environment]'s, MCP servers, artifacts, [[verifier.collect]], GPUs,
@@ -108,6 +112,12 @@ type Task struct {
 	// task.toml sets them: a caller adds them (proxies, or tests whose
 	// Dockerfiles are FROM ${BASE}).
 	BuildArgs map[string]string
+
+	// Steps are a multi-step task's [[steps]], in order (see Step); nil
+	// for a task of one step. StepRewards is multi_step_reward_strategy,
+	// StepsMean or StepsFinal ("" without steps).
+	Steps       []Step
+	StepRewards string
 
 	// Extra holds the keys of task.toml that Task has no field for, by
 	// dotted path ("artifacts", "environment.mcp_servers"), with their
@@ -220,7 +230,7 @@ func (e *ParseError) Error() string {
 func (e *ParseError) Unwrap() error { return e.Err }
 
 // ErrUnsupported is what a task this package cannot run matches (an
-// *UnsupportedError naming each key): a multi-step or a Windows task, say.
+// *UnsupportedError naming each key): a Windows task, say.
 var ErrUnsupported = errors.New("not supported")
 
 // TaskFile is the name of a task's configuration file.
@@ -337,11 +347,13 @@ func loadTask(dir string) (*Task, error) {
 		return nil, t.unsupported(refused)
 	}
 
-	instruction, err := os.ReadFile(filepath.Join(dir, "instruction.md"))
-	if err != nil {
-		return nil, fmt.Errorf("instruction.md: %w", err)
+	if !t.HasSteps() { // a multi-step task's is each step's
+		instruction, err := os.ReadFile(filepath.Join(dir, "instruction.md"))
+		if err != nil {
+			return nil, fmt.Errorf("instruction.md: %w", err)
+		}
+		t.Instruction = string(instruction)
 	}
-	t.Instruction = string(instruction)
 
 	env := filepath.Join(dir, "environment")
 	if err := t.loadCompose(env); err != nil {
@@ -353,13 +365,19 @@ func loadTask(dir string) (*Task, error) {
 	if t.Dockerfile == "" && t.Environment.DockerImage == "" {
 		return nil, errors.New("environment/Dockerfile is missing, and task.toml names no environment.docker_image")
 	}
+	t.HasSolution = isFile(filepath.Join(dir, "solution", "solve.sh"))
+	if t.HasSteps() {
+		if err := t.loadSteps(dir); err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
 	if err := t.loadVerifierEnvironment(dir); err != nil {
 		return nil, err
 	}
 	if !t.Separate() && !isFile(filepath.Join(dir, "tests", "test.sh")) {
 		return nil, errors.New("tests/test.sh is missing")
 	}
-	t.HasSolution = isFile(filepath.Join(dir, "solution", "solve.sh"))
 	return t, nil
 }
 
@@ -400,6 +418,11 @@ type rawConfig struct {
 		Env map[string]string
 	}
 	Environment rawEnvironment
+	// Read by Task.steps; multi_step_reward_mode, the spelling before
+	// schema 1.3, is dropped unread as Harbor drops it.
+	Steps              []rawStep `toml:"steps"`
+	StepRewardStrategy *string   `toml:"multi_step_reward_strategy"`
+	StepRewardMode     any       `toml:"multi_step_reward_mode"`
 }
 
 // rawEnvironment is task.toml's [environment] as decoded.
@@ -544,6 +567,9 @@ func parseConfig(file string, data []byte) (*Task, error) {
 		return nil, err
 	}
 	if err := t.verifierMode(raw.Verifier.EnvironmentMode, raw.Verifier.Environment, fail); err != nil {
+		return nil, err
+	}
+	if err := t.steps(raw.Steps, raw.StepRewardStrategy, fail); err != nil {
 		return nil, err
 	}
 
