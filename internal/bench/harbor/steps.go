@@ -419,6 +419,32 @@ func artifactList(v any) []any {
 	return []any{v}
 }
 
+// stepEnvTables are the env tables of t's steps, for ExpandEnv: each
+// step's verifier env (the task's laid under it) and its verifier's own
+// environment's.
+func (t *Task) stepEnvTables() []struct {
+	name string
+	env  map[string]string
+} {
+	var out []struct {
+		name string
+		env  map[string]string
+	}
+	for _, s := range t.Steps {
+		out = append(out, struct {
+			name string
+			env  map[string]string
+		}{fmt.Sprintf("step %s [verifier] env", s.Name), s.Verifier.Env})
+		if ve := s.Verifier.Environment; ve != nil && ve != t.Verifier.Environment {
+			out = append(out, struct {
+				name string
+				env  map[string]string
+			}{fmt.Sprintf("step %s [verifier.environment] env", s.Name), ve.Env})
+		}
+	}
+	return out
+}
+
 func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()

@@ -262,3 +262,23 @@ func TestBelowMinReward(t *testing.T) {
 		}
 	}
 }
+
+// ExpandEnv expands the host variables of each step's verifier env, the
+// task's laid under it.
+func TestExpandStepEnv(t *testing.T) {
+	t.Parallel()
+	task, err := LoadTask(writeTask(t, map[string]string{
+		"task.toml":                "[verifier]\nenv = { KEY = \"${LANE_KEY}\" }\n[[steps]]\nname = \"one\"\n[steps.verifier]\nenv = { MODE = \"${LANE_MODE:-strict}\" }\n",
+		"steps/one/instruction.md": "x\n",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	getenv := func(k string) string { return map[string]string{"LANE_KEY": "sk-1"}[k] }
+	if err := task.ExpandEnv(getenv); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"KEY": "sk-1", "MODE": "strict"}; !reflect.DeepEqual(task.Steps[0].Verifier.Env, want) {
+		t.Errorf("step env %v, want %v", task.Steps[0].Verifier.Env, want)
+	}
+}
