@@ -104,7 +104,8 @@ func richBenches(t *testing.T, s *Store) historySize {
 		DurationMS: 1234, CostUSD: 0.5, Usage: record.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheCreationTokens: 4, CacheCreation1hTokens: 1},
 		Turns: 7, ToolCalls: 8, StartedAt: t0, EndedAt: t0.Add(time.Minute), Worker: "w1", Tries: 2, Reward: new(0.75),
 		Rewards: map[string]float64{"reward": 0.75, "style": 1},
-		Retries: 1}
+		Retries: 1,
+		Steps:   []record.AttemptStep{{Name: "one", RunID: "r-child", Status: record.AttemptPassed, Reward: new(1.0), Rewards: map[string]float64{"reward": 1}}}}
 	allSet(t, reflect.ValueOf(fullAttempt), "")
 	attempts := []record.Attempt{
 		fullAttempt,
