@@ -19,6 +19,8 @@ type Report struct {
 	// Accounts are the logins the attempts ran under (their runs'
 	// accounts), for the runtimes lane keeps accounts of.
 	Accounts []AccountAttempts `json:"accounts,omitempty"`
+	// Steps are the attempts at multi-step tasks with their steps.
+	Steps []StepAttempt `json:"steps,omitempty"`
 }
 
 // AccountAttempts is how many attempts ran under one login.
@@ -74,6 +76,7 @@ func Compare(b record.Bench, attempts []record.Attempt, runs map[string]*record.
 		}
 	}
 	r.Accounts = accountsOf(attempts, runs)
+	r.Steps = stepAttempts(attempts)
 	return r
 }
 

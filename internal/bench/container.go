@@ -30,6 +30,9 @@ type ContainerTask struct {
 	// PassKey is the key of the verifier's reward that PassReward is
 	// compared with ("": harbor.RewardKey, "reward").
 	PassKey string `json:"pass_key,omitempty"`
+	// StepSession is how a multi-step task's agent meets each step after
+	// the first: StepSessionFresh ("" too) or StepSessionContinue.
+	StepSession string `json:"step_session,omitempty"`
 }
 
 // Failure kinds of a container task's errored attempt.
@@ -73,7 +76,8 @@ func runContainerAttempt(ctx context.Context, env AttemptEnv, task *Task, a *rec
 	ht.Net.Dir = env.WorkDir
 	image, err := harbor.Image(ctx, env.Engine, ht)
 	var verifierImage string // a separate verifier's, "" for a shared one
-	if err == nil {
+	// A multi-step task's verifiers are its steps' (runSteps).
+	if err == nil && !ht.HasSteps() {
 		verifierImage, err = harbor.VerifierImage(ctx, env.Engine, ht)
 	}
 	if err != nil {
@@ -103,6 +107,10 @@ func runContainerAttempt(ctx context.Context, env AttemptEnv, task *Task, a *rec
 	if err := harbor.AwaitHealthy(ctx, nil, c, ht); err != nil {
 		// Before the agent: a failed check leaves it unrun.
 		errorAttempt(a, taskFailure(err), err.Error())
+		return
+	}
+	if ht.HasSteps() {
+		runSteps(ctx, env, task, a, ht, c, nw, share)
 		return
 	}
 

@@ -44,6 +44,7 @@ func (r Report) WriteTable(w io.Writer) error {
 	fmt.Fprint(ew, r.brokenLine())
 	fmt.Fprint(ew, r.retriesLine())
 	fmt.Fprint(ew, r.accountsLine())
+	fmt.Fprint(ew, r.stepsText())
 	fmt.Fprintf(ew, "\n%s\n", legend)
 	return ew.err
 }

@@ -39,6 +39,7 @@ type Options struct {
 	BuildArgs    []string // KEY=VALUE for container tasks' image builds
 	PassReward   float64  // a container task's attempt passes at this reward
 	PassKey      string   // of the verifier's reward, compared with PassReward ("": "reward")
+	StepSession  string   // a multi-step task's agent: bench.StepSessionFresh or StepSessionContinue
 	Engine       string   // podman or docker ("" finds one)
 	Resume       string
 	OutputFormat string
@@ -204,7 +205,7 @@ func (r *Runner) benchConfig(ctx context.Context, opts *Options) (bench.Config, 
 		loaded, err := suiteload.Load(ctx, opts.Suite, suiteload.Options{
 			Format: opts.Format, Languages: opts.Languages, Tries: opts.Tries,
 			CacheDir: filepath.Join(r.Env.CacheDir(), "polyglot"), BuildArgs: buildArgs, PassReward: opts.PassReward,
-			PassKey: opts.PassKey, SkipUnsupported: opts.SkipUnsupported,
+			PassKey: opts.PassKey, SkipUnsupported: opts.SkipUnsupported, StepSession: opts.StepSession,
 		})
 		if err != nil {
 			return bc, launch.UsageErrorf(err)

@@ -73,6 +73,7 @@ lists every task with what it uses and whether lane runs it, and runs none.`,
 	fl.StringArrayVar(&opts.BuildArgs, "build-arg", nil, "KEY=VALUE for the image builds of Harbor tasks (repeatable)")
 	fl.Float64Var(&opts.PassReward, "pass-reward", 1, "a Harbor task's attempt passes when its verifier's reward is at least this")
 	fl.StringVar(&opts.PassKey, "pass-key", "", "the key of a Harbor verifier's reward.json that --pass-reward is compared with (default: reward); an attempt without it is an error of the task, no_pass_key")
+	fl.StringVar(&opts.StepSession, "step-session", "fresh", "a multi-step Harbor task's agent: a fresh session each step, or continue the previous step's session (fresh or continue)")
 	fl.StringVar(&opts.Engine, "engine", "", "the container engine for Harbor tasks: podman or docker (default: whichever is found)")
 	fl.BoolVar(&opts.NoHermetic, "no-hermetic", false, "let each attempt's agent see the user's own setup for it (CLAUDE.md, settings, hooks, plugins, skills, MCP servers)")
 	fl.BoolVar(&opts.Keep, "keep", false, "keep each attempt's folder (a git fixture's worktree stays registered in it)")
@@ -159,6 +160,9 @@ func openForRuns(ctx context.Context, f *Factory) (*config.File, *store.Store, e
 func checkBenchFlags(opts *BenchOptions) error {
 	if opts.OutputFormat != formatText && opts.OutputFormat != formatJSON {
 		return usageErrorf(fmt.Errorf("unknown --output-format %q (want text or json)", opts.OutputFormat))
+	}
+	if s := opts.StepSession; s != "" && s != bench.StepSessionFresh && s != bench.StepSessionContinue {
+		return usageErrorf(fmt.Errorf("unknown --step-session %q (want %s or %s)", opts.StepSession, bench.StepSessionFresh, bench.StepSessionContinue))
 	}
 	if opts.Parallel < 1 || opts.Repeat < 0 || opts.MaxCost < 0 {
 		return usageErrorf(errors.New("--parallel must be at least 1; --repeat and --max-cost must not be negative"))

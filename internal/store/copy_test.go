@@ -107,7 +107,9 @@ func richBenches(t *testing.T, s *Store) historySize {
 		Retries: 1,
 		Artifacts: []record.ArtifactSet{{Blob: blobDigest([]byte("a task folder")),
 			Artifacts: []record.ArtifactEntry{{Source: "/logs/artifacts", Service: "main", Path: "logs/artifacts", Status: "ok"}},
-			Files:     []record.ArtifactFile{{Path: "logs/artifacts/a", Source: "/logs/artifacts/a", Service: "main", Size: 13}}}}}
+			Files:     []record.ArtifactFile{{Path: "logs/artifacts/a", Source: "/logs/artifacts/a", Service: "main", Size: 13}}},
+		},
+		Steps: []record.AttemptStep{{Name: "one", RunID: "r-child", Status: record.AttemptPassed, Reward: new(1.0), Rewards: map[string]float64{"reward": 1}}}}
 	allSet(t, reflect.ValueOf(fullAttempt), "")
 	attempts := []record.Attempt{
 		fullAttempt,

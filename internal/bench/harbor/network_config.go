@@ -64,12 +64,20 @@ func (t *Task) VerifierNetwork() NetworkSpec {
 }
 
 // phaseNetworks are the networks the task's own container has, one phase
-// after another: its start's, the agent's, a shared verifier's, and those
-// the caller will set besides (NetOptions.Phases).
+// after another: its start's, the agent's, a shared verifier's, each
+// step's agent's and shared verifier's, and those the caller will set
+// besides (NetOptions.Phases).
 func (t *Task) phaseNetworks() []NetworkSpec {
 	specs := []NetworkSpec{t.BaseNetwork(), t.AgentNetwork()}
 	if !t.Separate() {
 		specs = append(specs, t.VerifierNetwork())
+	}
+	for i := range t.Steps {
+		st := t.StepTask(&t.Steps[i])
+		specs = append(specs, st.AgentNetwork())
+		if !st.Separate() {
+			specs = append(specs, st.VerifierNetwork())
+		}
 	}
 	return append(specs, t.Net.Phases...)
 }

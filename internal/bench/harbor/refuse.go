@@ -71,8 +71,6 @@ type refusalRule struct {
 // which says what lane does anyway.
 func refusalRules() []refusalRule {
 	return []refusalRule{
-		{found: nonEmpty("[[steps]]", "steps"),
-			why: "lane runs no multi-step tasks: it would run one agent on the root instruction.md and one verifier"},
 		{found: notLinux,
 			why: "lane runs Linux containers only"},
 		{found: positive("[environment] gpus", "environment", "gpus"),
@@ -212,4 +210,34 @@ func InspectAll(dir string) ([]Inspected, error) {
 		out[i] = Inspected{Dir: d, Task: t, Refusals: refused, Err: err}
 	}
 	return out, nil
+}
+
+// inSteps finds what found finds in a [[steps]] entry's table (its agent
+// or verifier table; "" for the entry itself), and names the key
+// [steps.TABLE] ... (step "NAME"), or [steps] ..., for the first step that
+// has it.
+func inSteps(table string, found func(*Task, map[string]any) (string, bool)) func(*Task, map[string]any) (string, bool) {
+	return func(t *Task, doc map[string]any) (string, bool) {
+		v, _ := value(doc, "steps")
+		steps, _ := v.([]map[string]any)
+		for _, step := range steps {
+			name, _ := step["name"].(string)
+			sub, prefix := step, "[steps] "
+			if table != "" {
+				sub = map[string]any{table: step[table]}
+				prefix = "[steps." + table + "]"
+			}
+			key, ok := found(t, sub)
+			if !ok {
+				continue
+			}
+			if table != "" {
+				key = strings.Replace(key, "["+table+"]", prefix, 1)
+			} else {
+				key = prefix + key
+			}
+			return fmt.Sprintf("%s (step %q)", key, name), true
+		}
+		return "", false
+	}
 }

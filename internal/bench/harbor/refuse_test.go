@@ -19,7 +19,6 @@ func TestLoadTaskRefuses(t *testing.T) {
 		toml string
 		keys []string // refused; none: the task loads
 	}{
-		{name: "steps", toml: "[[steps]]\nname = \"one\"\n", keys: []string{"[[steps]]"}},
 		{name: "windows", toml: "[environment]\nos = \"windows\"\n", keys: []string{`[environment] os = "windows"`}},
 		{name: "gpus", toml: "[environment]\ngpus = 1\ngpu_types = [\"H100\"]\n", keys: []string{"[environment] gpus = 1"}},
 		{name: "tpu", toml: "[environment.tpu]\ntype = \"v6e\"\ntopology = \"2x4\"\n", keys: []string{"[environment.tpu]"}},
@@ -90,13 +89,13 @@ func TestRefusalMessages(t *testing.T) {
 func TestInspect(t *testing.T) {
 	t.Parallel()
 	dir := writeTask(t, map[string]string{
-		"task.toml":                "[[steps]]\nname = \"one\"\n[environment]\nnetwork_mode = \"no-network\"\n",
+		"task.toml":                "[[steps]]\nname = \"one\"\nartifacts = [\"/app/x\"]\n[environment]\nnetwork_mode = \"no-network\"\n",
 		"tests/test.sh":            "-",
 		"instruction.md":           "-",
 		"steps/one/instruction.md": "Do one.\n",
 	})
 	task, refused, err := Inspect(dir)
-	if err != nil || task == nil || len(refused) != 1 || refused[0].Key != "[[steps]]" {
+	if err != nil || task == nil || len(refused) != 1 || refused[0].Key != `[steps] artifacts (step "one")` {
 		t.Fatalf("Inspect = %+v, %v, %v", task, refused, err)
 	}
 	if task.Dockerfile != filepath.Join(task.Dir, "environment", "Dockerfile") || task.Environment.NetworkMode != NetworkNone {

@@ -242,11 +242,17 @@ func RunOracle(ctx context.Context, c *container.Container, t *Task, output io.W
 	if !t.HasSolution {
 		return fmt.Errorf("harbor: task %s: %w", t.Name, ErrNoSolution)
 	}
+	return runSolution(ctx, c, t, filepath.Join(t.Dir, "solution"), "solution/solve.sh", output)
+}
+
+// runSolution runs the solution folder dir's solve.sh (named script in
+// errors) as RunOracle says.
+func runSolution(ctx context.Context, c *container.Container, t *Task, dir, script string, output io.Writer) error {
 	env, err := envList(t.Solution.Env, "[solution] env")
 	if err != nil {
 		return fmt.Errorf("harbor: task %s: %w", t.Name, err)
 	}
-	if err := replaceDir(ctx, c, filepath.Join(t.Dir, "solution"), SolutionDir, false); err != nil {
+	if err := replaceDir(ctx, c, dir, SolutionDir, false); err != nil {
 		return fmt.Errorf("harbor: task %s: %w", t.Name, err)
 	}
 	rctx := ctx
@@ -261,10 +267,10 @@ func RunOracle(ctx context.Context, c *container.Container, t *Task, output io.W
 		Stdout: writerOr(output), Stderr: writerOr(output),
 	})
 	if err != nil {
-		return fmt.Errorf("harbor: task %s: run solution/solve.sh: %w", t.Name, err)
+		return fmt.Errorf("harbor: task %s: run %s: %w", t.Name, script, err)
 	}
 	if code != 0 {
-		return &ExitError{Task: t.Name, Script: "solution/solve.sh", Code: code}
+		return &ExitError{Task: t.Name, Script: script, Code: code}
 	}
 	return nil
 }
@@ -415,6 +421,7 @@ func (t *Task) ExpandEnv(getenv func(string) string) error {
 			env  map[string]string
 		}{"service " + svc.Name + " environment", svc.Env})
 	}
+	tables = append(tables, t.stepEnvTables()...)
 	for _, table := range tables {
 		for k, v := range table.env {
 			var missing []string

@@ -39,13 +39,17 @@
 // artifacts and [[verifier.collect]] are applied: Collect runs the hooks
 // and copies the artifacts out after the agent, best-effort.
 //
+// A multi-step task ([[steps]], each with its folder steps/<name>/) runs
+// its steps in order in one container, each with its own instruction,
+// workdir/, setup.sh, solution and verifier (see Step).
+//
 // A task that asks for what lane cannot do is refused when it loads,
 // never run as a weaker task whose figure Harbor would not give: LoadTask
 // returns an *UnsupportedError naming the task and each key, and Inspect
 // gives the task with its refusals (see refusalRules in refuse.go, one row
-// a feature). Refused today: multi-step tasks ([[steps]]), Windows tasks,
-// a compose file in a separate verifier's tests/, GPUs, TPUs and
-// skills_dir. Read but not applied, as they change no figure:
+// a feature). Refused today: Windows tasks, a compose file in a separate
+// verifier's tests/, GPUs, TPUs and skills_dir. Read but not applied, as
+// they change no figure:
 // storage_mb and gpu_types.
 package harbor
 
@@ -123,6 +127,11 @@ type Task struct {
 	// (task.toml's artifacts; /logs/artifacts always comes too): see
 	// Collect.
 	Artifacts []Artifact
+	// Steps are a multi-step task's [[steps]], in order (see Step); nil
+	// for a task of one step. StepRewards is multi_step_reward_strategy,
+	// StepsMean or StepsFinal ("" without steps).
+	Steps       []Step
+	StepRewards string
 
 	// Extra holds the keys of task.toml that Task has no field for, by
 	// dotted path ("artifacts", "environment.skills_dir"), with their
@@ -247,7 +256,7 @@ func (e *ParseError) Error() string {
 func (e *ParseError) Unwrap() error { return e.Err }
 
 // ErrUnsupported is what a task this package cannot run matches (an
-// *UnsupportedError naming each key): a multi-step or a Windows task, say.
+// *UnsupportedError naming each key): a Windows task, say.
 var ErrUnsupported = errors.New("not supported")
 
 // TaskFile is the name of a task's configuration file.
@@ -364,11 +373,13 @@ func loadTask(dir string) (*Task, error) {
 		return nil, t.unsupported(refused)
 	}
 
-	instruction, err := os.ReadFile(filepath.Join(dir, "instruction.md"))
-	if err != nil {
-		return nil, fmt.Errorf("instruction.md: %w", err)
+	if !t.HasSteps() { // a multi-step task's is each step's
+		instruction, err := os.ReadFile(filepath.Join(dir, "instruction.md"))
+		if err != nil {
+			return nil, fmt.Errorf("instruction.md: %w", err)
+		}
+		t.Instruction = string(instruction)
 	}
-	t.Instruction = string(instruction)
 
 	env := filepath.Join(dir, "environment")
 	if err := t.loadCompose(env); err != nil {
@@ -383,13 +394,19 @@ func loadTask(dir string) (*Task, error) {
 	if t.Dockerfile == "" && t.Environment.DockerImage == "" {
 		return nil, errors.New("environment/Dockerfile is missing, and task.toml names no environment.docker_image")
 	}
+	t.HasSolution = isFile(filepath.Join(dir, "solution", "solve.sh"))
+	if t.HasSteps() {
+		if err := t.loadSteps(dir); err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
 	if err := t.loadVerifierEnvironment(dir); err != nil {
 		return nil, err
 	}
 	if !t.Separate() && !isFile(filepath.Join(dir, "tests", "test.sh")) {
 		return nil, errors.New("tests/test.sh is missing")
 	}
-	t.HasSolution = isFile(filepath.Join(dir, "solution", "solve.sh"))
 	return t, nil
 }
 
@@ -437,6 +454,11 @@ type rawConfig struct {
 	}
 	Environment rawEnvironment
 	Artifacts   any `toml:"artifacts"` // read by ParseArtifacts
+	// Read by Task.steps; multi_step_reward_mode, the spelling before
+	// schema 1.3, is dropped unread as Harbor drops it.
+	Steps              []rawStep `toml:"steps"`
+	StepRewardStrategy *string   `toml:"multi_step_reward_strategy"`
+	StepRewardMode     any       `toml:"multi_step_reward_mode"`
 }
 
 // rawEnvironment is task.toml's [environment] as decoded.
@@ -595,6 +617,9 @@ func parseConfig(file string, data []byte) (*Task, error) {
 	}
 	if t.Verifier.Collect, err = ParseCollectHooks(raw.Verifier.Collect); err != nil {
 		return nil, fail("verifier.collect", "%w", err)
+	}
+	if err := t.steps(raw.Steps, raw.StepRewardStrategy, fail); err != nil {
+		return nil, err
 	}
 
 	if undecoded := md.Undecoded(); len(undecoded) > 0 {

@@ -188,7 +188,7 @@ func TestLoadTaskErrors(t *testing.T) {
 		{name: "unknown dependency", files: map[string]string{"environment/docker-compose.yaml": "services:\n  db:\n    image: pg\n    depends_on: [cache]\n"}, message: "db depends on cache, which is not defined"},
 		{name: "dependency cycle", files: map[string]string{"environment/docker-compose.yaml": "services:\n  a:\n    image: x\n    depends_on: [b]\n  b:\n    image: y\n    depends_on: [a]\n"}, message: "depend on each other"},
 		{name: "build outside", files: map[string]string{"environment/docker-compose.yaml": "services:\n  db:\n    build: ../tests\n"}, line: 3, message: "outside environment/"},
-		{name: "multi-step", files: map[string]string{"task.toml": "[[steps]]\nname = \"one\"\n"}, message: "multi-step", is: ErrUnsupported},
+		{name: "step without instruction", files: map[string]string{"task.toml": "[[steps]]\nname = \"one\"\n"}, message: `step "one": steps/one/instruction.md is missing`},
 		{name: "windows", files: map[string]string{"task.toml": "[environment]\nos = \"windows\"\n"}, message: "Linux", is: ErrUnsupported},
 		{name: "cpus a string", files: map[string]string{"task.toml": "schema_version = \"1.1\"\n[environment]\ncpus = \"two\"\n"}, line: 3, message: "cpus"},
 		{name: "negative timeout", files: map[string]string{"task.toml": "[verifier]\n\ntimeout_sec = -5\n"}, line: 3, message: "positive number of seconds"},

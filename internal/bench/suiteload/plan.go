@@ -209,6 +209,9 @@ func harborPlanTask(pt *PlanTask, t *harbor.Task) {
 	}
 	pt.CheckTimeoutSec, pt.BuildTimeoutSec = t.Verifier.Timeout.Seconds(), env.BuildTimeout.Seconds()
 	pt.Oracle = t.HasSolution
+	if t.HasSteps() {
+		harborStepsPlan(pt, t)
+	}
 	if len(t.ComposeIgnored) > 0 {
 		pt.Notes = append(pt.Notes, "docker-compose keys lane does not apply: "+strings.Join(t.ComposeIgnored, ", "))
 	}

@@ -43,6 +43,10 @@ type Options struct {
 	// PassKey is the key of the verifier's reward that PassReward is
 	// compared with ("": "reward").
 	PassKey string
+	// StepSession is how a multi-step task's agent meets each step after
+	// the first (bench.StepSessionFresh, or "" for it, or
+	// bench.StepSessionContinue).
+	StepSession string
 	// SkipUnsupported leaves out the Harbor tasks lane refuses (see
 	// harbor.UnsupportedError), each in Loaded.Skipped; without it, a
 	// dataset with one is refused whole.
@@ -238,6 +242,10 @@ func loadHarbor(path string, opts Options) (*Loaded, error) {
 		pass = 1
 	}
 	s := &bench.Suite{Name: filepath.Base(abs), Dir: abs}
+	session := "" // fresh, the default, is not spelled out in the stored suite
+	if opts.StepSession == bench.StepSessionContinue {
+		session = opts.StepSession
+	}
 	for _, t := range tasks {
 		if len(t.ComposeIgnored) > 0 {
 			out.Notes = append(out.Notes, fmt.Sprintf("task %s: docker-compose keys lane does not apply: %s", t.Name, strings.Join(t.ComposeIgnored, ", ")))
@@ -245,7 +253,8 @@ func loadHarbor(path string, opts Options) (*Loaded, error) {
 		s.Tasks = append(s.Tasks, bench.Task{
 			ID: taskID(filepath.Base(t.Dir)), Prompt: t.Instruction, Timeout: t.Agent.Timeout,
 			SetupTimeout: bench.DefaultSetupTimeout, Tags: []string{FormatHarbor},
-			Container: &bench.ContainerTask{Dir: t.Dir, BuildArgs: opts.BuildArgs, PassReward: pass, PassKey: opts.PassKey},
+			Container: &bench.ContainerTask{Dir: t.Dir, BuildArgs: opts.BuildArgs, PassReward: pass, PassKey: opts.PassKey,
+				StepSession: session},
 		})
 	}
 	out.Suite = s
