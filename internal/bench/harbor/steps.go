@@ -87,8 +87,8 @@ func (t *Task) HasSteps() bool { return len(t.Steps) > 0 }
 type rawStep struct {
 	Name  *string `toml:"name"`
 	Agent struct {
-		TimeoutSec   *seconds `toml:"timeout_sec"`
-		User         user     `toml:"user"`
+		TimeoutSec   *seconds  `toml:"timeout_sec"`
+		User         user      `toml:"user"`
 		NetworkMode  *string   `toml:"network_mode"`
 		AllowedHosts *[]string `toml:"allowed_hosts"`
 	} `toml:"agent"`
