@@ -611,4 +611,37 @@ type Attempt struct {
 	// its bench retries (lane bench --retries): each run replaced the one
 	// before, and what the attempt records is its last.
 	Retries int `json:"retries,omitempty"`
+	// Steps are the steps of a multi-step task's attempt (Harbor's
+	// [[steps]]) that ran, in their order; nil for a task of one step. The
+	// attempt's Reward and Rewards are then the steps' rewards rolled up
+	// (their mean, or the last step's, as the task says).
+	Steps []AttemptStep `json:"steps,omitempty"`
+}
+
+// AttemptStep is one step of an attempt at a multi-step task: the agent's
+// run on the step's instruction, and the step's verifier.
+type AttemptStep struct {
+	Name string `json:"name"` // [[steps]] name, its folder steps/<name>/
+	// RunID is the agent's run of this step, a lane run of its own; ""
+	// for the oracle, or when the step stopped before its agent ran.
+	RunID string `json:"run_id,omitempty"`
+	// Status is passed or failed as an attempt's would be on the step's
+	// rewards (its pass key against the bench's pass reward), failed when
+	// the agent's run failed, errored when the step's environment did
+	// (its setup.sh, healthcheck or verifier).
+	Status AttemptStatus `json:"status"`
+	// FailureKind is an attempt's kind, or below_min_reward: the step
+	// scored below its min_reward and ended the attempt. "" when passed.
+	FailureKind string `json:"failure_kind,omitempty"`
+	// Error is what went wrong, with the end of its output; "" when
+	// nothing did.
+	Error string `json:"error,omitempty"`
+	// Reward is the step's pass key's value; nil when the step was not
+	// verified or its verifier wrote no such key.
+	Reward *float64 `json:"reward,omitempty"`
+	// Rewards are every key the step's verifier wrote; nil when it was
+	// not verified.
+	Rewards    map[string]float64 `json:"rewards,omitempty"`
+	DurationMS int64              `json:"duration_ms"` // the agent's run
+	CostUSD    float64            `json:"cost_usd"`
 }
