@@ -210,6 +210,7 @@ var attemptColumns = []string{
 	"turns", "tool_calls", "started_at", "ended_at", "worker", "cache_creation_1h_tokens", "tries", "reward",
 	"rewards",
 	"retries",
+	"steps",
 }
 
 var (
@@ -231,7 +232,7 @@ func upsertSet(cols []string) string {
 
 // attemptArgs are a's values in the order of attemptColumns.
 func attemptArgs(a *record.Attempt) ([]any, error) {
-	var runID, rewards any
+	var runID, rewards, steps any
 	if a.RunID != "" {
 		runID = a.RunID
 	}
@@ -242,12 +243,20 @@ func attemptArgs(a *record.Attempt) ([]any, error) {
 		}
 		rewards = string(b)
 	}
+	if a.Steps != nil {
+		b, err := json.Marshal(a.Steps)
+		if err != nil {
+			return nil, fmt.Errorf("encode steps: %w", err)
+		}
+		steps = string(b)
+	}
 	return []any{
 		a.BenchID, a.TaskID, a.Model, a.N, runID, string(a.Status), a.FailureKind, a.CheckExitCode, a.CheckOutput,
 		a.DurationMS, a.CostUSD, a.Usage.InputTokens, a.Usage.OutputTokens, a.Usage.CacheReadTokens,
 		a.Usage.CacheCreationTokens, a.Turns, a.ToolCalls, unixNano(a.StartedAt), unixNano(a.EndedAt), a.Worker,
 		a.Usage.CacheCreation1hTokens, a.Tries, a.Reward, rewards,
 		a.Retries,
+		steps,
 	}, nil
 }
 
@@ -259,14 +268,21 @@ func scanAttempt(sc scanner) (record.Attempt, error) {
 		started, ended sql.NullInt64
 		reward         sql.NullFloat64
 		rewards        sql.NullString
+		steps          sql.NullString
 	)
 	err := sc.Scan(&a.BenchID, &a.TaskID, &a.Model, &a.N, &runID, &status, &a.FailureKind, &a.CheckExitCode,
 		&a.CheckOutput, &a.DurationMS, &a.CostUSD, &a.Usage.InputTokens, &a.Usage.OutputTokens,
 		&a.Usage.CacheReadTokens, &a.Usage.CacheCreationTokens, &a.Turns, &a.ToolCalls, &started, &ended, &a.Worker,
 		&a.Usage.CacheCreation1hTokens, &a.Tries, &reward, &rewards,
-		&a.Retries)
+		&a.Retries,
+		&steps)
 	if err != nil {
 		return record.Attempt{}, err
+	}
+	if steps.Valid {
+		if err := json.Unmarshal([]byte(steps.String), &a.Steps); err != nil {
+			return record.Attempt{}, fmt.Errorf("decode steps of attempt %s/%s/%s/%d: %w", a.BenchID, a.TaskID, a.Model, a.N, err)
+		}
 	}
 	if rewards.Valid {
 		if err := json.Unmarshal([]byte(rewards.String), &a.Rewards); err != nil {
