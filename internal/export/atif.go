@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/lanehq/lane/internal/record"
+	"github.com/lanehq/lane/internal/store"
 )
 
 // FormatATIF is Harbor's Agent Trajectory Interchange Format: one
@@ -39,6 +41,12 @@ type ATIFOptions struct {
 func WriteATIF(ctx context.Context, w io.Writer, src Source, runs []*record.Run, opts ATIFOptions) error {
 	for _, run := range runs {
 		a := NewATIF(opts)
+		switch at, err := src.AttemptOfRun(ctx, run.ID); {
+		case err == nil:
+			a.InAttempt(at)
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
 		if err := src.Events(ctx, run.ID, 0, func(ev record.Event) error { a.Event(ev); return nil }); err != nil {
 			return fmt.Errorf("events of run %s: %w", run.ID, err)
 		}
@@ -167,6 +175,35 @@ type ATIF struct {
 	result  *record.Result
 	retries int
 	anon    int // tool calls without an id
+	// attempt is the bench attempt the run was, nil when none.
+	attempt *record.Attempt
+}
+
+// InAttempt says the run is (a step of) bench attempt at: the trajectory
+// names the bench, task, model and repeat, and for a step of a
+// multi-step task the step and its rewards, as Harbor keeps a trial's
+// steps apart.
+func (a *ATIF) InAttempt(at *record.Attempt) { a.attempt = at }
+
+// benchExtra is the attempt run was, for the trajectory's extra.
+func (a *ATIF) benchExtra(run *record.Run) map[string]any {
+	at := a.attempt
+	m := map[string]any{"bench_id": at.BenchID, "task_id": at.TaskID, "model": at.Model, "n": at.N, "status": string(at.Status)}
+	if i := at.StepOfRun(run.ID); i >= 0 {
+		st := at.Steps[i]
+		step := map[string]any{"name": st.Name, "index": i + 1, "of": len(at.Steps), "status": string(st.Status)}
+		if st.Rewards != nil {
+			step["rewards"] = st.Rewards
+		}
+		if st.FailureKind != "" {
+			step["failure_kind"] = st.FailureKind
+		}
+		m["step"] = step
+	}
+	if at.Rewards != nil {
+		m["rewards"] = at.Rewards
+	}
+	return m
 }
 
 type atifTraj struct {
@@ -752,6 +789,9 @@ func (a *ATIF) runExtra(run *record.Run) map[string]any {
 	put("retries", a.retries, a.retries > 0)
 	put("imported", true, run.Imported)
 	put("worker", run.Worker, run.Worker != "")
+	if a.attempt != nil {
+		m["bench"] = a.benchExtra(run)
+	}
 	if c := run.Changes; c.Changed() {
 		m["changes"] = map[string]int{"files": c.Files, "insertions": c.Insertions, "deletions": c.Deletions}
 	}

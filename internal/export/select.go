@@ -54,7 +54,8 @@ func Select(ctx context.Context, st *store.Store, sel Selection) ([]*record.Run,
 	return runs, nil
 }
 
-// benchRuns adds the run of each of the bench's attempts that has one.
+// benchRuns adds the run of each of the bench's attempts that has one,
+// and each step's run of a multi-step attempt.
 func benchRuns(ctx context.Context, st *store.Store, id string, add func(*record.Run)) error {
 	b, err := st.GetBench(ctx, id)
 	if err != nil {
@@ -65,14 +66,20 @@ func benchRuns(ctx context.Context, st *store.Store, id string, add func(*record
 		return err
 	}
 	for _, a := range as {
-		if a.RunID == "" {
-			continue
+		ids := []string{a.RunID}
+		for _, step := range a.Steps {
+			ids = append(ids, step.RunID)
 		}
-		r, err := st.GetRun(ctx, a.RunID)
-		if err != nil {
-			return err
+		for _, id := range ids {
+			if id == "" {
+				continue
+			}
+			r, err := st.GetRun(ctx, id)
+			if err != nil {
+				return err
+			}
+			add(r)
 		}
-		add(r)
 	}
 	return nil
 }

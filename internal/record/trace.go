@@ -623,6 +623,17 @@ type Attempt struct {
 	Steps []AttemptStep `json:"steps,omitempty"`
 }
 
+// StepOfRun is the index in a.Steps of the step whose agent's run is
+// runID, -1 when none is.
+func (a *Attempt) StepOfRun(runID string) int {
+	for i, st := range a.Steps {
+		if st.RunID == runID {
+			return i
+		}
+	}
+	return -1
+}
+
 // AttemptStep is one step of an attempt at a multi-step task: the agent's
 // run on the step's instruction, and the step's verifier.
 type AttemptStep struct {

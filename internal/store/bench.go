@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -341,6 +342,12 @@ func (s *Store) Attempts(ctx context.Context, benchID string) ([]record.Attempt,
 // error matching ErrNotFound when the run was not part of a bench.
 func (s *Store) AttemptOfRun(ctx context.Context, runID string) (*record.Attempt, error) {
 	as, err := s.queryAttempts(ctx, attemptSelect+" WHERE run_id = ? LIMIT 1", runID)
+	if err == nil && len(as) == 0 {
+		// A step's run of a multi-step attempt: the steps column holds it
+		// in its JSON, which LIKE narrows to and the decoded steps confirm.
+		as, err = s.queryAttempts(ctx, attemptSelect+" WHERE steps LIKE ?", "%"+likeEscape(runID)+"%")
+		as = slices.DeleteFunc(as, func(a record.Attempt) bool { return a.StepOfRun(runID) < 0 })
+	}
 	if err != nil {
 		return nil, fmt.Errorf("attempt of run %s: %w", runID, err)
 	}
@@ -349,6 +356,11 @@ func (s *Store) AttemptOfRun(ctx context.Context, runID string) (*record.Attempt
 	}
 	return &as[0], nil
 }
+
+// likeEscape makes s a LIKE pattern's middle that matches at least s: a
+// '%' in it matches one character only (as '_' does anyway); the caller
+// confirms each row it finds.
+func likeEscape(s string) string { return strings.ReplaceAll(s, "%", "_") }
 
 func (s *Store) queryAttempts(ctx context.Context, q string, args ...any) ([]record.Attempt, error) {
 	rows, err := s.db.QueryContext(ctx, q, args...)

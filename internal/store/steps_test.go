@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"slices"
 	"testing"
@@ -109,4 +110,34 @@ func TestCompleteAttemptKeepsSteps(t *testing.T) {
 	if !reflect.DeepEqual(as[0].Steps, a.Steps) || as[0].Worker != "w1" {
 		t.Errorf("pooled attempt's steps = %+v (worker %q), want %+v", as[0].Steps, as[0].Worker, a.Steps)
 	}
+}
+
+// A step's run of a multi-step attempt leads back to its attempt (an
+// export names the bench, task and step of each run), on both backends;
+// a run no attempt has is not found.
+func TestAttemptOfStepRun(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, be backend) {
+		ctx := context.Background()
+		s := be.open(t)
+		createBenchT(t, s, testBench(t, "b1", t0))
+		a := record.Attempt{BenchID: "b1", TaskID: "ledger", Model: "sonnet", N: 2, Status: record.AttemptPassed,
+			Steps: []record.AttemptStep{{Name: "one", RunID: "run-a", Status: record.AttemptPassed}, {Name: "two", RunID: "run-b", Status: record.AttemptPassed}}}
+		other := record.Attempt{BenchID: "b1", TaskID: "ledger", Model: "sonnet", N: 1, Status: record.AttemptPassed,
+			Steps: []record.AttemptStep{{Name: "one", RunID: "run-a2", Status: record.AttemptPassed}}}
+		for _, x := range []*record.Attempt{&other, &a} {
+			if err := s.SaveAttempt(ctx, x); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for run, want := range map[string]int{"run-a": 2, "run-b": 2, "run-a2": 1} {
+			got, err := s.AttemptOfRun(ctx, run)
+			if err != nil || got.N != want {
+				t.Errorf("AttemptOfRun(%s) = %+v, %v; want attempt #%d", run, got, err, want)
+			}
+		}
+		if got, err := s.AttemptOfRun(ctx, "run-"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("AttemptOfRun(run-) = %+v, %v; want not found (a prefix of step runs is no run)", got, err)
+		}
+	})
 }

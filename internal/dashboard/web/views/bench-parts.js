@@ -99,6 +99,7 @@ function attemptTitle(a, pool, changes) {
   if (a.reward != null) parts.push(`reward ${fmtReward(a.reward)}`);
   if (rewardKeys(a.rewards)) parts.push(rewardKeys(a.rewards));
   if (a.tries > 1) parts.push(`${a.tries} tries`);
+  if (a.steps?.length) parts.push(`steps ${a.steps.map((st) => `${st.name} ${st.failure_kind || st.status}`).join(' → ')}`);
   if (a.cost_usd) parts.push(fmtCost(a.cost_usd));
   if (a.duration_ms) parts.push(fmtDur(a.duration_ms));
   if (a.run_id && changes && a.run_id in changes) parts.push(`files changed ${filesChanged(changes[a.run_id]).text}`);
@@ -240,4 +241,43 @@ export function allAttempts(attempts, open, changes) {
         h('td', { class: 'nowrap' }, a.run_id ? runLink(a.run_id) : '–')))))), open.has(key));
   d.dataset.key = key;
   return d;
+}
+
+// stepTitle tells one step of a multi-step attempt: how it ended, why, its
+// rewards and what its agent's run cost.
+function stepTitle(st) {
+  const parts = [`step ${st.name}: ${ATTEMPT_LABEL[st.status] ?? st.status}`];
+  if (st.failure_kind) parts.push(st.failure_kind);
+  if (rewardKeys(st.rewards)) parts.push(rewardKeys(st.rewards));
+  if (st.cost_usd) parts.push(fmtCost(st.cost_usd));
+  if (st.duration_ms) parts.push(fmtDur(st.duration_ms));
+  if (st.error) parts.push(oneLine(st.error, 200));
+  return parts.join(' · ');
+}
+
+// stepPill is one step: its name and reward, a link to its agent's run
+// when it has one (the oracle's steps and a step stopped before its agent
+// have none).
+function stepPill(st) {
+  const label = st.reward != null ? `${st.name} ${fmtReward(st.reward)}` : st.name;
+  const props = { class: `pill step a-${String(st.status).replace(/[^a-z]/g, '')}`, title: stepTitle(st), dataset: { step: st.name } };
+  return st.run_id ? h('a', { ...props, href: runPath(st.run_id) }, label) : h('span', props, label);
+}
+
+// stepAttempts lists the attempts of multi-step tasks (Harbor's [[steps]])
+// with their steps in order: each step's status, reward and run; null when
+// the bench has none.
+export function stepAttempts(attempts) {
+  const multi = attempts.filter((a) => a.steps?.length);
+  if (!multi.length) return null;
+  return [h('h2', null, `Steps of multi-step attempts (${multi.length})`),
+    h('div', { class: 'table-wrap' }, h('table', { class: 'bench-steps' },
+      h('thead', null, h('tr', null, ['Task', 'Model', '#', 'Status', 'Reward', 'Steps'].map((c) => h('th', null, c)))),
+      h('tbody', null, multi.map((a) => h('tr', { dataset: { task: a.task_id, model: a.model, n: String(a.n) } },
+        h('td', null, h('code', null, a.task_id)),
+        h('td', { class: 'nowrap' }, a.model),
+        h('td', { class: 'num' }, String(a.n)),
+        h('td', { class: 'nowrap' }, h('span', { class: attemptClass(a, false) }, a.failure_kind || (ATTEMPT_LABEL[a.status] ?? a.status))),
+        h('td', { class: 'num' }, a.reward != null ? fmtReward(a.reward) : '–'),
+        h('td', { class: 'steps' }, a.steps.map((st, i) => [i ? h('span', { class: 'muted' }, ' → ') : null, stepPill(st)])))))))];
 }

@@ -14,7 +14,7 @@ import { errorBox, runLink, runPath, statusEl, timeEl } from '../lib/widgets.js'
 import { changesPanel } from './changes.js';
 import { applyAction } from './run-head.js';
 import { benchDurEl, progressTitle } from './bench-common.js';
-import { MODEL_COLORS, allAttempts, failedAttempts, modelTable, taskGrid, workerTable } from './bench-parts.js';
+import { MODEL_COLORS, allAttempts, failedAttempts, modelTable, stepAttempts, taskGrid, workerTable } from './bench-parts.js';
 import { benchScatter } from './bench-scatter.js';
 
 export function viewBenchDetail(root, [id]) {
@@ -113,6 +113,7 @@ function renderBenchBody(body, res) {
     h('h2', null, 'Tasks'),
     taskGrid(res.tasks || [], models, attempts, !!res.bench.workers, res.changes),
     workers ? [h('h2', null, 'Where the attempts ran'), workers] : null,
+    stepAttempts(attempts),
     failedAttempts(attempts, open, res.changes),
     allAttempts(attempts, open, res.changes)]);
 }
