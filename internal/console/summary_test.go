@@ -67,7 +67,7 @@ func runs() []*record.Run {
 			Prompt: strings.Repeat("keep calling tools ", 5), CostUSD: 0.0123,
 			Usage: record.Usage{InputTokens: 900, OutputTokens: 120}, Turns: 2, ToolCalls: 1,
 			StartedAt: started.Add(-45 * time.Second), DurationMS: 5100,
-			ErrorKind: record.ErrorMaxTurns, ErrorMessage: "reached the turn limit (1)", ErrorHint: "raise --max-turns",
+			ErrorKind: record.ErrorTurnLimit, ErrorMessage: "reached the turn limit (1)", ErrorHint: "raise --max-turns",
 		},
 		{
 			ID: "0000running0000", Status: record.StatusRunning, Model: "claude-sonnet-5-5", Dir: "/home/dev/proj",

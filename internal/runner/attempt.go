@@ -166,7 +166,7 @@ func judgeStop(run *record.Run, ex Exit, authHint string) bool {
 		run.Status, run.ErrorKind = record.StatusFailed, record.ErrorAuth
 		run.ErrorMessage, run.ErrorHint = auth.Error(), authHint
 	case errors.As(ex.StopCause, &maxTurns):
-		run.Status, run.ErrorKind = record.StatusFailed, record.ErrorMaxTurns
+		run.Status, run.ErrorKind = record.StatusFailed, record.ErrorTurnLimit
 		run.ErrorMessage, run.ErrorHint = maxTurns.Error(), "raise --max-turns, or split the task"
 	case ex.StopCause != nil:
 		run.Status, run.ErrorKind = record.StatusCancelled, record.ErrorCancelled

@@ -381,7 +381,7 @@ func keepsVerdict(run *record.Run) bool {
 		return true
 	}
 	switch run.ErrorKind {
-	case record.ErrorTimeout, record.ErrorCancelled, record.ErrorAuth, record.ErrorMaxTurns, record.ErrorRuntimeMissing:
+	case record.ErrorTimeout, record.ErrorCancelled, record.ErrorAuth, record.ErrorTurnLimit, record.ErrorRuntimeMissing:
 		return true
 	}
 	return run.ExitCode == nil || *run.ExitCode < 0

@@ -225,7 +225,7 @@ func judgeLocal(run *record.Run, res agent.Result, stopCause error) {
 			run.ErrorHint = "lane resume continues the conversation"
 		}
 	case "max_turns":
-		run.Status, run.ErrorKind = record.StatusFailed, record.ErrorMaxTurns
+		run.Status, run.ErrorKind = record.StatusFailed, record.ErrorTurnLimit
 		run.ErrorMessage = fmt.Sprintf("reached the turn limit (%d turns)", res.Turns)
 		run.ErrorHint = "raise --max-turns"
 	case "max_cost":
