@@ -150,6 +150,7 @@ func workInContainer(ctx context.Context, env AttemptEnv, task *Task, a *record.
 		Dir: ht.Environment.Workdir, Prompt: ht.Instruction, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID,
 		N: a.N, Timeout: cmp.Or(task.Timeout, ht.Agent.Timeout), MaxTurns: task.MaxTurns,
 		MaxCostUSD: task.MaxCostUSD, Home: home, Container: c, Share: share,
+		TokenLimit: task.TokenLimit, CostLimitUSD: task.CostLimitUSD,
 	})
 	if !ok {
 		return false

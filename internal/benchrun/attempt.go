@@ -1,6 +1,7 @@
 package benchrun
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -26,6 +27,8 @@ func (r *Runner) recordedRunner(opts *Options, hooks *recorder.WorkerHooks) benc
 		ro.Desk = desk
 		ro.Dir, ro.Model, ro.Task, ro.HermeticHome, ro.Profile = spec.Dir, spec.Model, spec.Prompt, spec.Home, spec.Profile
 		ro.MaxTurns, ro.MaxCost, ro.OutputFormat = spec.MaxTurns, spec.MaxCostUSD, recorder.FormatNone
+		// A worker's own limits hold for a bench that gave none.
+		ro.TokenLimit, ro.CostLimit = cmp.Or(spec.TokenLimit, ro.TokenLimit), cmp.Or(spec.CostLimitUSD, ro.CostLimit)
 		if prev := spec.Resume; prev != nil {
 			// A later try of the attempt: the same session, asked again.
 			usage, err := launch.SessionUsage(ctx, r.Store, prev)
