@@ -265,3 +265,22 @@ func TestSummaryChanges(t *testing.T) {
 		}
 	}
 }
+
+// A run stopped at a limit says which, and what it was allowed; a run
+// without limits says nothing of them.
+func TestSummaryBudget(t *testing.T) {
+	var b strings.Builder
+	NewPrinter(&b, false).Summary(&record.Run{ID: "r1", Status: record.StatusFailed, ErrorKind: record.ErrorTokenLimit,
+		ErrorMessage: "the run used 412000 tokens, past its --token-limit of 400000",
+		Budget:       &record.Budget{Tokens: 400_000, CostUSD: 2, Turns: 30}})
+	for _, w := range []string{"failed (token_limit)", "limits: 400k tokens · $2.00 · 30 turns"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("summary lacks %q:\n%s", w, b.String())
+		}
+	}
+	var none strings.Builder
+	NewPrinter(&none, false).Summary(&record.Run{ID: "r2", Status: record.StatusSucceeded})
+	if strings.Contains(none.String(), "limits") {
+		t.Errorf("a run without limits:\n%s", none.String())
+	}
+}
