@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,4 +162,74 @@ func testLimit(t *testing.T, r limitRig, c limitCase) {
 	}
 	assertNoProcessIn(t, e.proj)
 	t.Logf("%s: %s after %s (%d tokens, $%.5f)", r.runtime, run.ErrorMessage, res.took, run.Usage.Total(), run.CostUSD)
+}
+
+// In a bench, a limit ends an attempt as the agent's failure, of the
+// limit's kind, as the report's JSON shows: the command line's limit for
+// the task that sets none, each task's own for the others.
+func TestBenchAttemptLimits(t *testing.T) {
+	t.Parallel()
+	e := newLocalEnv(t)
+	pricesFor(t, filepath.Join(filepath.Dir(e.proj), "home"), "3", strings.TrimPrefix(localModel, "ollama:"))
+	benchLimits(t, e)
+}
+
+// The same on the pool of workers: the limits travel with each attempt to
+// the worker that runs it (which is given none of its own).
+func TestBenchAttemptLimitsOnWorkers(t *testing.T) {
+	t.Parallel()
+	e := poolEnv(t)
+	pricesFor(t, filepath.Join(filepath.Dir(e.proj), "home"), "3", strings.TrimPrefix(localModel, "ollama:"))
+	e.startWorker(t, "--parallel", "3")
+	benchLimits(t, e, "--workers")
+}
+
+// benchLimits runs the bench of TestBenchAttemptLimits in e, its local
+// model priced, with extra flags.
+func benchLimits(t *testing.T, e *localEnv, extra ...string) {
+	// Every task is a runaway, each reply reporting 120 tokens.
+	e.model.SetResponder(func(openaitest.Request) (openaitest.Turn, bool) {
+		return openaitest.ToolCalls(openaitest.Call("", "bash", map[string]string{"command": runaway})), true
+	})
+	suite := filepath.Join(t.TempDir(), "suite.yaml")
+	os.WriteFile(suite, []byte(`name: limits
+models: ["`+localModel+`"]
+defaults:
+  max-turns: 10
+tasks:
+  - {id: tokens, prompt: "TASK tokens: go", check: "true"}
+  - {id: cost, prompt: "TASK cost: go", check: "true", cost-limit: 0.001, token-limit: 1000000}
+  - {id: turns, prompt: "TASK turns: go", check: "true", max-turns: 2, token-limit: 1000000}
+`), 0o644)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	r := e.lane(ctx, append([]string{"bench", suite, "--parallel", "3", "--token-limit", "200"}, extra...)...)
+	wantExit(t, r, 0)
+	st := e.openStore()
+	defer st.Close()
+	b, attempts := onlyBenchAttempts(t, st, 3)
+	want := map[string]record.ErrorKind{"tokens": record.ErrorTokenLimit, "cost": record.ErrorCostLimit, "turns": record.ErrorTurnLimit}
+	for _, a := range attempts {
+		if a.Status != record.AttemptFailed || a.FailureKind != string(want[a.TaskID]) {
+			t.Errorf("%s: %s %q, want failed %s", a.TaskID, a.Status, a.FailureKind, want[a.TaskID])
+		}
+		if onWorkers := len(extra) > 0; onWorkers != (a.Worker != "") {
+			t.Errorf("%s ran on worker %q", a.TaskID, a.Worker)
+		}
+	}
+	rep := e.lane(context.Background(), "bench", "report", b.ID[:8], "-o", "json")
+	wantExit(t, rep, 0)
+	var report struct {
+		Models []struct {
+			Failures map[string]int `json:"failures"`
+			Errors   map[string]int `json:"errors"`
+		}
+	}
+	if err := json.Unmarshal([]byte(rep.stdout), &report); err != nil || len(report.Models) != 1 {
+		t.Fatalf("lane bench report -o json: %v\n%s", err, rep.stdout)
+	}
+	m := report.Models[0]
+	if !maps.Equal(m.Failures, map[string]int{"token_limit": 1, "cost_limit": 1, "turn_limit": 1}) || len(m.Errors) > 0 {
+		t.Errorf("the report's failures %v, errors %v; want one of each limit's kind, and no error", m.Failures, m.Errors)
+	}
 }
