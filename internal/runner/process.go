@@ -100,10 +100,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 					return err
 				}
 			}
-			if err := turns.Observe(ev); err != nil {
-				return err
-			}
-			return meter.Observe(ev)
+			return pastLimits(ev, &turns, meter)
 		},
 		finish: func(run *record.Run, ex Exit) {
 			if !judgeStop(run, ex, authHintFor(p, o)) {
@@ -128,6 +125,15 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		}
 	}
 	return a, nil
+}
+
+// pastLimits is the cause to stop a run on when ev takes it past its turn,
+// token or cost limit, nil otherwise.
+func pastLimits(ev record.Event, turns *TurnCounter, meter *Meter) error {
+	if err := turns.Observe(ev); err != nil {
+		return err
+	}
+	return meter.Observe(ev)
 }
 
 // processRun is the record of attempt n of a process runtime rt, before
