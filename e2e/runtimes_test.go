@@ -444,7 +444,7 @@ func testMaxTurns(t *testing.T, r rig) {
 	res := e.runCLI(withTimeout(t, 2*time.Minute), "--max-turns", "2", "keep going")
 	wantExit(t, res, 1)
 	run := lastRun(t, res)
-	if run.ErrorKind != record.ErrorMaxTurns {
+	if run.ErrorKind != record.ErrorTurnLimit {
 		t.Fatalf("error %s: %s", run.ErrorKind, run.ErrorMessage)
 	}
 	// Two turns, and the third that lane stopped.

@@ -416,7 +416,7 @@ func (u *updates) stopReason(ctx context.Context, run *record.Run) sdk.StopReaso
 	switch {
 	case run.Status == record.StatusCancelled:
 		return sdk.StopReasonCancelled
-	case run.ErrorKind == record.ErrorMaxTurns:
+	case run.ErrorKind == record.ErrorTurnLimit:
 		return sdk.StopReasonMaxTurnRequests
 	case run.Status != record.StatusSucceeded:
 		msg := fmt.Sprintf("lane: run %s %s", run.ID, strings.ReplaceAll(string(run.Status), "_", " "))

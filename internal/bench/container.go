@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/lanehq/lane/internal/bench/harbor"
 	"github.com/lanehq/lane/internal/container"
@@ -171,15 +172,7 @@ func workInContainer(ctx context.Context, env AttemptEnv, task *Task, a *record.
 		}
 		return true
 	}
-	home := ""
-	if env.Hermetic {
-		home = share
-	}
-	run, ok := agentRun(ctx, env, a, RunSpec{
-		Dir: ht.Environment.Workdir, Prompt: ht.Instruction, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID,
-		N: a.N, Timeout: cmp.Or(task.Timeout, ht.Agent.Timeout), MaxTurns: task.MaxTurns,
-		MaxCostUSD: task.MaxCostUSD, Home: home, Container: c, Share: share, MCPServers: ht.Environment.MCPServers,
-	})
+	run, ok := agentRun(ctx, env, a, containerRunSpec(env, task, a, ht, c, share, ht.Instruction, cmp.Or(task.Timeout, ht.Agent.Timeout)))
 	if !ok {
 		return false
 	}
@@ -194,6 +187,24 @@ func workInContainer(ctx context.Context, env AttemptEnv, task *Task, a *record.
 		return false
 	}
 	return true
+}
+
+// containerRunSpec is the agent's run on prompt in a container task's
+// container c, within timeout, with the bench's limits and the task's MCP
+// servers; its home is the attempt's share folder when the bench is
+// hermetic.
+func containerRunSpec(env AttemptEnv, task *Task, a *record.Attempt, ht *harbor.Task, c *container.Container,
+	share, prompt string, timeout time.Duration) RunSpec {
+	spec := RunSpec{
+		Dir: ht.Environment.Workdir, Prompt: prompt, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID, N: a.N,
+		Timeout: timeout, MaxTurns: task.MaxTurns, MaxCostUSD: task.MaxCostUSD,
+		TokenLimit: task.TokenLimit, CostLimitUSD: task.CostLimitUSD,
+		Container: c, Share: share, MCPServers: ht.Environment.MCPServers,
+	}
+	if env.Hermetic {
+		spec.Home = share
+	}
+	return spec
 }
 
 // containerTaskDir is the Harbor task's folder: where the bench found it,

@@ -168,14 +168,7 @@ func (sr *stepRun) work(ctx context.Context, s *harbor.Step, sa *record.Attempt,
 		}
 		return true
 	}
-	spec := RunSpec{
-		Dir: sr.ht.Environment.Workdir, Prompt: s.Instruction, Model: sa.Model, BenchID: sa.BenchID, TaskID: sa.TaskID,
-		N: sa.N, Timeout: cmp.Or(s.Agent.Timeout, sr.task.Timeout), MaxTurns: sr.task.MaxTurns,
-		MaxCostUSD: sr.task.MaxCostUSD, Container: sr.c, Share: sr.share,
-	}
-	if sr.env.Hermetic {
-		spec.Home = sr.share
-	}
+	spec := containerRunSpec(sr.env, sr.task, sa, sr.ht, sr.c, sr.share, s.Instruction, cmp.Or(s.Agent.Timeout, sr.task.Timeout))
 	if sr.task.Container.StepSession == StepSessionContinue {
 		spec.Resume = sr.prev
 	}

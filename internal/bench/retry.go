@@ -47,7 +47,8 @@ func FailureKinds() []string {
 		FailNoEngine, FailImage, FailStart, FailVerifierTime, FailNoReward, FailBadReward, FailNoPassKey, FailTaskFormat,
 		FailRateLimited,
 		string(record.ErrorAuth), string(record.ErrorRuntimeMissing), string(record.ErrorTimeout),
-		string(record.ErrorCrash), string(record.ErrorMaxTurns), string(record.ErrorAPI),
+		string(record.ErrorCrash), string(record.ErrorTurnLimit), string(record.ErrorTokenLimit), string(record.ErrorCostLimit),
+		string(record.ErrorAPI),
 		string(record.ErrorPermission), string(record.ErrorContradiction), string(record.ErrorUsage),
 		string(record.StatusInterrupted),
 	}
@@ -64,14 +65,22 @@ func RetryableKinds() []string {
 	return slices.DeleteFunc(FailureKinds(), func(k string) bool { return slices.Contains(neverRetried, k) })
 }
 
+// oldTurnLimit is what the turn limit's kind was called before
+// turn_limit; a user's lists may still say it.
+const oldTurnLimit = "max_turns"
+
 // ParseKinds checks kinds against valid, with agent_timeout read as
-// timeout; the error names the valid kinds. flag names the flag for it.
+// timeout and max_turns as turn_limit; the error names the valid kinds.
+// flag names the flag for it.
 func ParseKinds(flag string, kinds, valid []string) ([]string, error) {
 	var out []string
 	for _, k := range kinds {
 		k = strings.TrimSpace(k)
-		if k == AgentTimeout {
+		switch k {
+		case AgentTimeout:
 			k = string(record.ErrorTimeout)
+		case oldTurnLimit:
+			k = string(record.ErrorTurnLimit)
 		}
 		if !slices.Contains(valid, k) {
 			return nil, fmt.Errorf("%s: unknown failure kind %q (valid: %s, and %s for timeout)",

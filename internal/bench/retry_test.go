@@ -76,6 +76,10 @@ func TestParseKinds(t *testing.T) {
 	if err != nil || !slices.Equal(got, []string{"timeout", "environment_error"}) {
 		t.Errorf("ParseKinds = %v, %v; want timeout (agent_timeout's), environment_error", got, err)
 	}
+	// The turn limit's old name is still understood.
+	if got, err := ParseKinds("--rerun", []string{"max_turns", "token_limit"}, FailureKinds()); err != nil || !slices.Equal(got, []string{"turn_limit", "token_limit"}) {
+		t.Errorf("ParseKinds = %v, %v; want turn_limit (max_turns's), token_limit", got, err)
+	}
 	_, err = ParseKinds("--rerun", []string{"enviroment_error"}, FailureKinds())
 	if err == nil || !strings.Contains(err.Error(), `--rerun: unknown failure kind "enviroment_error"`) ||
 		!strings.Contains(err.Error(), "environment_error, no_oracle") {

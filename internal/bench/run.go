@@ -33,6 +33,10 @@ type RunSpec struct {
 	// MaxTurns and MaxCostUSD bound the run; 0: no bound of the task's.
 	MaxTurns   int
 	MaxCostUSD float64
+	// TokenLimit and CostLimitUSD bound the run as --token-limit and
+	// --cost-limit do; 0: no limit.
+	TokenLimit   int64
+	CostLimitUSD float64
 	// Resume is the attempt's run before this one, whose session this one
 	// continues (a task's later try); nil for the first.
 	Resume *record.Run
@@ -638,7 +642,8 @@ func runAttempt(ctx context.Context, env AttemptEnv, task *Task, a *record.Attem
 		a.Tries = try
 		run, ok := agentRun(ctx, env, a, RunSpec{
 			Dir: dir, Prompt: prompt, Model: a.Model, BenchID: a.BenchID, TaskID: a.TaskID, N: a.N,
-			Timeout: task.Timeout, MaxTurns: task.MaxTurns, MaxCostUSD: task.MaxCostUSD, Resume: prev, Home: home,
+			Timeout: task.Timeout, MaxTurns: task.MaxTurns, MaxCostUSD: task.MaxCostUSD, Resume: prev,
+			TokenLimit: task.TokenLimit, CostLimitUSD: task.CostLimitUSD, Home: home,
 		})
 		if !ok {
 			return

@@ -191,7 +191,7 @@ func threeActs(_ context.Context, spec RunSpec) outcome {
 	case "flaky":
 		o.edit = writeFile("done", "")
 		if good && spec.N == 2 {
-			o.status, o.kind, o.edit = record.StatusFailed, record.ErrorMaxTurns, nil
+			o.status, o.kind, o.edit = record.StatusFailed, record.ErrorTurnLimit, nil
 		}
 	}
 	return o
@@ -238,7 +238,7 @@ func TestRunKnownOutcomes(t *testing.T) {
 		"fix/bad/1": {record.AttemptFailed, FailCheck}, "fix/bad/2": {record.AttemptFailed, FailCheck},
 		"create/good/1": {record.AttemptPassed, ""}, "create/good/2": {record.AttemptPassed, ""},
 		"create/bad/1": {record.AttemptFailed, "timeout"}, "create/bad/2": {record.AttemptFailed, FailCheck},
-		"flaky/good/1": {record.AttemptPassed, ""}, "flaky/good/2": {record.AttemptFailed, "max_turns"},
+		"flaky/good/1": {record.AttemptPassed, ""}, "flaky/good/2": {record.AttemptFailed, "turn_limit"},
 		"flaky/bad/1": {record.AttemptPassed, ""}, "flaky/bad/2": {record.AttemptPassed, ""},
 	}
 	if len(got) != len(want) {
@@ -274,7 +274,7 @@ func TestRunKnownOutcomes(t *testing.T) {
 		t.Fatalf("models %+v", r.Models)
 	}
 	checkStats(t, "good", r.Models[0].Stats, 6, 5, 5.0/6, 0.4365, 0.9699, []stats.PassAtK{{K: 1, Value: 2.5 / 3}, {K: 2, Value: 1}},
-		1500, 1500, 0.10, 0.12, map[string]int{"max_turns": 1})
+		1500, 1500, 0.10, 0.12, map[string]int{"turn_limit": 1})
 	checkStats(t, "bad", r.Models[1].Stats, 6, 2, 2.0/6, 0.0968, 0.7000, []stats.PassAtK{{K: 1, Value: 1.0 / 3}, {K: 2, Value: 1.0 / 3}},
 		150, 150, 0.01, 0.03, map[string]int{"check_failed": 3, "timeout": 1})
 	var order []string
@@ -286,7 +286,7 @@ func TestRunKnownOutcomes(t *testing.T) {
 	}
 	flaky := r.Tasks[4].Stats
 	checkStats(t, "flaky/good", flaky, 2, 1, 0.5, 0.0945, 0.9055, []stats.PassAtK{{K: 1, Value: 0.5}, {K: 2, Value: 1}},
-		1500, 1500, 0.10, 0.20, map[string]int{"max_turns": 1})
+		1500, 1500, 0.10, 0.20, map[string]int{"turn_limit": 1})
 
 	// The progress went to a writer that is no terminal: a line per
 	// finished attempt, the last one complete.

@@ -44,6 +44,8 @@ type TaskDefaults struct {
 	Setup        []string      `json:"setup,omitempty"`
 	MaxTurns     int           `json:"max_turns,omitempty"`
 	MaxCostUSD   float64       `json:"max_cost_usd,omitempty"`
+	TokenLimit   int64         `json:"token_limit,omitempty"`
+	CostLimitUSD float64       `json:"cost_limit_usd,omitempty"`
 }
 
 // Task is one job of a suite. Its folder comes from Fixture (a directory
@@ -71,6 +73,10 @@ type Task struct {
 	Tags         []string      `json:"tags,omitempty"`
 	MaxTurns     int           `json:"max_turns,omitempty"`
 	MaxCostUSD   float64       `json:"max_cost_usd,omitempty"`
+	// TokenLimit and CostLimitUSD bound each attempt's run (--token-limit,
+	// --cost-limit); 0: no limit.
+	TokenLimit   int64   `json:"token_limit,omitempty"`
+	CostLimitUSD float64 `json:"cost_limit_usd,omitempty"`
 
 	// Hide are paths of the fixture (relative to it) left out of the
 	// attempt's folder: a reference solution the agent must not see.
@@ -325,7 +331,8 @@ func (p *parser) defaults(n *yaml.Node) TaskDefaults {
 		return d
 	}
 	const where = "defaults"
-	f := p.fields(n, where, "timeout", "check-timeout", "setup-timeout", "setup", "max-turns", "max-cost")
+	f := p.fields(n, where, "timeout", "check-timeout", "setup-timeout", "setup", "max-turns", "max-cost",
+		"token-limit", "cost-limit")
 	if f == nil {
 		return d
 	}
@@ -341,6 +348,8 @@ func (p *parser) defaults(n *yaml.Node) TaskDefaults {
 	d.Setup = p.commands(f.get("setup"), where)
 	d.MaxTurns = p.nonNegInt(f.get("max-turns"), where, "max-turns")
 	d.MaxCostUSD = p.nonNegFloat(f.get("max-cost"), where, "max-cost")
+	d.TokenLimit = int64(p.nonNegInt(f.get("token-limit"), where, "token-limit"))
+	d.CostLimitUSD = p.nonNegFloat(f.get("cost-limit"), where, "cost-limit")
 	return d
 }
 
@@ -351,13 +360,13 @@ func (p *parser) task(n *yaml.Node, num int, d TaskDefaults) (Task, bool) {
 		where = fmt.Sprintf("task %q", id)
 	}
 	f := p.fields(n, where, "id", "prompt", "fixture", "git", "setup", "setup-timeout", "check", "timeout",
-		"tags", "max-turns", "max-cost", "hide", "protect", "oracle", "tries", "retry-prompt")
+		"tags", "max-turns", "max-cost", "token-limit", "cost-limit", "hide", "protect", "oracle", "tries", "retry-prompt")
 	if f == nil {
 		return Task{}, false
 	}
 	t := Task{
 		Timeout: d.Timeout, SetupTimeout: d.SetupTimeout, Setup: d.Setup,
-		MaxTurns: d.MaxTurns, MaxCostUSD: d.MaxCostUSD,
+		MaxTurns: d.MaxTurns, MaxCostUSD: d.MaxCostUSD, TokenLimit: d.TokenLimit, CostLimitUSD: d.CostLimitUSD,
 	}
 	if idn := f.get("id"); idn == nil {
 		p.errorf(n, where, "missing id")
@@ -397,6 +406,12 @@ func (p *parser) task(n *yaml.Node, num int, d TaskDefaults) (Task, bool) {
 	}
 	if v := f.get("max-cost"); v != nil {
 		t.MaxCostUSD = p.nonNegFloat(v, where, "max-cost")
+	}
+	if v := f.get("token-limit"); v != nil {
+		t.TokenLimit = int64(p.nonNegInt(v, where, "token-limit"))
+	}
+	if v := f.get("cost-limit"); v != nil {
+		t.CostLimitUSD = p.nonNegFloat(v, where, "cost-limit")
 	}
 	p.solving(f, &t, where)
 	if cn := f.get("check"); cn == nil {

@@ -38,6 +38,8 @@ defaults:
   check-timeout: 1m
   max-turns: 20
   max-cost: 0.5
+  token-limit: 400000
+  cost-limit: 2
   setup: go mod download
 tasks:
   - id: one
@@ -51,6 +53,8 @@ tasks:
     timeout: 90s
     max-turns: 5
     max-cost: 2
+    token-limit: 100000
+    cost-limit: 0.25
     check:
       command: test -s out.txt
       timeout: 5s
@@ -68,15 +72,15 @@ tasks:
 	want := &Suite{
 		Name: "demo", Path: path, Dir: dir, Models: []string{"sonnet", "ollama:qwen2.5-coder:14b"}, Repeat: 3,
 		Defaults: TaskDefaults{Timeout: 10 * time.Minute, CheckTimeout: time.Minute, SetupTimeout: DefaultSetupTimeout,
-			Setup: []string{"go mod download"}, MaxTurns: 20, MaxCostUSD: 0.5},
+			Setup: []string{"go mod download"}, MaxTurns: 20, MaxCostUSD: 0.5, TokenLimit: 400_000, CostLimitUSD: 2},
 		Tasks: []Task{
 			{ID: "one", Prompt: "fix it", Fixture: "fx", Setup: []string{"go mod download"},
 				SetupTimeout: DefaultSetupTimeout, Check: Check{Command: "go test ./...", Timeout: time.Minute},
-				Timeout: 10 * time.Minute, Tags: []string{"go"}, MaxTurns: 20, MaxCostUSD: 0.5},
+				Timeout: 10 * time.Minute, Tags: []string{"go"}, MaxTurns: 20, MaxCostUSD: 0.5, TokenLimit: 400_000, CostLimitUSD: 2},
 			{ID: "two", Prompt: "make out.txt", SetupTimeout: DefaultSetupTimeout,
 				Check: Check{Command: "test -s out.txt", Timeout: 5 * time.Second, Files: []FileCheck{
 					{Path: "out.txt"}, {Path: "b.txt", Contains: "hello", Matches: "^h"}}},
-				Timeout: 90 * time.Second, MaxTurns: 5, MaxCostUSD: 2},
+				Timeout: 90 * time.Second, MaxTurns: 5, MaxCostUSD: 2, TokenLimit: 100_000, CostLimitUSD: 0.25},
 		},
 	}
 	if !reflect.DeepEqual(s, want) {
@@ -110,7 +114,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown task field", "tasks:\n  - id: a\n    prompt: p\n    check: 'true'\n    max_turns: 3\n",
 			[]string{`5: task "a": unknown field "max_turns" (did you mean "max-turns"?)`}},
 		{"unknown field far off", "tasks:\n  - id: a\n    prompt: p\n    check: 'true'\n    colour: red\n",
-			[]string{`5: task "a": unknown field "colour" (known: id, prompt, fixture, git, setup, setup-timeout, check, timeout, tags, max-turns, max-cost, hide, protect, oracle, tries, retry-prompt)`}},
+			[]string{`5: task "a": unknown field "colour" (known: id, prompt, fixture, git, setup, setup-timeout, check, timeout, tags, max-turns, max-cost, token-limit, cost-limit, hide, protect, oracle, tries, retry-prompt)`}},
 		{"missing id", "tasks:\n  - prompt: p\n    check: 'true'\n", []string{"2: task 1: missing id"}},
 		{"missing prompt", "tasks:\n  - id: a\n    check: 'true'\n", []string{`2: task "a": missing prompt`}},
 		{"empty prompt", "tasks:\n  - id: a\n    prompt: ''\n    check: 'true'\n", []string{`3: task "a": prompt is empty`}},

@@ -1,6 +1,7 @@
 package benchrun
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -29,6 +30,8 @@ func (r *Runner) recordedRunner(opts *Options, hooks *recorder.WorkerHooks) benc
 		if len(spec.MCPServers) > 0 {
 			ro.MCPServers, ro.RequireMCP = mcpServers(spec.MCPServers), true
 		}
+		// A worker's own limits hold for a bench that gave none.
+		ro.TokenLimit, ro.CostLimit = cmp.Or(spec.TokenLimit, ro.TokenLimit), cmp.Or(spec.CostLimitUSD, ro.CostLimit)
 		if prev := spec.Resume; prev != nil {
 			// A later try of the attempt: the same session, asked again.
 			usage, err := launch.SessionUsage(ctx, r.Store, prev)

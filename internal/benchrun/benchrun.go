@@ -217,6 +217,7 @@ func (r *Runner) benchConfig(ctx context.Context, opts *Options) (bench.Config, 
 			fmt.Fprintf(r.Env.ErrOut, "lane: note: %s\n", s)
 		}
 		bc.Suite = loaded.Suite
+		applyLimits(bc.Suite, opts.Run)
 		return bc, nil
 	}
 	if !opts.ParallelSet {

@@ -37,3 +37,22 @@ func (o LimitFlags) limits(r *Runner, ro *launch.Options) (*bench.Limits, error)
 	}
 	return &bench.Limits{OnLimit: o.OnLimit, MaxWait: o.Wait, Reserve: o.Reserve, Ledger: r.Store.Limits, Profiles: profiles}, nil
 }
+
+// applyLimits gives each task of s that sets none of its own the limits
+// on one attempt that the command line sets (--max-turns, --token-limit,
+// --cost-limit). They are then the task's, stored with the bench, so that
+// a lane worker that runs the attempt, or a resume, keeps them.
+func applyLimits(s *bench.Suite, ro launch.Options) {
+	for i := range s.Tasks {
+		t := &s.Tasks[i]
+		if t.MaxTurns == 0 {
+			t.MaxTurns = ro.MaxTurns
+		}
+		if t.TokenLimit == 0 {
+			t.TokenLimit = ro.TokenLimit
+		}
+		if t.CostLimitUSD == 0 {
+			t.CostLimitUSD = ro.CostLimit
+		}
+	}
+}

@@ -67,6 +67,7 @@ lists every task with what it uses and whether lane runs it, and runs none.`,
 	fl.IntVar(&opts.Repeat, "repeat", 0, "attempts per task and model (default: the suite's, else 1)")
 	fl.IntVar(&opts.Parallel, "parallel", 1, "attempts run at once")
 	fl.Float64Var(&opts.MaxCost, "max-cost", 0, "stop starting attempts once the bench has spent this many USD (0: no limit)")
+	fl.IntVar(&opts.Run.MaxTurns, "max-turns", 0, "stop an attempt after this many agent turns, as --token-limit and --cost-limit stop one (0: no limit; a task's own limits win)")
 	fl.StringVar(&opts.Format, "format", "", "what SUITE is: lane (a suite file) or polyglot (a checkout of Aider's polyglot benchmark); default: told by its layout")
 	fl.StringSliceVar(&opts.Languages, "languages", nil, "polyglot: only these languages (cpp, go, java, javascript, python, rust)")
 	fl.IntVar(&opts.Tries, "tries", 0, "polyglot: times the agent is asked, in one session, while the tests fail (default 2, as Aider's published figures)")
@@ -166,6 +167,9 @@ func checkBenchFlags(opts *BenchOptions) error {
 	}
 	if opts.Parallel < 1 || opts.Repeat < 0 || opts.MaxCost < 0 {
 		return usageErrorf(errors.New("--parallel must be at least 1; --repeat and --max-cost must not be negative"))
+	}
+	if opts.Run.MaxTurns < 0 || opts.Run.TokenLimit < 0 || opts.Run.CostLimit < 0 {
+		return usageErrorf(errors.New("--max-turns, --token-limit and --cost-limit must not be negative"))
 	}
 	return nil
 }

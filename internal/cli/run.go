@@ -113,6 +113,8 @@ func addRuntimeFlags(f *Factory, c *cobra.Command, opts *RunOptions) {
 	fl.DurationVar(&opts.FirstByteTimeout, "first-byte-timeout", 2*time.Minute, "fail if the runtime prints nothing this long after starting (0: off)")
 	fl.DurationVar(&opts.IdleTimeout, "idle-timeout", 5*time.Minute, "fail after this long without output while no tool runs (0: off)")
 	fl.DurationVar(&opts.HardTimeout, "hard-timeout", time.Hour, "fail if the whole run takes longer (0: off)")
+	fl.Int64Var(&opts.TokenLimit, "token-limit", 0, "stop a run (each attempt) at the first report of more than this many tokens: input, output, cache reads and writes (0: no limit)")
+	fl.Float64Var(&opts.CostLimit, "cost-limit", 0, "stop a run (each attempt) once it has cost more than this many USD, as lane prices it while it goes (0: no limit)")
 	if fl.Lookup("retries") == nil {
 		// lane bench has its own: it retries the attempt afresh, as Harbor
 		// does, not the run in the attempt's folder.
@@ -156,6 +158,9 @@ func checkRunFlags(opts *RunOptions) error {
 	}
 	if opts.Retries < 0 || opts.MaxTurns < 0 || opts.MaxCost < 0 {
 		return usageErrorf(errors.New("--retries, --max-turns and --max-cost must not be negative"))
+	}
+	if opts.TokenLimit < 0 || opts.CostLimit < 0 {
+		return usageErrorf(errors.New("--token-limit and --cost-limit must not be negative"))
 	}
 	if opts.ToolMode != "native" && opts.ToolMode != "text" {
 		return usageErrorf(fmt.Errorf("unknown --tool-mode %q (want native or text)", opts.ToolMode))

@@ -62,6 +62,7 @@ func (p *Printer) Summary(r *record.Run) error {
 		p.detail(&b, red, "error", r.ErrorMessage)
 	}
 	p.detail(&b, "", "hint", r.ErrorHint)
+	p.detail(&b, "", "limits", BudgetLabel(r.Budget))
 	p.detail(&b, yellow, "note", prefixed("runtime status was contradictory: ", r.Contradiction))
 	if c := r.Changes; c != nil {
 		p.detail(&b, yellow, "note", prefixed("changes not recorded: ", c.Error))
@@ -69,6 +70,25 @@ func (p *Printer) Summary(r *record.Run) error {
 	}
 	_, err := io.WriteString(p.w, b.String())
 	return err
+}
+
+// BudgetLabel says what a run was allowed: "400k tokens · $2.00 · 30
+// turns", "" for none.
+func BudgetLabel(b *record.Budget) string {
+	if b == nil {
+		return ""
+	}
+	var parts []string
+	if b.Tokens > 0 {
+		parts = append(parts, count(b.Tokens)+" tokens")
+	}
+	if b.CostUSD > 0 {
+		parts = append(parts, USD(b.CostUSD))
+	}
+	if b.Turns > 0 {
+		parts = append(parts, plural(b.Turns, "turn"))
+	}
+	return strings.Join(parts, " · ")
 }
 
 // contextLabel says how full the model's context was at the last call:

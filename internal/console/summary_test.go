@@ -67,7 +67,7 @@ func runs() []*record.Run {
 			Prompt: strings.Repeat("keep calling tools ", 5), CostUSD: 0.0123,
 			Usage: record.Usage{InputTokens: 900, OutputTokens: 120}, Turns: 2, ToolCalls: 1,
 			StartedAt: started.Add(-45 * time.Second), DurationMS: 5100,
-			ErrorKind: record.ErrorMaxTurns, ErrorMessage: "reached the turn limit (1)", ErrorHint: "raise --max-turns",
+			ErrorKind: record.ErrorTurnLimit, ErrorMessage: "reached the turn limit (1)", ErrorHint: "raise --max-turns",
 		},
 		{
 			ID: "0000running0000", Status: record.StatusRunning, Model: "claude-sonnet-5-5", Dir: "/home/dev/proj",
@@ -263,5 +263,24 @@ func TestSummaryChanges(t *testing.T) {
 		if tt.not != "" && strings.Contains(b.String(), tt.not) {
 			t.Errorf("summary %q holds %q", b.String(), tt.not)
 		}
+	}
+}
+
+// A run stopped at a limit says which, and what it was allowed; a run
+// without limits says nothing of them.
+func TestSummaryBudget(t *testing.T) {
+	var b strings.Builder
+	NewPrinter(&b, false).Summary(&record.Run{ID: "r1", Status: record.StatusFailed, ErrorKind: record.ErrorTokenLimit,
+		ErrorMessage: "the run used 412000 tokens, past its --token-limit of 400000",
+		Budget:       &record.Budget{Tokens: 400_000, CostUSD: 2, Turns: 30}})
+	for _, w := range []string{"failed (token_limit)", "limits: 400k tokens · $2.00 · 30 turns"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("summary lacks %q:\n%s", w, b.String())
+		}
+	}
+	var none strings.Builder
+	NewPrinter(&none, false).Summary(&record.Run{ID: "r2", Status: record.StatusSucceeded})
+	if strings.Contains(none.String(), "limits") {
+		t.Errorf("a run without limits:\n%s", none.String())
 	}
 }

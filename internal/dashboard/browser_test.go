@@ -374,7 +374,7 @@ func TestBrowser(t *testing.T) {
 	run := &record.Run{
 		Status: record.StatusRunning, Runtime: "claude", Model: "sonnet", Dir: "/work/demo",
 		Prompt: "List the files and <b>explain</b> them", SessionID: "sess-browser", StartedAt: now,
-		Capability: record.Capability{Dir: "/work/demo"},
+		Capability: record.Capability{Dir: "/work/demo"}, Budget: &record.Budget{Tokens: 400_000, CostUSD: 2, Turns: 30},
 	}
 	w := e.newRun(run)
 	defer w.Close(ctx)
@@ -401,6 +401,10 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitReady(chromedp.CSS(seqSel(4))))
 	if path := eval[string](e, `location.pathname`); path != "/runs/"+run.ID {
 		t.Fatalf("location %q, want /runs/%s", path, run.ID)
+	}
+	// The limits the run was given (lane run --token-limit, …).
+	if got := eval[string](e, `document.querySelector('.run-head .budget')?.textContent ?? ''`); got != "400k tokens · $2.00 · 30 turns" {
+		t.Errorf("the run's limits show as %q", got)
 	}
 	// The Export menu opens on the three formats of the run's export.
 	e.do("open the Export menu", 10*time.Second,

@@ -147,6 +147,8 @@ func runOptions(env *Env, cfg *config.File, t config.Target, opts *Options, dir 
 		ResumeSession:       opts.Resume,
 		MaxTurns:            opts.MaxTurns,
 		MaxCost:             opts.MaxCost,
+		TokenLimit:          opts.TokenLimit,
+		CostLimit:           opts.CostLimit,
 		Env:                 env.Environ(),
 		Retries:             opts.Retries,
 		ParentRunID:         opts.ParentRunID,

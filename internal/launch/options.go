@@ -37,6 +37,10 @@ type Options struct {
 	PermissionMode     string
 	AllowMCP           bool
 	MaxTurns           int
+	// TokenLimit and CostLimit (USD) bound each attempt (--token-limit,
+	// --cost-limit); 0: no limit.
+	TokenLimit int64
+	CostLimit  float64
 	// ClaudeBin is --claude-bin: Claude Code's own flag for its binary,
 	// from before lane drove other runtimes; it wins over RuntimeBin.
 	ClaudeBin        string

@@ -89,6 +89,12 @@ func (u Usage) Add(o Usage) Usage {
 // cache writes; for one model call, how full its context was.
 func (u Usage) Prompt() int64 { return u.InputTokens + u.CacheReadTokens + u.CacheCreationTokens }
 
+// Total is all four kinds of tokens: input, output, cache reads and
+// cache writes (what --token-limit counts).
+func (u Usage) Total() int64 {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheCreationTokens
+}
+
 // IsZero reports whether no tokens were counted.
 func (u Usage) IsZero() bool { return u == Usage{} }
 
@@ -312,7 +318,9 @@ const (
 	ErrorTimeout        ErrorKind = "timeout"         // a lane watchdog fired
 	ErrorCrash          ErrorKind = "crash"           // the runtime died or exited without a result
 	ErrorAgent          ErrorKind = "agent"           // the runtime reported a failure of its own
-	ErrorMaxTurns       ErrorKind = "max_turns"       // the turn limit was reached
+	ErrorTurnLimit      ErrorKind = "turn_limit"      // the turn limit was reached (--max-turns, or the runtime's own)
+	ErrorTokenLimit     ErrorKind = "token_limit"     // the run used more tokens than --token-limit allows
+	ErrorCostLimit      ErrorKind = "cost_limit"      // the run cost more than --cost-limit allows
 	ErrorAPI            ErrorKind = "api"             // the model API kept failing (5xx, overloaded)
 	ErrorPermission     ErrorKind = "permission"      // the runtime refused its permission settings
 	ErrorCancelled      ErrorKind = "cancelled"       // a person or a signal stopped the run
@@ -320,6 +328,19 @@ const (
 	ErrorUsage          ErrorKind = "usage"           // lane was called wrongly
 	ErrorRateLimited    ErrorKind = "rate_limited"    // a subscription's usage limit refused the request until it resets
 )
+
+// oldTurnLimit is what runs recorded before the turn limit was one of
+// the three per-attempt limits (turn_limit, token_limit, cost_limit).
+const oldTurnLimit = "max_turns"
+
+// UnmarshalText reads a kind, an old record's max_turns as turn_limit.
+func (k *ErrorKind) UnmarshalText(b []byte) error {
+	*k = ErrorKind(b)
+	if *k == oldTurnLimit {
+		*k = ErrorTurnLimit
+	}
+	return nil
+}
 
 // A Verdict is lane's judgement of how a run ended, as a runtime's decoder
 // reads it from the runtime's own account and exit code.
@@ -437,11 +458,26 @@ type Run struct {
 	Imported bool   `json:"imported,omitempty"`
 	Source   string `json:"source,omitempty"`
 
+	// Budget is the limits the run was given on its tokens, cost and
+	// turns, nil when it had none.
+	Budget *Budget `json:"budget,omitempty"`
+
 	// Changes is what the run changed in its folder, nil when lane did not
 	// look (--no-changes, an imported session, a run from before lane
 	// recorded changes).
 	Changes *Changes `json:"changes,omitempty"`
 }
+
+// Budget is what one attempt may use before lane stops it: --token-limit,
+// --cost-limit and --max-turns (0: no limit).
+type Budget struct {
+	Tokens  int64   `json:"tokens,omitempty"`   // all four kinds (Usage.Total)
+	CostUSD float64 `json:"cost_usd,omitempty"` // lane's running estimate, or the runtime's own figure
+	Turns   int     `json:"turns,omitempty"`    // the main agent's model turns
+}
+
+// IsZero reports whether the budget limits nothing.
+func (b Budget) IsZero() bool { return b == Budget{} }
 
 // Changes is what a run changed in its folder: the difference between a
 // snapshot taken before it started and one taken after it ended. The
@@ -584,7 +620,7 @@ type Attempt struct {
 	RunID   string        `json:"run_id,omitempty"`
 	Status  AttemptStatus `json:"status"`
 	// FailureKind: check_failed, check_timeout, setup_failed, timeout, auth,
-	// agent_error, crash, max_turns, cancelled… (empty when passed).
+	// agent_error, crash, turn_limit, token_limit, cost_limit, cancelled… (empty when passed).
 	FailureKind   string    `json:"failure_kind,omitempty"`
 	CheckExitCode int       `json:"check_exit_code"`
 	CheckOutput   string    `json:"check_output,omitempty"` // capped

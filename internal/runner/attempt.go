@@ -62,6 +62,20 @@ type LoopAttempt struct {
 	Next func(o *Options, failed *record.Run)
 }
 
+// loopAttempt is the attempt of a loop inside lane: lane meters its usage
+// as it does an agent CLI's, and judges a stop at a limit itself.
+func loopAttempt(la *LoopAttempt, o Options) *attempt {
+	meter := NewMeter(o, nil, false)
+	return &attempt{
+		run: la.Run, execute: la.Execute, next: la.Next,
+		observe: func(ev record.Event) error { return meter.Observe(ev) },
+		finish: func(run *record.Run, ex Exit) {
+			la.Finish(run, ex)
+			judgeLimit(run, ex.StopCause)
+		},
+	}
+}
+
 // runAttempt records, runs and judges one attempt. The error is non-nil
 // only when lane itself failed (the recorder); the run's own failure is in
 // its Status.
@@ -140,17 +154,17 @@ func runAttempt(ctx context.Context, a *attempt, rec Recorder) (*record.Run, err
 	return run, nil
 }
 
-// judgeStop judges a run that lane stopped (a watchdog, a refused key, the
-// turn limit, a person); it reports false when the runtime ended on its own.
+// judgeStop judges a run that lane stopped (a watchdog, a refused key, a
+// limit, a person); it reports false when the runtime ended on its own.
 func judgeStop(run *record.Run, ex Exit, authHint string) bool {
 	code := ex.Code
 	run.ExitCode = &code
 	var (
-		timeout  *TimeoutError
-		auth     *AuthError
-		maxTurns *MaxTurnsError
+		timeout *TimeoutError
+		auth    *AuthError
 	)
 	switch {
+	case judgeLimit(run, ex.StopCause):
 	case errors.As(ex.StopCause, &timeout):
 		run.Status, run.ErrorKind = record.StatusTimedOut, record.ErrorTimeout
 		run.ErrorMessage = timeout.Error()
@@ -165,9 +179,6 @@ func judgeStop(run *record.Run, ex Exit, authHint string) bool {
 	case errors.As(ex.StopCause, &auth):
 		run.Status, run.ErrorKind = record.StatusFailed, record.ErrorAuth
 		run.ErrorMessage, run.ErrorHint = auth.Error(), authHint
-	case errors.As(ex.StopCause, &maxTurns):
-		run.Status, run.ErrorKind = record.StatusFailed, record.ErrorMaxTurns
-		run.ErrorMessage, run.ErrorHint = maxTurns.Error(), "raise --max-turns, or split the task"
 	case ex.StopCause != nil:
 		run.Status, run.ErrorKind = record.StatusCancelled, record.ErrorCancelled
 		run.ErrorMessage = ex.StopCause.Error()

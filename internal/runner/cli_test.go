@@ -78,7 +78,7 @@ func TestMaxTurnsStopsARunawayCLI(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
 	run, rec := fakeCLI(t, "codex", "codex-runaway", runner.Watchdogs{Hard: time.Minute}, "MAX_TURNS=xxx")
-	if run.Status != record.StatusFailed || run.ErrorKind != record.ErrorMaxTurns {
+	if run.Status != record.StatusFailed || run.ErrorKind != record.ErrorTurnLimit {
 		t.Fatalf("status %s/%s: %s, want failed/max_turns", run.Status, run.ErrorKind, run.ErrorMessage)
 	}
 	calls := 0

@@ -71,6 +71,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 	if !rt.EnforcesTurns {
 		turns.Limit = 0
 	}
+	meter := NewMeter(o, func(run *record.Run) { tally.Account(run, turns.turns) }, p.UsageAtEnd)
 	// finished: the runtime's last word so far is its final one, so a
 	// watchdog that fires now only ends its lingering (a result printed
 	// after lane's interrupt does not count: see Exit.Settled).
@@ -99,7 +100,7 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 					return err
 				}
 			}
-			return turns.Observe(ev)
+			return pastLimits(ev, &turns, meter)
 		},
 		finish: func(run *record.Run, ex Exit) {
 			if !judgeStop(run, ex, authHintFor(p, o)) {
@@ -124,6 +125,15 @@ func processAttempt(rt *Runtime, o Options, n int) (*attempt, error) {
 		}
 	}
 	return a, nil
+}
+
+// pastLimits is the cause to stop a run on when ev takes it past its turn,
+// token or cost limit, nil otherwise.
+func pastLimits(ev record.Event, turns *TurnCounter, meter *Meter) error {
+	if err := turns.Observe(ev); err != nil {
+		return err
+	}
+	return meter.Observe(ev)
 }
 
 // processRun is the record of attempt n of a process runtime rt, before

@@ -373,7 +373,7 @@ func judgeAgain(run *record.Run, p *Process, o Options, evs []record.Event) {
 
 // keepsVerdict reports whether a run's status is lane's own judgement,
 // which its lines cannot revise: lane stopped it (a watchdog, a person, a
-// refused key, the turn limit), its lane process died, it never started,
+// refused key, a turn, token or cost limit), its lane process died, it never started,
 // or it died of a signal, whose name the record does not keep apart.
 func keepsVerdict(run *record.Run) bool {
 	switch run.Status {
@@ -381,7 +381,8 @@ func keepsVerdict(run *record.Run) bool {
 		return true
 	}
 	switch run.ErrorKind {
-	case record.ErrorTimeout, record.ErrorCancelled, record.ErrorAuth, record.ErrorMaxTurns, record.ErrorRuntimeMissing:
+	case record.ErrorTimeout, record.ErrorCancelled, record.ErrorAuth, record.ErrorTurnLimit, record.ErrorTokenLimit,
+		record.ErrorCostLimit, record.ErrorRuntimeMissing:
 		return true
 	}
 	return run.ExitCode == nil || *run.ExitCode < 0

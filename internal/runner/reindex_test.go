@@ -182,6 +182,9 @@ func TestRedecodeVerdicts(t *testing.T) {
 			record.StatusTimedOut, true, 0},
 		{"cancelled", record.Run{Status: record.StatusCancelled, ErrorKind: record.ErrorCancelled, ErrorMessage: "cancelled"},
 			record.StatusCancelled, true, 0},
+		// A limit lane stopped the run at is lane's verdict, whatever the lines say.
+		{"token limit", record.Run{Status: record.StatusFailed, ErrorKind: record.ErrorTokenLimit, ErrorMessage: "the run used 302 tokens, past its --token-limit of 200"},
+			record.StatusFailed, true, 0},
 		{"a misread failure", record.Run{Status: record.StatusFailed, ErrorKind: record.ErrorAgent, ErrorMessage: "the agent failed"},
 			record.StatusSucceeded, false, 1},
 	} {

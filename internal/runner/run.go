@@ -70,6 +70,10 @@ type Options struct {
 	History  []chat.Message
 	MaxTurns int
 	MaxCost  float64 // USD; lane's own loop
+	// TokenLimit and CostLimit (USD) bound one attempt: lane stops it at
+	// the first event that passes one (see Meter); 0: no limit.
+	TokenLimit int64
+	CostLimit  float64
 
 	Env       []string // the environment to pass through
 	Watchdogs Watchdogs
@@ -236,6 +240,7 @@ func runAttempts(ctx context.Context, rt *Runtime, o Options, rec Recorder) (*re
 			return nil, err
 		}
 		a.changes = o.Changes
+		a.run.Budget = o.Budget()
 		run, err := runAttempt(ctx, a, rec)
 		if err != nil {
 			return run, err
@@ -268,7 +273,7 @@ func (rt *Runtime) newAttempt(o Options, n int) (*attempt, error) {
 		if o.Interactive() {
 			la.Run.Capability.Steer = TwoWaySteer()
 		}
-		return &attempt{run: la.Run, execute: la.Execute, finish: la.Finish, next: la.Next}, nil
+		return loopAttempt(la, o), nil
 	}
 	return processAttempt(rt, o, n)
 }

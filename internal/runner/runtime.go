@@ -64,6 +64,10 @@ type Process struct {
 	Final func(ev record.Event) bool
 	// StopOn, when set, names the cause to stop a run on at once (a refused key).
 	StopOn func(ev record.Event) error
+	// UsageAtEnd: the runtime's stream reports its usage only at its end
+	// (Codex's exec, Gemini CLI), so a token or cost limit goes by lane's
+	// estimate from the stream meanwhile (see StreamEstimate).
+	UsageAtEnd bool
 	// StepTurns: a turn is a step_start task event (opencode), not the
 	// first model output after a tool result; an open step is work in
 	// flight for the idle watchdog.

@@ -57,6 +57,7 @@ func TestRewardKeysMigration(t *testing.T) {
 		mustExec(t, old, `ALTER TABLE bench_attempts DROP COLUMN retries`)
 		mustExec(t, old, `DROP TABLE attempt_artifacts`)
 		mustExec(t, old, `ALTER TABLE bench_attempts DROP COLUMN steps`)
+		mustExec(t, old, `ALTER TABLE runs DROP COLUMN budget`)
 		mustExec(t, old, `DELETE FROM schema_migrations WHERE version >= 12`)
 		mustExec(t, old, `INSERT INTO bench_attempts (bench_id, task_id, model, n, status, reward)
 			VALUES ('b1', 'old', 'oracle', 1, 'passed', 0.5)`)

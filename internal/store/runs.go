@@ -25,6 +25,7 @@ var runColumns = []string{
 	"permission_requests", "permissions_allowed", "permissions_denied", "cap_steer",
 	"imported", "source", "cache_creation_1h_tokens",
 	"changes", "cap_hermetic", "account", "limits", "context_tokens", "context_window", "origin", "via",
+	"budget",
 }
 
 var (
@@ -75,6 +76,14 @@ func runArgs(r *record.Run) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode limits: %w", err)
 	}
+	var budget any
+	if r.Budget != nil && !r.Budget.IsZero() {
+		b, err := json.Marshal(r.Budget)
+		if err != nil {
+			return nil, fmt.Errorf("encode budget: %w", err)
+		}
+		budget = string(b)
+	}
 	return []any{
 		r.ID, r.ParentRunID, r.Attempt, string(r.Status), r.Runtime, r.Model, r.Dir, r.Prompt, r.SessionID, r.RuntimeVer,
 		r.CostUSD, r.CostEstimate, r.SessionCostUSD,
@@ -86,6 +95,7 @@ func runArgs(r *record.Run) ([]any, error) {
 		r.Permissions.Requests, r.Permissions.Allowed, r.Permissions.Denied, steer,
 		r.Imported, r.Source, r.Usage.CacheCreation1hTokens,
 		changes, hermetic, r.Account, limits, r.ContextTokens, r.ContextWindow, r.Origin, r.Via,
+		budget,
 	}, nil
 }
 
@@ -99,6 +109,7 @@ func scanRun(sc scanner) (*record.Run, error) {
 		addDirs, tools, denials sql.NullString
 		steer, changes          sql.NullString
 		hermetic, limits        sql.NullString
+		budget                  sql.NullString
 		ownerStart              int64
 	)
 	err := sc.Scan(
@@ -112,6 +123,7 @@ func scanRun(sc scanner) (*record.Run, error) {
 		&r.Permissions.Requests, &r.Permissions.Allowed, &r.Permissions.Denied, &steer,
 		&r.Imported, &r.Source, &r.Usage.CacheCreation1hTokens,
 		&changes, &hermetic, &r.Account, &limits, &r.ContextTokens, &r.ContextWindow, &r.Origin, &r.Via,
+		&budget,
 	)
 	if err != nil {
 		return nil, err
@@ -146,6 +158,12 @@ func scanRun(sc scanner) (*record.Run, error) {
 		r.Changes = new(record.Changes)
 		if err := json.Unmarshal([]byte(changes.String), r.Changes); err != nil {
 			return nil, fmt.Errorf("decode changes of run %s: %w", r.ID, err)
+		}
+	}
+	if budget.Valid {
+		r.Budget = new(record.Budget)
+		if err := json.Unmarshal([]byte(budget.String), r.Budget); err != nil {
+			return nil, fmt.Errorf("decode budget of run %s: %w", r.ID, err)
 		}
 	}
 	r.OwnerStart = uint64(ownerStart)

@@ -87,6 +87,7 @@ func fullRun(t *testing.T, id string) *record.Run {
 		Permissions:       record.PermissionCounts{Requests: 3, Allowed: 2, Denied: 1},
 		Imported:          true,
 		Source:            "/home/dev/.claude/projects/p/s.jsonl",
+		Budget:            &record.Budget{Tokens: 200_000, CostUSD: 2, Turns: 30},
 		Changes: &record.Changes{Files: 2, Insertions: 5, Deletions: 1, Method: "git", Root: "/work/x",
 			GitDir: "/work/x/.git", Before: "aaa", After: "bbb", Note: "1 file over the size limit"},
 	}

@@ -210,7 +210,7 @@ func TestHangingCollectorBoundedByFlushTimeout(t *testing.T) {
 func TestSubagentSpansNest(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	run := &record.Run{ID: "r-2", Runtime: "claude", Model: "sonnet", StartedAt: at(0), EndedAt: at(1000), Status: record.StatusFailed, ErrorKind: record.ErrorMaxTurns}
+	run := &record.Run{ID: "r-2", Runtime: "claude", Model: "sonnet", StartedAt: at(0), EndedAt: at(1000), Status: record.StatusFailed, ErrorKind: record.ErrorTurnLimit}
 	b := NewBuilder(Options{Bench: &Bench{ID: "b-1", Task: "t", N: 2}})
 	for _, ev := range []record.Event{
 		{Time: at(100), Kind: record.KindToolCall, MessageID: "m1", ToolUseID: "task", ToolName: "Task"},
@@ -234,7 +234,7 @@ func TestSubagentSpansNest(t *testing.T) {
 	if !subChat.Start.Equal(at(100)) {
 		t.Errorf("subagent turn starts %v", subChat.Start)
 	}
-	if root.ErrorType != "max_turns" || attr(root, "lane.bench.id") != "b-1" || attr(root, "lane.bench.repeat") != "2" {
+	if root.ErrorType != "turn_limit" || attr(root, "lane.bench.id") != "b-1" || attr(root, "lane.bench.repeat") != "2" {
 		t.Errorf("run span %+v", root)
 	}
 }

@@ -170,7 +170,7 @@ func TestTallyJudges(t *testing.T) {
 		{"a failed prompt", []record.Event{authErr, result("", &sdk.RequestError{Code: 401, Message: "API key not valid"})}, 0, record.StatusFailed, record.ErrorAuth},
 		{"setup failed", []record.Event{result("", errors.New("initialize: peer disconnected"))}, 0, record.StatusFailed, record.ErrorAgent},
 		{"interrupted, nothing followed", []record.Event{result(sdk.StopReasonCancelled, nil)}, 0, record.StatusCancelled, record.ErrorCancelled},
-		{"its own request limit", []record.Event{result(sdk.StopReasonMaxTurnRequests, nil)}, 0, record.StatusFailed, record.ErrorMaxTurns},
+		{"its own request limit", []record.Event{result(sdk.StopReasonMaxTurnRequests, nil)}, 0, record.StatusFailed, record.ErrorTurnLimit},
 		{"refusal", []record.Event{result(sdk.StopReasonRefusal, nil)}, 0, record.StatusFailed, record.ErrorAgent},
 	}
 	for _, tt := range tests {

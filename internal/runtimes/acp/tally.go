@@ -165,7 +165,7 @@ func (t *Tally) Judge(exitCode int) record.Verdict {
 		return record.Verdict{Status: record.StatusCancelled, ErrorKind: record.ErrorCancelled,
 			Message: "the turn was interrupted and no message followed"}
 	case sdk.StopReasonMaxTurnRequests:
-		return record.Verdict{Status: record.StatusFailed, ErrorKind: record.ErrorMaxTurns, Hint: hintMaxTurns,
+		return record.Verdict{Status: record.StatusFailed, ErrorKind: record.ErrorTurnLimit, Hint: hintMaxTurns,
 			Message: "the agent stopped at its limit of model requests (stop reason max_turn_requests)"}
 	case sdk.StopReasonMaxTokens:
 		return record.Verdict{Status: record.StatusFailed, ErrorKind: record.ErrorAgent,

@@ -52,6 +52,8 @@ func Runtime() *runner.Runtime {
 				return ev.Kind == record.KindResult ||
 					(ev.Kind == record.KindUsage || ev.Kind == record.KindError) && (ev.Subtype == "turn.completed" || ev.Subtype == "turn.failed")
 			},
+			// exec reports the usage at the turn's end only.
+			UsageAtEnd: true,
 			StopOn:     runner.AuthRefusal,
 			AuthHint:   AuthHint,
 			Capability: codexCapability,

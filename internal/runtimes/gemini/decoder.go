@@ -405,7 +405,7 @@ func classify(typ, msg string) (record.ErrorKind, int) {
 		strings.Contains(msg, "API key not valid"):
 		return record.ErrorAuth, status
 	case typ == "FatalTurnLimitedError" || strings.Contains(msg, "max session turns"):
-		return record.ErrorMaxTurns, status
+		return record.ErrorTurnLimit, status
 	case status != 0 || strings.HasPrefix(msg, "[API Error"):
 		return record.ErrorAPI, status
 	case typ == "FatalCancellationError":

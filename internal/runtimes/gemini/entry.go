@@ -39,8 +39,10 @@ func Runtime() *runner.Runtime {
 				d.MaxOutputSize = runner.MaxEventOutput
 				return d
 			},
-			NewJudge:   acp.JudgeOr(func(_ runner.Options) runner.CLITally { return &Tally{} }),
-			Final:      func(ev record.Event) bool { return ev.Kind == record.KindResult },
+			NewJudge: acp.JudgeOr(func(_ runner.Options) runner.CLITally { return &Tally{} }),
+			Final:    func(ev record.Event) bool { return ev.Kind == record.KindResult },
+			// Its stream reports the usage in the result only.
+			UsageAtEnd: true,
 			StopOn:     runner.AuthRefusal,
 			ShellLog:   &runner.ShellLog{Files: geminiLogs, ExitCode: ShellExitCode},
 			AuthHint:   AuthHint,

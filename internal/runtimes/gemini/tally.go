@@ -208,7 +208,7 @@ func exitMeaning(code int) (kind record.ErrorKind, status int, hint, what string
 	case 52:
 		return record.ErrorUsage, 0, hintConfig, "its configuration was refused"
 	case 53:
-		return record.ErrorMaxTurns, 0, hintMaxTurns, "it reached its turn limit"
+		return record.ErrorTurnLimit, 0, hintMaxTurns, "it reached its turn limit"
 	case 54:
 		return record.ErrorAgent, 0, hintTool, "a tool failed fatally"
 	case 130:
@@ -286,8 +286,8 @@ func (t *Tally) Judge(exitCode int) record.Verdict {
 		if t.resErr == record.ErrorAuth && status == 0 {
 			v.ErrorKind, v.Hint = record.ErrorAuth, hintAuthKey
 		}
-	case t.resErr == record.ErrorMaxTurns:
-		v.ErrorKind, v.Hint = record.ErrorMaxTurns, hintMaxTurns
+	case t.resErr == record.ErrorTurnLimit:
+		v.ErrorKind, v.Hint = record.ErrorTurnLimit, hintMaxTurns
 	case t.resErr != "":
 		v.ErrorKind = t.resErr
 	case t.stopError != "":

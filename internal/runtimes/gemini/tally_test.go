@@ -70,7 +70,7 @@ func TestJudgeCaptures(t *testing.T) {
 		// success, lane does not.
 		"h_loop_detected_no_limit": {exit: 0, status: record.StatusFailed, kind: record.ErrorAgent,
 			message: "Loop detected", hint: "repeating itself", contrary: true},
-		"h_max_turns_1": {exit: 53, status: record.StatusFailed, kind: record.ErrorMaxTurns,
+		"h_max_turns_1": {exit: 53, status: record.StatusFailed, kind: record.ErrorTurnLimit,
 			message: "max session turns", hint: "maxSessionTurns"},
 		"i_hang": {exit: 1, status: record.StatusFailed, kind: record.ErrorAPI,
 			message: "fetch failed", hint: "GOOGLE_GEMINI_BASE_URL"},
@@ -134,7 +134,7 @@ func TestJudgeExitCodes(t *testing.T) {
 		{"no result, exit 0", goodInit, 0, record.StatusFailed, record.ErrorCrash, "code 0", "stderr", ""},
 		{"success then a crash", success, 1, record.StatusFailed, record.ErrorCrash, "then exited with code 1", "stderr", "status=success but exit code 1"},
 		{"error with exit 0", failure, 0, record.StatusFailed, record.ErrorAgent, "something broke", "", "exit code 0 but status=error"},
-		{"error with a known exit", failure, 53, record.StatusFailed, record.ErrorMaxTurns, "something broke", "maxSessionTurns", ""},
+		{"error with a known exit", failure, 53, record.StatusFailed, record.ErrorTurnLimit, "something broke", "maxSessionTurns", ""},
 		{"an error line of severity error", `{"type":"error","severity":"error","message":"gave up"}` + "\n" + success, 0,
 			record.StatusFailed, record.ErrorAgent, "gave up", "", "status=success, exit code 0 but error line"},
 		{"a warning alone", `{"type":"error","severity":"warning","message":"slow"}` + "\n" + success, 0,

@@ -169,9 +169,12 @@ func localCall(name string, args json.RawMessage) approval.Call {
 }
 
 // runLoop runs the agent loop under the watchdogs, handing its events to
-// emit, and returns how it ended and what stopped it (a watchdog, or the
-// caller's cancellation), if anything did.
+// emit, and returns how it ended and what stopped it (a watchdog, a cause
+// emit named, such as a limit, or the caller's cancellation), if anything
+// did.
 func runLoop(ctx context.Context, ac agent.Config, prompt string, limits runner.Watchdogs, emit func(record.Event) error) (agent.Result, error) {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	ctx, wd := runner.WatchLoop(ctx, limits)
 	defer wd.Stop()
 	var mu sync.Mutex // subagents and tool output emit from other goroutines
@@ -179,7 +182,9 @@ func runLoop(ctx context.Context, ac agent.Config, prompt string, limits runner.
 		mu.Lock()
 		defer mu.Unlock()
 		wd.Observe(&ev)
-		_ = emit(ev) // the loop's events name no cause to stop on
+		if cause := emit(ev); cause != nil {
+			stop(cause) // the loop and its tools end with the context
+		}
 	})
 	return res, context.Cause(ctx)
 }
@@ -225,7 +230,7 @@ func judgeLocal(run *record.Run, res agent.Result, stopCause error) {
 			run.ErrorHint = "lane resume continues the conversation"
 		}
 	case "max_turns":
-		run.Status, run.ErrorKind = record.StatusFailed, record.ErrorMaxTurns
+		run.Status, run.ErrorKind = record.StatusFailed, record.ErrorTurnLimit
 		run.ErrorMessage = fmt.Sprintf("reached the turn limit (%d turns)", res.Turns)
 		run.ErrorHint = "raise --max-turns"
 	case "max_cost":

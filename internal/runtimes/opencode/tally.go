@@ -278,7 +278,7 @@ func (t *Tally) Judge(exitCode int) record.Verdict {
 		return v
 	}
 	if t.MaxSteps > 0 && t.finished > t.MaxSteps {
-		return fail(record.ErrorMaxTurns,
+		return fail(record.ErrorTurnLimit,
 			fmt.Sprintf("the model ran %d steps past opencode's limit of %d", t.finished-t.MaxSteps, t.MaxSteps),
 			hintMaxSteps)
 	}

@@ -169,7 +169,7 @@ func TestJudge(t *testing.T) {
 		{name: "h_loop_unbounded_timeout_truncated", exit: 124, status: record.StatusFailed, kind: record.ErrorCrash, message: "timeout (exit code 124) with a step in flight", hint: "still stepping"},
 		// Without the limit lane gave, the stream alone shows no loop.
 		{name: "h_max_steps_1_ignored_by_model_truncated", exit: 124, status: record.StatusFailed, kind: record.ErrorCrash, message: "timeout"},
-		{name: "h_max_steps_1_ignored_by_model_truncated", exit: 124, maxSteps: 1, status: record.StatusFailed, kind: record.ErrorMaxTurns, message: "3 steps past opencode's limit of 1", hint: "advice"},
+		{name: "h_max_steps_1_ignored_by_model_truncated", exit: 124, maxSteps: 1, status: record.StatusFailed, kind: record.ErrorTurnLimit, message: "3 steps past opencode's limit of 1", hint: "advice"},
 		{name: "h_max_steps_2_compliant", maxSteps: 2, status: record.StatusSucceeded},
 		{name: "j_subagent", status: record.StatusSucceeded},
 		// i_hang and i_hangmid printed nothing before the timeout killed them.

@@ -187,7 +187,7 @@ func (t *Tally) Judge(exitCode int) record.Verdict {
 		}
 		switch {
 		case exitCode == exitMaxTurns:
-			v.ErrorKind, v.Hint = record.ErrorMaxTurns, hintMaxTurns
+			v.ErrorKind, v.Hint = record.ErrorTurnLimit, hintMaxTurns
 			v.Message = "the runtime reached its maximum number of turns (--max-session-turns)"
 		case exitCode == exitAuth:
 			v.ErrorKind, v.Hint = record.ErrorAuth, hintAuth
@@ -201,7 +201,7 @@ func (t *Tally) Judge(exitCode int) record.Verdict {
 	switch v.ErrorKind {
 	case record.ErrorAuth:
 		v.Hint = hintAuth
-	case record.ErrorMaxTurns:
+	case record.ErrorTurnLimit:
 		v.Hint = hintMaxTurns
 	case record.ErrorContradiction:
 		v.Hint = hintFields

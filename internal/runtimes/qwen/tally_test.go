@@ -45,7 +45,7 @@ func TestJudgeCaptures(t *testing.T) {
 		{name: "f_partial_messages", exit: 0, status: record.StatusSucceeded},
 		{name: "g_resume_first", exit: 0, status: record.StatusSucceeded},
 		{name: "g_resume_second", exit: 0, status: record.StatusSucceeded},
-		{name: "h_max_turns_1", exit: 53, status: record.StatusFailed, kind: record.ErrorMaxTurns, hint: "--max-session-turns"},
+		{name: "h_max_turns_1", exit: 53, status: record.StatusFailed, kind: record.ErrorTurnLimit, hint: "--max-session-turns"},
 		{name: "i_hang", exit: 0, status: record.StatusFailed, kind: record.ErrorAPI, hint: "contentGenerator.timeout", contra: true, msgMatch: "Request timeout after 483s"},
 		{name: "i_hangmid", exit: 124, status: record.StatusFailed, kind: record.ErrorCrash, msgMatch: "without a result line"},
 		{name: "j_subagent", exit: 0, status: record.StatusSucceeded},

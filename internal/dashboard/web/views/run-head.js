@@ -143,12 +143,22 @@ function runFacts(r, children, context) {
     kv('Context', h('span', { class: 'context-fill', dataset: { tokens: String(context || r.context_tokens || 0) }, title: 'what the last model call sent (input, cache reads and writes) against the model\'s window' },
       contextText(context || r.context_tokens, r.context_window))),
     kv('Turns', String(r.turns ?? 0), ' · ', `${r.tool_calls ?? 0} tool calls`),
+    r.budget ? kv('Limits', h('span', { class: 'budget', title: 'what lane lets the run use before it stops it (--token-limit, --cost-limit, --max-turns)' }, budgetText(r.budget))) : null,
     kv('Duration', durEl(r)),
     kv('Started', timeEl(r.started_at), r.ended_at ? [' → ', timeEl(r.ended_at)] : ''),
     r.exit_code != null ? kv('Exit code', String(r.exit_code)) : null,
     r.capability?.permission_mode ? kv('Permissions', r.capability.permission_mode) : null,
     r.parent_run_id ? kv('Parent', runLink(r.parent_run_id)) : null,
     children.length ? kv('Children', children.map((c, i) => [i ? ', ' : '', runLink(c.id), ' ', statusEl(c.status)])) : null);
+}
+
+// budgetText reads like "400k tokens · $2.00 · 30 turns".
+export function budgetText(b) {
+  const parts = [];
+  if (b.tokens > 0) parts.push(`${fmtTokens(b.tokens)} tokens`);
+  if (b.cost_usd > 0) parts.push(fmtCost(b.cost_usd, false));
+  if (b.turns > 0) parts.push(`${b.turns} turn${b.turns === 1 ? '' : 's'}`);
+  return parts.join(' · ') || '–';
 }
 
 // contextText reads like "45k of 200k (23 %)", "45k" when the window is not

@@ -335,7 +335,7 @@ func (t *Tally) failureKind(r *record.Result, exitCode int) (record.ErrorKind, s
 	case apiErr && s == 0:
 		return record.ErrorAPI, hintTimeout
 	case r.Subtype == "error_max_turns" || r.TerminalReason == "max_turns":
-		return record.ErrorMaxTurns, hintMaxTurns
+		return record.ErrorTurnLimit, hintMaxTurns
 	case noConversation(r):
 		return record.ErrorAgent, hintNoConv
 	case r.IsError || s != 0 || len(r.Errors) > 0 || (r.Subtype != "success" && r.Subtype != ""):
@@ -365,7 +365,7 @@ func failureMessage(r *record.Result, kind record.ErrorKind, exitCode int) strin
 		return r.Text
 	}
 	switch kind {
-	case record.ErrorMaxTurns:
+	case record.ErrorTurnLimit:
 		return "the runtime reached its maximum number of turns"
 	case record.ErrorCrash:
 		return fmt.Sprintf("the runtime reported success, then exited with code %d", exitCode)
