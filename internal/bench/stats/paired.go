@@ -90,8 +90,6 @@ type Difference struct {
 // Wilson interval over attempts, it does not count a task's repeats as
 // independent trials.
 type ModelScore struct {
-	Model string   `json:"model"`
-	Key   string   `json:"key,omitempty"`
 	Tasks int      `json:"tasks"` // tasks the model finished
 	Mean  *float64 `json:"mean"`  // nil when none
 	SE    *float64 `json:"se"`    // nil below 2 tasks
@@ -155,7 +153,7 @@ func (t Table) Scores(m int, key string) map[int]float64 {
 // standard error.
 func (t Table) ModelScore(m int, key string) ModelScore {
 	scores := t.Scores(m, key)
-	ms := ModelScore{Model: t.Models[m], Key: key, Tasks: len(scores)}
+	ms := ModelScore{Tasks: len(scores)}
 	if len(scores) == 0 {
 		return ms
 	}
@@ -220,6 +218,15 @@ func (t Table) Compare(a, b int, key string) Pair {
 // the same scores averaged in another order differ in their last bits.
 const tieTolerance = 1e-9
 
+// snap is x, or 0 when x is within tieTolerance of it: the float noise of
+// differences that are the same, or that cancel out.
+func snap(x float64) float64 {
+	if math.Abs(x) <= tieTolerance {
+		return 0
+	}
+	return x
+}
+
 func isBinary(x float64) bool { return x == 0 || x == 1 }
 
 // Pairs compares every two of models (indexes of t.Models), each with the
@@ -249,7 +256,7 @@ func (t Table) Against(base int, models []int, key string) []Pair {
 // difference computes the figures of two or more per-task differences.
 func difference(diffs []float64) *Difference {
 	n := len(diffs)
-	d := &Difference{Mean: mean(diffs), SD: sd(diffs), TasksToHalveMDE: 4 * n}
+	d := &Difference{Mean: snap(mean(diffs)), SD: snap(sd(diffs)), TasksToHalveMDE: 4 * n}
 	d.SE = d.SD / math.Sqrt(float64(n))
 	var q func(p float64) float64 // the quantile of the distribution
 	var twoSided func(x float64) float64
@@ -268,7 +275,7 @@ func difference(diffs []float64) *Difference {
 	switch {
 	case d.SE > 0:
 		d.P = twoSided(d.Mean / d.SE)
-	case math.Abs(d.Mean) <= tieTolerance:
+	case d.Mean == 0:
 		d.P = 1 // every difference is 0
 	default:
 		d.P = 0 // every task differs by the same amount: no spread at all
