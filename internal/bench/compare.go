@@ -21,6 +21,11 @@ type Report struct {
 	Accounts []AccountAttempts `json:"accounts,omitempty"`
 	// Steps are the attempts at multi-step tasks with their steps.
 	Steps []StepAttempt `json:"steps,omitempty"`
+	// Paired compares the models two by two on the tasks both finished;
+	// nil with fewer than two models (the oracle aside).
+	Paired *Paired `json:"paired,omitempty"`
+
+	table stats.Table // what Paired is computed from, for SetBaseline
 }
 
 // AccountAttempts is how many attempts ran under one login.
@@ -35,6 +40,10 @@ type ModelStats struct {
 	Model string `json:"model"`
 	stats.Stats
 	Changed
+	// Score is the mean of the model's per-task scores and its standard
+	// error clustered by task, beside Stats' Wilson interval over the
+	// attempts.
+	Score stats.ModelScore `json:"score"`
 }
 
 // TaskStats are one model's figures on one task.
@@ -63,7 +72,8 @@ func Compare(b record.Bench, attempts []record.Attempt, runs map[string]*record.
 	files := filesChanged(attempts, runs)
 	for m, model := range t.Models {
 		if s := t.ByModel[m]; s.Attempts > 0 {
-			r.Models = append(r.Models, ModelStats{Model: model, Stats: s, Changed: medianOf(files[[2]string{"", model}])})
+			r.Models = append(r.Models, ModelStats{Model: model, Stats: s, Changed: medianOf(files[[2]string{"", model}]),
+				Score: t.ModelScore(m, "")})
 		}
 	}
 	for i, task := range t.Tasks {
@@ -77,6 +87,8 @@ func Compare(b record.Bench, attempts []record.Attempt, runs map[string]*record.
 	}
 	r.Accounts = accountsOf(attempts, runs)
 	r.Steps = stepAttempts(attempts)
+	r.table = t
+	r.Paired = paired(t, "")
 	return r
 }
 

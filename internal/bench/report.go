@@ -25,7 +25,7 @@ func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(r.header(false), "\t"))
 	for _, m := range r.Models {
-		fmt.Fprintln(tw, strings.Join(r.cells([]string{m.Model}, m.Stats, m.Changed), "\t"))
+		fmt.Fprintln(tw, strings.Join(r.modelCells(m), "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -41,11 +41,14 @@ func (r Report) WriteTable(w io.Writer) error {
 			return err
 		}
 	}
+	if err := r.writePairedText(ew); err != nil {
+		return err
+	}
 	fmt.Fprint(ew, r.brokenLine())
 	fmt.Fprint(ew, r.retriesLine())
 	fmt.Fprint(ew, r.accountsLine())
 	fmt.Fprint(ew, r.stepsText())
-	fmt.Fprintf(ew, "\n%s\n", legend)
+	fmt.Fprintf(ew, "\n%s\n", r.legend())
 	return ew.err
 }
 
@@ -71,12 +74,12 @@ const legend = "RATE: passed/finished, 95% CI: Wilson; MEDIAN, MEAN: the agent's
 func (r Report) WriteMarkdown(w io.Writer) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "## %s\n\n", r.title())
-	table := func(head []string, rows [][]string) {
+	table := func(head []string, names int, rows [][]string) {
 		fmt.Fprintf(ew, "| %s |\n", strings.Join(head, " | "))
 		aligns := make([]string, len(head))
 		for i := range aligns {
 			aligns[i] = "---:"
-			if i < len(head)-len(r.header(false))+1 || i == len(head)-1 {
+			if i < names || i == len(head)-1 {
 				aligns[i] = "---" // names and failures
 			}
 		}
@@ -90,19 +93,20 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	}
 	var rows [][]string
 	for _, m := range r.Models {
-		rows = append(rows, r.cells([]string{m.Model}, m.Stats, m.Changed))
+		rows = append(rows, r.modelCells(m))
 	}
-	table(r.header(false), rows)
+	table(r.header(false), 1, rows)
 	if len(r.Tasks) > 0 {
 		rows = nil
 		for _, t := range r.Tasks {
 			rows = append(rows, r.cells([]string{t.Task, t.Model}, t.Stats, t.Changed))
 		}
 		fmt.Fprintln(ew)
-		table(r.header(true), rows)
+		table(r.header(true), 2, rows)
 	}
+	r.writePairedMarkdown(ew)
 	fmt.Fprint(ew, r.brokenLine())
-	fmt.Fprintf(ew, "\n%s\n", legend)
+	fmt.Fprintf(ew, "\n%s\n", r.legend())
 	return ew.err
 }
 
@@ -121,8 +125,8 @@ var csvHeader = []string{
 // be computed from.
 func (r Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write(csvHeader)
-	row := func(scope, task, model string, s stats.Stats, ch Changed) {
+	_ = cw.Write(append(slices.Clone(csvHeader), pairedCSVHeader...))
+	row := func(scope, task, model string, s stats.Stats, ch Changed, score *stats.ModelScore) {
 		var p1, k, pk string
 		for _, p := range s.PassAtK {
 			if p.K == 1 {
@@ -132,7 +136,7 @@ func (r Report) WriteCSV(w io.Writer) error {
 			}
 		}
 		u := s.Usage
-		_ = cw.Write([]string{
+		_ = cw.Write(append([]string{
 			scope, task, model, itoa(s.Attempts), itoa(s.Finished), itoa(s.Passed), itoa(s.Failed), itoa(s.Skipped),
 			itoa(s.Pending), itoa(s.Runs),
 			optNum(s.PassRate), optNum(s.CILow), optNum(s.CIHigh), p1, k, pk,
@@ -141,14 +145,15 @@ func (r Report) WriteCSV(w io.Writer) error {
 			i64(u.InputTokens), i64(u.OutputTokens), i64(u.CacheReadTokens), i64(u.CacheCreationTokens), i64(s.Tokens),
 			itoa(s.Turns), itoa(s.ToolCalls), optNum(s.MeanTurns), optNum(s.MeanToolCalls), failuresCSV(s.Failures),
 			optNum(ch.MedianFilesChanged), rewardsCSV(s.MeanRewards),
-		})
+		}, scoreCSV(score)...))
 	}
 	for _, m := range r.Models {
-		row("model", "", m.Model, m.Stats, m.Changed)
+		row("model", "", m.Model, m.Stats, m.Changed, &m.Score)
 	}
 	for _, t := range r.Tasks {
-		row("task", t.Task, t.Model, t.Stats, t.Changed)
+		row("task", t.Task, t.Model, t.Stats, t.Changed, nil)
 	}
+	r.writePairsCSV(cw)
 	cw.Flush()
 	return cw.Error()
 }
@@ -197,6 +202,9 @@ func (r Report) header(perTask bool) []string {
 		h = append(h, "TASK")
 	}
 	h = append(h, "MODEL", "PASSED", "RATE", "95% CI")
+	if !perTask {
+		h = append(h, "TASK MEAN ± SE")
+	}
 	for _, k := range r.ks() {
 		h = append(h, fmt.Sprintf("PASS@%d", k))
 	}

@@ -187,45 +187,6 @@ func printBenchReport(ctx context.Context, f *Factory, st *store.Store, b *recor
 	return report.WriteTable(f.IO.Out)
 }
 
-func newCmdBenchReport(f *Factory) *cobra.Command {
-	var format string
-	c := &cobra.Command{
-		Use:   "report BENCH",
-		Short: "Print a bench's comparison as text, markdown, csv or json",
-		Args:  exactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			ctx := c.Context()
-			st, err := f.OpenStore(ctx)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			b, err := st.GetBench(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			r, err := benchrun.Report(ctx, st, b)
-			if err != nil {
-				return err
-			}
-			switch format {
-			case "text":
-				return r.WriteTable(f.IO.Out)
-			case "markdown", "md":
-				return r.WriteMarkdown(f.IO.Out)
-			case "csv":
-				return r.WriteCSV(f.IO.Out)
-			case "json":
-				return r.WriteJSON(f.IO.Out)
-			}
-			return usageErrorf(fmt.Errorf("unknown --format %q (want text, markdown, csv or json)", format))
-		},
-	}
-	// -o as lane bench's own -o (--output-format) names it.
-	c.Flags().StringVarP(&format, "format", "o", "text", "text, markdown, csv or json")
-	return c
-}
-
 func newCmdBenchList(f *Factory) *cobra.Command {
 	var limit int
 	c := &cobra.Command{
