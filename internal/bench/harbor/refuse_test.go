@@ -85,17 +85,16 @@ func TestRefusalMessages(t *testing.T) {
 }
 
 // Inspect gives a refused task as far as it can be read, with its
-// refusals: a multi-step task without the root tests/ or instruction.md.
+// refusals.
 func TestInspect(t *testing.T) {
 	t.Parallel()
 	dir := writeTask(t, map[string]string{
-		"task.toml":                "[[steps]]\nname = \"one\"\nartifacts = [\"/app/x\"]\n[environment]\nnetwork_mode = \"no-network\"\n",
-		"tests/test.sh":            "-",
-		"instruction.md":           "-",
-		"steps/one/instruction.md": "Do one.\n",
+		"task.toml":      "[environment]\nnetwork_mode = \"no-network\"\nskills_dir = \"/skills\"\n",
+		"tests/test.sh":  "-",
+		"instruction.md": "-",
 	})
 	task, refused, err := Inspect(dir)
-	if err != nil || task == nil || len(refused) != 1 || refused[0].Key != `[steps] artifacts (step "one")` {
+	if err != nil || task == nil || len(refused) != 1 || refused[0].Key != "[environment] skills_dir" {
 		t.Fatalf("Inspect = %+v, %v, %v", task, refused, err)
 	}
 	if task.Dockerfile != filepath.Join(task.Dir, "environment", "Dockerfile") || task.Environment.NetworkMode != NetworkNone {
