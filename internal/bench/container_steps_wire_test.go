@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lanehq/lane/internal/record"
 	"github.com/lanehq/lane/internal/store"
 )
 
@@ -239,5 +240,32 @@ func TestStepsArtifacts(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("stored artifacts %v\nwant %v", got, want)
+	}
+}
+
+// A single-step task's collect hook runs on the environment's network, as
+// in Harbor, not on its agent's allowlist: under the oracle, the solve.sh
+// reaches the allowed host through lane's egress proxy, the hook does not.
+func TestCollectHookNetwork(t *testing.T) {
+	t.Parallel()
+	p := fmt.Sprint(hostPort(t))
+	task := writeStepTask(t, "hook-net", map[string]string{
+		"task.toml": `schema_version = "1.4"
+[environment]
+network_mode = "no-network"
+[agent]
+network_mode = "allowlist"
+allowed_hosts = ["localhost"]
+[[verifier.collect]]
+command = '''` + reach + `echo "hook: $(proxied localhost:` + p + `)" >> /app/reached.txt'''
+`,
+		"instruction.md":    "Reach it.\n",
+		"solution/solve.sh": "#!/bin/bash\n" + reach + "echo \"agent: $(proxied localhost:" + p + ")\" > /app/reached.txt\n",
+		"tests/test.sh": "#!/bin/bash\ncat /app/reached.txt\n" +
+			"if [ \"$(cat /app/reached.txt)\" = $'agent: HTTP/1.1 200 OK\\nhook: offline' ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
+	})
+	attempts := runStepTasks(t, map[string]string{"hook-net": task}, []string{OracleModel}, nil, "")
+	if a := attempts["hook-net/oracle/1"]; a.Status != record.AttemptPassed {
+		t.Errorf("attempt %s %s:\n%s", a.Status, a.FailureKind, a.CheckOutput)
 	}
 }
