@@ -134,7 +134,12 @@ func workAndVerify(ctx context.Context, env AttemptEnv, task *Task, a *record.At
 		return
 	}
 	// Collected whether the agent's work is to be scored or not, as Harbor
-	// does: what it left helps to see why it failed.
+	// does: what it left helps to see why it failed. The collect hooks
+	// have the environment's network: the agent's was its run's only.
+	if err := nw.Set(ctx, ht.BaseNetwork()); err != nil {
+		errorAttempt(a, taskFailure(err), err.Error())
+		return
+	}
 	coll, cleanupArtifacts := collectArtifacts(ctx, env, ht, c, a, Collect{StopMain: worked && ht.Separate()}, out)
 	defer cleanupArtifacts()
 	if !worked {

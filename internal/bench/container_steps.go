@@ -105,7 +105,13 @@ func (sr *stepRun) step(ctx context.Context, s *harbor.Step, last bool) (record.
 		st.Status, st.FailureKind = sa.Status, sa.FailureKind
 		return st, stepAbort, sa
 	}
-	err := harbor.PrepareStep(ctx, sr.c, sr.ht, s, sr.out)
+	// As in Harbor, a phase's network is its agent's run's or its tests'
+	// only: setup.sh, the healthcheck and the collect hooks have the
+	// environment's, whatever the step before had.
+	err := sr.nw.Set(ctx, sr.ht.BaseNetwork())
+	if err == nil {
+		err = harbor.PrepareStep(ctx, sr.c, sr.ht, s, sr.out)
+	}
 	if err == nil {
 		err = harbor.AwaitStepHealthy(ctx, nil, sr.c, sr.ht, s)
 	}
@@ -118,6 +124,9 @@ func (sr *stepRun) step(ctx context.Context, s *harbor.Step, last bool) (record.
 	worked := sr.work(ctx, s, sa, &st)
 	var coll *harbor.Collection
 	if ctx.Err() == nil {
+		if err := sr.nw.Set(ctx, sr.ht.BaseNetwork()); err != nil {
+			return abort(err)
+		}
 		// Collected whether the step's work is to be scored or not, as
 		// Harbor does, under steps/<name>/ of the attempt's artifacts.
 		var cleanup func()

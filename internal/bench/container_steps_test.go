@@ -13,6 +13,7 @@ import (
 
 	"github.com/lanehq/lane/internal/container"
 	"github.com/lanehq/lane/internal/record"
+	"github.com/lanehq/lane/internal/store"
 	"github.com/lanehq/lane/internal/testkit/containertest"
 )
 
@@ -107,6 +108,14 @@ fi
 // made by agent (nil: none), and returns their attempts by task/model/n.
 func runStepTasks(t *testing.T, tasks map[string]string, models []string, agent *fakeAgent, session string) map[string]record.Attempt {
 	t.Helper()
+	st, id := runStepBench(t, tasks, models, agent, session)
+	return attemptsOf(t, st, id)
+}
+
+// runStepBench runs tasks as runStepTasks does, their artifacts stored,
+// and returns the store and the bench's id.
+func runStepBench(t *testing.T, tasks map[string]string, models []string, agent *fakeAgent, session string) (*store.Store, string) {
+	t.Helper()
 	eng := containertest.Engine(t)
 	base := containertest.BaseImage(t, eng)
 	st := openStore(t)
@@ -120,11 +129,11 @@ func runStepTasks(t *testing.T, tasks map[string]string, models []string, agent 
 		agent.st, run = st, agent.run
 	}
 	bn, err := Run(context.Background(), Config{Suite: suite, Models: models, Parallel: 2, Store: st,
-		WorkDir: t.TempDir(), Engine: eng, Run: run})
+		WorkDir: t.TempDir(), Engine: eng, Run: run, PutBlob: st.PutBlob})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return attemptsOf(t, st, bn.ID)
+	return st, bn.ID
 }
 
 func stepNames(a record.Attempt) []string {
