@@ -24,7 +24,16 @@ func TestBrowserBenchMatrix(t *testing.T) {
 	b, as := pairedBench("p-0030-paired", time.Now().Add(-time.Hour).UTC().Truncate(time.Second))
 	pid, start := selfOwner(t)
 	b.Status, b.EndedAt, b.OwnerPID, b.OwnerStart = record.StatusRunning, time.Time{}, pid, start
-	e := startBrowserEnv(t, func(e *browserEnv) { recordBench(e.t, e.writer, b, as) })
+	e := startBrowserEnv(t, func(e *browserEnv) {
+		recordBench(e.t, e.writer, b, as)
+		ended, endedAs := pairedBench("p-0031-ended", b.StartedAt)
+		for i := range endedAs {
+			if endedAs[i].RunID != "" {
+				endedAs[i].RunID = "ended-" + endedAs[i].RunID
+			}
+		}
+		recordBench(e.t, e.writer, ended, endedAs)
+	})
 
 	panel := func(b string) string { return `.paired-panel[data-b="` + b + `"]` }
 	e.open("open the bench", 30*time.Second, e.url+"/bench/"+b.ID,
@@ -169,6 +178,16 @@ func TestBrowserBenchMatrix(t *testing.T) {
 	if path := eval[string](e, `location.pathname`); path != "/runs/run-sonnet-t1-2" {
 		t.Errorf("the attempt's trace led to %s", path)
 	}
+
+	// A bench that has ended is not refreshed: a pair the first answer
+	// (every two models, each with the later ones) lacks is asked for.
+	// opus − haiku is −(haiku − opus): −25.0 pts, haiku better on t2, t3.
+	e.open("open the ended bench", 30*time.Second, e.url+"/bench/p-0031-ended",
+		chromedp.WaitVisible(chromedp.CSS(panel("haiku")+` dd[data-field="diff"]`)))
+	choose(e, "select.pick-a", "opus")
+	e.do("the pair opus − haiku", 20*time.Second, chromedp.WaitVisible(chromedp.CSS(`.paired-panel[data-a="opus"] dd[data-field="diff"]`)))
+	checkPanel(e, "haiku", map[string]string{"diff": "\u221225.0 pts", "wlt": "opus better on 0, haiku on 2, tied on 2",
+		"apart": "only-a: Only opus finished: t5 | errored: Left out for errors of the task or its environment: t5"})
 }
 
 // choose picks value in the select sel, as a reader does.

@@ -32,13 +32,13 @@ export function viewBenchDetail(root, [id]) {
   // The pair of models compared, the matrix's order and filter: kept
   // across refreshes, as the reader chose them.
   const cmp = { a: '', b: '', sort: 'suite', differ: false };
+  let shownB = ''; // the B that answer was asked against ('' for every two)
   const change = (patch) => {
-    const b = cmp.b;
     if (patch.a && patch.a === cmp.b) patch.b = cmp.a; // A and B trade places
     if (patch.b && patch.b === cmp.a) patch.a = cmp.b;
     Object.assign(cmp, patch);
-    if (cmp.b !== b) { load(); return; } // the pairs against the new B
     if (!shown) return;
+    if (shownB !== cmp.b) { load(); return; } // the pairs against B, A − B among them
     renderBenchBody(body, shown, cmp, change);
     if (side) body.append(side);
   };
@@ -64,6 +64,7 @@ export function viewBenchDetail(root, [id]) {
       if (json !== last) {
         last = json;
         shown = res;
+        shownB = asked;
         renderBenchHead(head, res);
         renderBenchBody(body, res, cmp, change);
         side = running ? '' : sideBySide(res, life);
