@@ -88,7 +88,7 @@ func Compare(b record.Bench, attempts []record.Attempt, runs map[string]*record.
 	r.Accounts = accountsOf(attempts, runs)
 	r.Steps = stepAttempts(attempts)
 	r.table = t
-	r.Paired = paired(t, "")
+	r.Paired = t.Paired("")
 	return r
 }
 

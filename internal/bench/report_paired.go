@@ -15,58 +15,14 @@ import (
 
 // Scores of Paired.Score.
 const (
-	ScorePass   = "pass"
-	ScoreReward = "reward"
+	ScorePass   = stats.ScorePass
+	ScoreReward = stats.ScoreReward
 )
 
-// Paired are a report's paired comparisons (package stats' Pair): every
+// Paired are a report's paired comparisons (package stats' Paired): every
 // two models in the bench's order, or every model against Baseline. The
 // oracle, whose attempts are the tasks' own solutions, is left out.
-type Paired struct {
-	// Score is what a task's score is: ScorePass (pass = 1, fail = 0)
-	// when no verifier gave a reward, else ScoreReward (the reward; an
-	// attempt without one scores 1 for a pass and 0 for a failure).
-	Score    string `json:"score"`
-	Baseline string `json:"baseline,omitempty"`
-	// Pairs are on Score, then on each reward key apart (their Key set)
-	// when a verifier wrote keys other than "reward".
-	Pairs []stats.Pair `json:"pairs"`
-}
-
-// paired compares t's models two by two, or each against baseline when
-// it is not empty; nil with fewer than two models to compare.
-func paired(t stats.Table, baseline string) *Paired {
-	var models []int
-	base := -1
-	p := &Paired{Score: ScorePass, Baseline: baseline}
-	for m, name := range t.Models {
-		if t.ByModel[m].Attempts == 0 || name == OracleModel {
-			continue
-		}
-		models = append(models, m)
-		if name == baseline {
-			base = m
-		}
-		if t.ByModel[m].MeanReward != nil {
-			p.Score = ScoreReward
-		}
-	}
-	if len(models) < 2 || (baseline != "" && base < 0) {
-		return nil
-	}
-	keys := []string{""}
-	if all := t.Keys(); slices.ContainsFunc(all, func(k string) bool { return k != "reward" }) {
-		keys = append(keys, all...)
-	}
-	for _, k := range keys {
-		if base >= 0 {
-			p.Pairs = append(p.Pairs, t.Against(base, models, k)...)
-		} else {
-			p.Pairs = append(p.Pairs, t.Pairs(models, k)...)
-		}
-	}
-	return p
-}
+type Paired = stats.Paired
 
 // SetBaseline compares every other model against model instead of every
 // two models with each other.
@@ -80,7 +36,7 @@ func (r *Report) SetBaseline(model string) error {
 		}
 		return fmt.Errorf("no model %q in bench %s (its models: %s)", model, r.Bench.ID, strings.Join(names, ", "))
 	}
-	p := paired(r.table, model)
+	p := r.table.Paired(model)
 	if p == nil {
 		return errors.New("a baseline needs another model to compare with: the bench has only " + model)
 	}

@@ -9,13 +9,15 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/lanehq/lane/internal/bench/stats"
 	"github.com/lanehq/lane/internal/record"
 )
 
 // OracleModel is the model that is no model: each attempt runs the task's
 // own reference solution (its Oracle commands) instead of an agent, which
 // proves the task and the harness. A task whose oracle fails is broken.
-const OracleModel = "oracle"
+// Package stats, which leaves it out of the paired comparisons, names it.
+const OracleModel = stats.OracleModel
 
 // Failure kinds of an errored attempt: the task or its environment failed.
 const (

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/lanehq/lane/internal/bench/stats"
 	"github.com/lanehq/lane/internal/record"
@@ -49,6 +50,11 @@ type ModelStats struct {
 	MedianDurationMS *float64     `json:"median_duration_ms"`
 	Tokens           int64        `json:"tokens"` // input + output + cache read + cache creation
 	Usage            record.Usage `json:"usage"`
+	// Score is the mean of the model's per-task scores (each task's
+	// finished attempts averaged) and its standard error clustered by
+	// task, beside the Wilson interval over the attempts: the figure the
+	// paired comparisons are of.
+	Score stats.ModelScore `json:"score"`
 }
 
 // CellStats is one model on one task.
@@ -59,6 +65,16 @@ type CellStats struct {
 	// MeanReward and MeanRewards are as ModelStats', on this task.
 	MeanReward  *float64           `json:"mean_reward,omitempty"`
 	MeanRewards map[string]float64 `json:"mean_rewards,omitempty"`
+	// Score is the task's score as the paired comparisons count it: the
+	// mean over the finished attempts of their reward, else 1 for a pass
+	// and 0 for a failure; null when none finished.
+	Score   *float64 `json:"score"`
+	Errored int      `json:"errored,omitempty"` // errors of the task or its environment
+	// CostUSD is what the attempts cost and MedianDurationMS the median
+	// duration of the finished ones' agent runs (null without one), as
+	// ModelStats'.
+	CostUSD          float64  `json:"cost_usd"`
+	MedianDurationMS *float64 `json:"median_duration_ms"`
 	// RunIDs are the runs of every attempt that has one (finished or not),
 	// by repeat number.
 	RunIDs []string `json:"run_ids"`
@@ -93,27 +109,46 @@ type benchSummary struct {
 }
 
 // benchStats computes the statistics of API.md from a bench's attempts:
-// one ModelStats per model, one TaskStats per task that has attempts. The
-// figures and the order of models and tasks are package stats', as in
-// `lane bench report`; this only puts them under the API's names.
-func benchStats(b *record.Bench, attempts []record.Attempt) ([]ModelStats, []TaskStats) {
+// one ModelStats per model, one TaskStats per task that has attempts, and
+// the paired comparisons (every two models, or each against baseline when
+// it is not empty; nil with fewer than two models). The figures and the
+// order of models and tasks are package stats', as in `lane bench report`;
+// this only puts them under the API's names. A baseline that is not one of
+// the bench's models, or the oracle, is a bad request.
+func benchStats(b *record.Bench, attempts []record.Attempt, baseline string) ([]ModelStats, []TaskStats, *stats.Paired, error) {
 	t := stats.Tabulate(*b, attempts)
+	if baseline != "" && (!slices.Contains(t.Models, baseline) || baseline == stats.OracleModel) {
+		return nil, nil, nil, badf("baseline %q is not a model of bench %s that can be compared", baseline, b.ID)
+	}
 	models := make([]ModelStats, len(t.Models))
+	scores := make([]map[int]float64, len(t.Models))
 	for m, model := range t.Models {
 		models[m] = modelStats(model, t.ByModel[m])
+		models[m].Score = t.ModelScore(m, "")
+		scores[m] = t.Scores(m, "")
 	}
 	tasks := make([]TaskStats, len(t.Tasks))
 	for i, id := range t.Tasks {
 		task := TaskStats{TaskID: id, Models: make([]CellStats, len(t.Models))}
 		for m, c := range t.Cells[i] {
-			task.Models[m] = CellStats{Model: t.Models[m], Attempts: c.Stats.Finished, Passed: c.Stats.Passed,
-				MeanReward: c.Stats.MeanReward, MeanRewards: c.Stats.MeanRewards, RunIDs: runIDs(c.Attempts)}
+			task.Models[m] = cellStats(t.Models[m], c)
+			if s, ok := scores[m][i]; ok {
+				task.Models[m].Score = &s
+			}
 			task.Attempts += c.Stats.Finished
 			task.Passed += c.Stats.Passed
 		}
 		tasks[i] = task
 	}
-	return models, tasks
+	return models, tasks, t.Paired(baseline), nil
+}
+
+// cellStats is one model's figures on one task under the API's names, but
+// its score.
+func cellStats(model string, c stats.Cell) CellStats {
+	return CellStats{Model: model, Attempts: c.Stats.Finished, Passed: c.Stats.Passed,
+		MeanReward: c.Stats.MeanReward, MeanRewards: c.Stats.MeanRewards, Errored: c.Stats.Errored,
+		CostUSD: c.Stats.CostUSD, MedianDurationMS: c.Stats.MedianDurationMS, RunIDs: runIDs(c.Attempts)}
 }
 
 // modelStats is one model's figures under the API's names.
@@ -207,11 +242,16 @@ func (s *Server) getBench(w http.ResponseWriter, r *http.Request) {
 	if attempts == nil {
 		attempts = []record.Attempt{}
 	}
-	models, tasks := benchStats(b, attempts)
+	models, tasks, paired, err := benchStats(b, attempts, r.URL.Query().Get("baseline"))
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
 	writeJSON(w, http.StatusOK, struct {
 		Bench    *record.Bench    `json:"bench"`
 		Attempts []record.Attempt `json:"attempts"`
 		Models   []ModelStats     `json:"models"`
 		Tasks    []TaskStats      `json:"tasks"`
-	}{b, attempts, models, tasks})
+		Paired   *stats.Paired    `json:"paired"`
+	}{b, attempts, models, tasks, paired})
 }

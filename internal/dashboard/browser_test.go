@@ -34,7 +34,8 @@ const chromium = "/usr/bin/chromium"
 var updateScreenshot = flag.Bool("screenshot", false,
 	"write the screenshots: TestBrowser the run page's to testdata/screenshot.png, TestBrowserBench the bench page's to testdata/bench.png, "+
 		"TestBrowserWorkers the workers page's to testdata/workers.png, TestBrowserPoolBench a pool bench's to testdata/bench-pool.png, "+
-		"TestBrowserApprovals a run's page with requests waiting to testdata/approvals.png")
+		"TestBrowserApprovals a run's page with requests waiting to testdata/approvals.png, "+
+		"TestBrowserBenchMatrix the comparison matrix's to testdata/bench-matrix.png")
 
 // hostile is a tool output that must reach the page as text only.
 const hostile = `<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>`

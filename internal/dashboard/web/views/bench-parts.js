@@ -1,4 +1,4 @@
-// The tables of a bench's page: the models compared, the task grid, where
+// The tables of a bench's page: the models compared, the comparison matrix, where
 // the attempts ran, the failed attempts, every attempt with what its run
 // changed. changes, where given, maps a run id to its Changes summary
 // (GET /api/benches/{id}/changes); null means they could not be read.
@@ -6,8 +6,9 @@
 import { h, s } from '../lib/dom.js';
 import { lazyDetails } from '../lib/collapse.js';
 import { fmtCost, fmtDur, fmtPct, oneLine } from '../lib/format.js';
-import { filesChanged, filesChangedLink } from '../lib/changes.js';
+import { changesPath, filesChanged, filesChangedLink } from '../lib/changes.js';
 import { runLink, runPath, tokensText, tokensTitle } from '../lib/widgets.js';
+import { orderTasks, signed } from './bench-compare.js';
 
 export const MODEL_COLORS = 8; // classes m0…m7 in style.css
 
@@ -108,45 +109,98 @@ function attemptTitle(a, pool, changes) {
 
 const attemptClass = (a, pool) => `pill a-${String(a.status).replace(/[^a-z]/g, '')}${queued(a, pool) ? ' a-queued' : ''}`;
 
-// taskGrid is one row per task, one cell per model: passed/attempts and a
-// link to each attempt's run; pool marks a bench run by the pool, whose
-// pending attempts are queued.
-export function taskGrid(tasks, models, attempts, pool, changes) {
+// taskGrid is the comparison matrix: one row per task, one cell per model
+// with its score coloured, its cost and median time, a link to each
+// attempt's run and, opened, each attempt's run and diff. pool marks a
+// bench run by the pool, whose pending attempts are queued; view.cmp is
+// the chosen pair, order and filter (bench-compare.js), view.open the keys
+// of the cells a reader opened.
+export function taskGrid(tasks, models, attempts, pool, changes, view) {
   if (!tasks.length) return h('p', { class: 'muted' }, 'No attempts yet.');
+  const cmp = view.cmp;
   const byRun = new Map();
-  const noRun = new Map(); // task\0model → attempts without a run
+  const byCell = new Map(); // task\0model → attempts, by number
   for (const a of attempts) {
     if (a.run_id) byRun.set(a.run_id, a);
-    else {
-      const k = `${a.task_id}\0${a.model}`;
-      if (!noRun.has(k)) noRun.set(k, []);
-      noRun.get(k).push(a);
-    }
+    const k = `${a.task_id}\0${a.model}`;
+    if (!byCell.has(k)) byCell.set(k, []);
+    byCell.get(k).push(a);
   }
+  const rows = orderTasks(tasks, cmp);
+  const pair = cmp.a && cmp.b;
+  const reward = models.some((m) => m.mean_reward != null);
   return h('div', { class: 'table-wrap' }, h('table', { class: 'bench-grid' },
-    h('thead', null, h('tr', null, h('th', null, 'Task'), models.map((m) => h('th', { class: 'cell' }, m.model)), h('th', { class: 'num' }, 'All models'))),
-    h('tbody', null, tasks.map((t) => h('tr', { dataset: { task: t.task_id } },
+    h('thead', null, h('tr', null, h('th', null, 'Task'), models.map((m) => h('th', { class: 'cell' }, m.model)),
+      pair ? h('th', { class: 'num diff', title: 'the task\u2019s score for A minus B\u2019s, each averaged over its finished attempts' },
+        `${cmp.a} \u2212 ${cmp.b}`) : null,
+      h('th', { class: 'num' }, 'All models'))),
+    h('tbody', null, rows.length ? rows.map(({ t, d }) => h('tr', { dataset: { task: t.task_id } },
       h('th', { scope: 'row', class: 'task' }, h('code', null, t.task_id)),
-      (t.models || []).map((c) => gridCell(c, byRun, noRun.get(`${t.task_id}\0${c.model}`) || [], pool, changes)),
-      h('td', { class: 'num' }, `${t.passed}/${t.attempts}`))))));
+      (t.models || []).map((c) => gridCell(t.task_id, c, byRun, byCell.get(`${t.task_id}\0${c.model}`) || [], pool, changes, view.open)),
+      pair ? h('td', { class: 'num diff' }, d == null ? '\u2013' : signed(d, reward, reward ? 2 : 0)) : null,
+      h('td', { class: 'num' }, `${t.passed}/${t.attempts}`)))
+      : h('tr', { class: 'none' }, h('td', { colspan: models.length + 3, class: 'muted' }, `No task where ${cmp.a} and ${cmp.b} differ.`)))));
 }
 
-// gridCell is one task × model: its score, then its attempts, a link to
-// the run of each that has one, then how many wait in the queue.
-function gridCell(c, byRun, runless, pool, changes) {
-  const kind = c.attempts === 0 ? 'none' : c.passed === c.attempts ? 'good' : c.passed === 0 ? 'bad' : 'mixed';
+// scoreClass colours a cell by its score (the mean of its finished
+// attempts' scores): all passed, more than half, half, less, none.
+function scoreClass(c) {
+  if (c.score == null) return c.errored ? 'c-error' : 'c-none';
+  if (c.score >= 1) return 'c-good';
+  if (c.score <= 0) return 'c-bad';
+  return c.score > 0.5 ? 'c-high' : c.score < 0.5 ? 'c-low' : 'c-mixed';
+}
+
+// cellScore is what a cell scored: passes/finished, or the mean reward
+// when the verifiers gave one; "error" when every attempt ended in an
+// error of the task or its environment.
+function cellScore(c) {
+  if (!c.attempts && c.errored) return { text: 'error', title: `${c.errored} errors of the task or its environment` };
+  if (c.mean_reward != null) return { text: fmtReward(c.mean_reward), title: `mean reward of ${c.attempts} finished attempts, ${c.passed} passed` };
+  return { text: `${c.passed}/${c.attempts}`, title: `${c.passed} of ${c.attempts} finished attempts passed` };
+}
+
+// gridCell is one task × model: its score, cost and median time, then its
+// attempts, a link to the run of each that has one, how many wait in the
+// queue, and the attempts opened with each run's trace and diff.
+function gridCell(task, c, byRun, all, pool, changes, open) {
   const withRun = (c.run_ids || []).map((rid) => byRun.get(rid) || { n: '?', status: '', run_id: rid });
+  const runless = all.filter((a) => !a.run_id);
   const waiting = [...withRun, ...runless].filter((a) => queued(a, pool)).length;
   const pill = (tag, a, props) => h(tag, { ...props, class: attemptClass(a, pool) + (props.class || ''), dataset: a.worker ? { worker: a.worker } : null }, String(a.n));
-  return h('td', { class: `cell c-${kind}`, dataset: { model: c.model } },
-    h('span', { class: 'score', title: `${c.passed} of ${c.attempts} finished attempts passed` }, `${c.passed}/${c.attempts}`),
+  const score = cellScore(c);
+  const key = `cell\0${task}\0${c.model}`;
+  let more = null;
+  if (all.length) {
+    more = lazyDetails('cell-attempts', 'attempts', () => cellAttempts(all, pool, changes), open.has(key));
+    more.dataset.key = key;
+  }
+  return h('td', { class: `cell ${scoreClass(c)}`, dataset: { model: c.model, score: c.score == null ? '' : String(c.score) } },
+    h('span', { class: 'score', title: score.title }, score.text),
+    c.attempts || c.errored ? h('span', { class: 'cell-meta', title: 'the attempts\u2019 cost \u00b7 the median time of their agent runs' },
+      `${fmtCost(c.cost_usd)} \u00b7 ${c.median_duration_ms == null ? '\u2013' : fmtDur(c.median_duration_ms)}`) : null,
     h('span', { class: 'att' },
       withRun.map((a) => pill('a', a, {
         href: runPath(a.run_id), title: `${attemptTitle(a, pool, changes)} · run ${a.run_id}`,
         class: a.failure_kind === 'cancelled' ? ' a-cancelled' : '',
       })),
       runless.map((a) => pill('span', a, { title: attemptTitle(a, pool) }))),
-    waiting ? h('span', { class: 'queued', title: 'attempts waiting in the queue for a worker' }, `${waiting} queued`) : null);
+    waiting ? h('span', { class: 'queued', title: 'attempts waiting in the queue for a worker' }, `${waiting} queued`) : null,
+    more);
+}
+
+// cellAttempts lists a cell's attempts: how each ended, what it cost and
+// took, its run's trace and what the run changed (its diff).
+function cellAttempts(attempts, pool, changes) {
+  return h('ul', { class: 'cell-attempts-list' }, [...attempts].sort((x, y) => x.n - y.n).map((a) =>
+    h('li', { dataset: { n: String(a.n) } },
+      h('span', { class: attemptClass(a, pool), title: attemptTitle(a, pool, changes) }, `#${a.n}`), ' ',
+      a.failure_kind || (queued(a, pool) ? 'queued' : ATTEMPT_LABEL[a.status] ?? a.status),
+      a.cost_usd ? ` \u00b7 ${fmtCost(a.cost_usd)}` : '', a.duration_ms ? ` \u00b7 ${fmtDur(a.duration_ms)}` : '',
+      a.run_id ? [' \u00b7 ', h('a', { class: 'trace', href: runPath(a.run_id), title: `run ${a.run_id}` }, 'trace'),
+        ' \u00b7 diff ', changes ? filesChangedLink(a.run_id, changes[a.run_id] ?? null)
+          : h('a', { class: 'files-changed muted', href: changesPath(a.run_id), title: 'could not be read' }, '?')]
+        : h('span', { class: 'muted' }, ' \u00b7 no run'))));
 }
 
 const WORKER_COLUMNS = [['Worker'], ['Passed', 'num'], ['Failed', 'num'], ['Running', 'num'], ['Cost', 'num'], ['Tokens in/out/cache', 'num']];

@@ -1,4 +1,5 @@
-// One bench (/bench/{id}): how the models compare, task by task, with the
+// One bench (/bench/{id}): how the models compare, two of them paired on the
+// same tasks over the comparison matrix, task by task, with the
 // attempts that failed and, for a bench run by the pool of workers, where
 // each ran and how many wait in the queue; what each attempt's run changed
 // in its folder; refreshed while it runs.
@@ -16,6 +17,7 @@ import { applyAction } from './run-head.js';
 import { benchDurEl, progressTitle } from './bench-common.js';
 import { MODEL_COLORS, allAttempts, failedAttempts, modelTable, stepAttempts, taskGrid, workerTable } from './bench-parts.js';
 import { benchScatter } from './bench-scatter.js';
+import { choosePair, compareControls, pairedPanel } from './bench-compare.js';
 
 export function viewBenchDetail(root, [id]) {
   setTitle('lane · bench');
@@ -24,7 +26,22 @@ export function viewBenchDetail(root, [id]) {
   const body = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
   root.append(head, body);
   let last = ''; // the answer shown, as JSON: an unchanged one is not drawn again
+  let shown = null; // that answer
+  let side = ''; // its changes side by side, drawn once per answer
   let running = false;
+  // The pair of models compared, the matrix's order and filter: kept
+  // across refreshes, as the reader chose them.
+  const cmp = { a: '', b: '', sort: 'suite', differ: false };
+  let shownB = ''; // the B that answer was asked against ('' for every two)
+  const change = (patch) => {
+    if (patch.a && patch.a === cmp.b) patch.b = cmp.a; // A and B trade places
+    if (patch.b && patch.b === cmp.a) patch.a = cmp.b;
+    Object.assign(cmp, patch);
+    if (!shown) return;
+    if (shownB !== cmp.b) { load(); return; } // the pairs against B, A − B among them
+    renderBenchBody(body, shown, cmp, change);
+    if (side) body.append(side);
+  };
 
   const again = refresher(life, load);
   let seq = 0;
@@ -32,18 +49,26 @@ export function viewBenchDetail(root, [id]) {
     const mine = ++seq;
     try {
       const path = `/api/benches/${encodeURIComponent(id)}`;
-      const [res, ch] = await Promise.all([api(path, { signal: life.signal }),
+      // Every other model against B, so that A − B is the API's own.
+      const asked = cmp.b;
+      const [res, ch] = await Promise.all([api(asked ? `${path}?baseline=${encodeURIComponent(asked)}` : path, { signal: life.signal }),
         // what the runs changed is extra: the bench shows without it
         api(`${path}/changes`, { signal: life.signal }).catch((err) => { if (aborted(err)) throw err; return null; })]);
       if (mine !== seq) return; // a later load answers
       res.changes = ch ? ch.runs || {} : null;
       running = res.bench.status === 'running';
+      // A new model, or B gone: the pair chosen anew, and its pairs asked
+      // for unless the every-two answer (no B asked) has it.
+      if (choosePair(cmp, res.models || []) && asked && cmp.b !== asked) { load(); return; }
       const json = JSON.stringify(res);
       if (json !== last) {
         last = json;
+        shown = res;
+        shownB = asked;
         renderBenchHead(head, res);
-        renderBenchBody(body, res);
-        if (!running) body.append(sideBySide(res, life));
+        renderBenchBody(body, res, cmp, change);
+        side = running ? '' : sideBySide(res, life);
+        if (side) body.append(side);
       }
       if (running) again(3000);
     } catch (err) {
@@ -97,7 +122,7 @@ function renderBenchHead(head, res) {
     h('dl', { class: 'kv' }, kv.filter(Boolean).map(([k, v]) => [h('dt', null, k), h('dd', null, v)])));
 }
 
-function renderBenchBody(body, res) {
+function renderBenchBody(body, res, cmp, change) {
   const attempts = res.attempts || [];
   const models = res.models || [];
   // the <details> a person opened stay open across refreshes
@@ -111,7 +136,9 @@ function renderBenchBody(body, res) {
     h('h2', null, 'Cost vs pass rate'),
     benchScatter(models, color),
     h('h2', null, 'Tasks'),
-    taskGrid(res.tasks || [], models, attempts, !!res.bench.workers, res.changes),
+    cmp.a && cmp.b ? [compareControls(models, cmp, change), pairedPanel(res, cmp)]
+      : h('p', { class: 'muted' }, 'Fewer than two models to compare, the oracle aside.'),
+    taskGrid(res.tasks || [], models, attempts, !!res.bench.workers, res.changes, { cmp, open }),
     workers ? [h('h2', null, 'Where the attempts ran'), workers] : null,
     stepAttempts(attempts),
     failedAttempts(attempts, open, res.changes),
