@@ -12,8 +12,8 @@ import (
 )
 
 // refusedDataset is a Harbor dataset of two tasks: good (write-hello),
-// which lane runs, and judged, write-hello that asks for artifacts and
-// GPUs.
+// which lane runs, and judged, write-hello that asks for GPUs and a skills
+// folder.
 func refusedDataset(t *testing.T) string {
 	t.Helper()
 	dataset := filepath.Join(t.TempDir(), "dataset")
@@ -22,8 +22,8 @@ func refusedDataset(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	judged := "schema_version = \"1.4\"\nartifacts = [\"/app/out.json\"]\n\n" +
-		"[environment]\nallow_internet = false\ngpus = 2\n"
+	judged := "schema_version = \"1.4\"\n\n" +
+		"[environment]\nallow_internet = false\ngpus = 2\nskills_dir = \"/skills\"\n"
 	if err := os.WriteFile(filepath.Join(dataset, "judged", "task.toml"), []byte(judged), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestHarborRefusedTaskInADataset(t *testing.T) {
 	for _, want := range []string{
 		"good: runs\n", "judged: refused\n",
 		`refused:   [environment] gpus = 2 is not supported yet: lane gives containers no GPU`,
-		"refused:   artifacts is not supported yet",
+		"refused:   [environment] skills_dir is not supported yet",
 		"network:   no-network", "2 tasks: 1 run, 1 refused",
 	} {
 		if !strings.Contains(r.stdout, want) {
@@ -72,7 +72,7 @@ func TestHarborRefusedTaskInADataset(t *testing.T) {
 		t.Fatalf("plan %v:\n%s", err, r.stdout)
 	}
 	if g, j := plan.Tasks[0], plan.Tasks[1]; g.ID != "good" || !g.Runs || j.ID != "judged" || j.Runs || len(j.Refusals) != 2 ||
-		j.Refusals[0].Key != "artifacts" || j.Refusals[0].Why == "" {
+		j.Refusals[0].Key != "[environment] gpus = 2" || j.Refusals[1].Key != "[environment] skills_dir" || j.Refusals[0].Why == "" {
 		t.Errorf("plan %+v", plan.Tasks)
 	}
 	wantExit(t, e.lane(ctx, "bench", "--dry-run", filepath.Join(dataset, "good")), 0)
@@ -82,7 +82,7 @@ func TestHarborRefusedTaskInADataset(t *testing.T) {
 	for _, want := range []string{
 		"1 of the 2 tasks in " + dataset + " asks for what lane cannot do yet",
 		`task "judged": [environment] gpus = 2 is not supported yet`,
-		`task "judged": artifacts is not supported yet`,
+		`task "judged": [environment] skills_dir is not supported yet`,
 		"--skip-unsupported",
 	} {
 		if !strings.Contains(r.stderr, want) {
