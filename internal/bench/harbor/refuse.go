@@ -121,22 +121,6 @@ func present(key string, path ...string) func(*Task, map[string]any) (string, bo
 	}
 }
 
-// nonEmpty finds a list (of values or of tables) with something in it.
-func nonEmpty(key string, path ...string) func(*Task, map[string]any) (string, bool) {
-	return func(_ *Task, doc map[string]any) (string, bool) {
-		v, _ := value(doc, path...)
-		switch l := v.(type) {
-		case []any:
-			return key, len(l) > 0
-		case []map[string]any:
-			return key, len(l) > 0
-		case nil:
-			return key, false
-		}
-		return key, true // not a list: what it asks for is unclear, and not done
-	}
-}
-
 // positive finds a number above 0, spelled with it.
 func positive(key string, path ...string) func(*Task, map[string]any) (string, bool) {
 	return func(_ *Task, doc map[string]any) (string, bool) {
@@ -210,34 +194,4 @@ func InspectAll(dir string) ([]Inspected, error) {
 		out[i] = Inspected{Dir: d, Task: t, Refusals: refused, Err: err}
 	}
 	return out, nil
-}
-
-// inSteps finds what found finds in a [[steps]] entry's table (its agent
-// or verifier table; "" for the entry itself), and names the key
-// [steps.TABLE] ... (step "NAME"), or [steps] ..., for the first step that
-// has it.
-func inSteps(table string, found func(*Task, map[string]any) (string, bool)) func(*Task, map[string]any) (string, bool) {
-	return func(t *Task, doc map[string]any) (string, bool) {
-		v, _ := value(doc, "steps")
-		steps, _ := v.([]map[string]any)
-		for _, step := range steps {
-			name, _ := step["name"].(string)
-			sub, prefix := step, "[steps] "
-			if table != "" {
-				sub = map[string]any{table: step[table]}
-				prefix = "[steps." + table + "]"
-			}
-			key, ok := found(t, sub)
-			if !ok {
-				continue
-			}
-			if table != "" {
-				key = strings.Replace(key, "["+table+"]", prefix, 1)
-			} else {
-				key = prefix + key
-			}
-			return fmt.Sprintf("%s (step %q)", key, name), true
-		}
-		return "", false
-	}
 }
