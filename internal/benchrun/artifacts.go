@@ -1,19 +1,16 @@
 package benchrun
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/lanehq/lane/internal/bench"
 	"github.com/lanehq/lane/internal/record"
 	"github.com/lanehq/lane/internal/store"
 )
@@ -124,52 +121,13 @@ func writeSet(ctx context.Context, st *store.Store, dir string, set record.Artif
 	if err != nil {
 		return err
 	}
-	return extractFiles(data, filepath.Join(dir, filepath.FromSlash(prefix)))
-}
-
-// extractFiles writes the folders and regular files of the tar archive
-// data under dir; anything else (a link), or a name that would land
-// outside dir, is not written.
-func extractFiles(data []byte, dir string) error {
-	tr := tar.NewReader(bytes.NewReader(data))
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		name := filepath.FromSlash(strings.TrimSuffix(h.Name, "/"))
-		if !filepath.IsLocal(name) {
-			return fmt.Errorf("archive entry %q is outside the folder", h.Name)
-		}
-		target := filepath.Join(dir, name)
-		switch h.Typeflag {
-		case tar.TypeDir:
-			err = os.MkdirAll(target, 0o755)
-		case tar.TypeReg:
-			err = writeFile(target, tr)
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
-func writeFile(name string, r io.Reader) error {
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+	to := filepath.Join(dir, filepath.FromSlash(prefix))
+	if err := os.MkdirAll(to, 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	// The archive is bench.PackFixture's of what Collect kept: folders and
+	// regular files only.
+	return bench.UnpackFixture(data, to)
 }
 
 func writeManifest(name string, m *AttemptManifest) error {
