@@ -1,30 +1,11 @@
 package bench
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"testing"
 
-	"github.com/lanehq/lane/internal/container/netfwd"
+	"github.com/lanehq/lane/internal/testkit/forwardtest"
 )
 
 // TestMain makes the test binary answer `forward ADDR SOCKET` as lane
-// does: it is the program a container task's container runs to reach the
-// egress proxy of an allowlist phase (harbor.NetOptions.Forwarder, ""
-// being the running one).
-func TestMain(m *testing.M) {
-	if len(os.Args) == 4 && os.Args[1] == "forward" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-		err := netfwd.Listen(ctx, os.Args[2], os.Args[3], func() { fmt.Println("ready") })
-		stop()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+// does, for the allowlist phases of container tasks.
+func TestMain(m *testing.M) { forwardtest.Main(m) }

@@ -8,33 +8,18 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/lanehq/lane/internal/bench/harbor"
 	"github.com/lanehq/lane/internal/container"
-	"github.com/lanehq/lane/internal/container/netfwd"
+	"github.com/lanehq/lane/internal/testkit/forwardtest"
 )
 
 // TestMain makes the test binary answer `forward ADDR SOCKET` as lane
-// does, since it is the program a task's container runs to reach the
-// egress proxy (harbor.NetOptions.Forwarder, "" being the running one).
-func TestMain(m *testing.M) {
-	if len(os.Args) == 4 && os.Args[1] == "forward" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-		err := netfwd.Listen(ctx, os.Args[2], os.Args[3], func() { fmt.Println("ready") })
-		stop()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+// does, for the allowlist phases of the tasks' containers.
+func TestMain(m *testing.M) { forwardtest.Main(m) }
 
 // serveSecret serves "secret" over HTTP on addr until the test ends, and
 // returns its port.
