@@ -21,8 +21,7 @@ func TestBudgetMigration(t *testing.T) {
 		}
 		createBenchT(t, old, testBench(t, "b1", t0))
 		mustCreate(t, old, testRun("r-old"))
-		mustExec(t, old, `ALTER TABLE runs DROP COLUMN budget`)
-		mustExec(t, old, `DELETE FROM schema_migrations WHERE version >= 16`)
+		rewind(t, old, 16)
 		mustExec(t, old, `UPDATE runs SET error_kind = 'max_turns' WHERE id = 'r-old'`)
 		mustExec(t, old, `INSERT INTO bench_attempts (bench_id, task_id, model, n, status, failure_kind)
 			VALUES ('b1', 'old', 'oracle', 1, 'failed', 'max_turns')`)

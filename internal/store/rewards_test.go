@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -39,6 +40,36 @@ func TestAttemptRewards(t *testing.T) {
 	})
 }
 
+// undoMigration undoes each migration from 12 on, for the tests of a
+// database from before it: a migration added later gets its line here.
+var undoMigration = map[int][]string{
+	12: {`ALTER TABLE bench_attempts DROP COLUMN rewards`},
+	13: {`ALTER TABLE bench_attempts DROP COLUMN retries`},
+	14: {`ALTER TABLE bench_attempts DROP COLUMN steps`},
+	15: {`DROP TABLE attempt_artifacts`},
+	16: {`ALTER TABLE runs DROP COLUMN budget`},
+}
+
+// rewind makes s's database the schema from before migration version:
+// that one and every later one undone, latest first, and forgotten.
+func rewind(t *testing.T, s *Store, version int) {
+	t.Helper()
+	ms, err := migrations("sqlite") // both backends have the same (TestMigrationsMatchAcrossBackends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := ms[len(ms)-1].version; v >= version; v-- {
+		stmts, ok := undoMigration[v]
+		if !ok {
+			t.Fatalf("no undo of migration %d: add it to undoMigration", v)
+		}
+		for _, q := range stmts {
+			mustExec(t, s, q)
+		}
+	}
+	mustExec(t, s, fmt.Sprintf(`DELETE FROM schema_migrations WHERE version >= %d`, version))
+}
+
 // A database of the schema before reward keys (an attempt with its reward
 // and no keys) opens: the migration adds the column, the old attempt reads
 // as it was, and new ones keep their keys.
@@ -52,13 +83,7 @@ func TestRewardKeysMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 		createBenchT(t, old, testBench(t, "b1", t0))
-		// The schema before reward keys had none of the later migrations.
-		mustExec(t, old, `ALTER TABLE bench_attempts DROP COLUMN rewards`)
-		mustExec(t, old, `ALTER TABLE bench_attempts DROP COLUMN retries`)
-		mustExec(t, old, `DROP TABLE attempt_artifacts`)
-		mustExec(t, old, `ALTER TABLE bench_attempts DROP COLUMN steps`)
-		mustExec(t, old, `ALTER TABLE runs DROP COLUMN budget`)
-		mustExec(t, old, `DELETE FROM schema_migrations WHERE version >= 12`)
+		rewind(t, old, 12)
 		mustExec(t, old, `INSERT INTO bench_attempts (bench_id, task_id, model, n, status, reward)
 			VALUES ('b1', 'old', 'oracle', 1, 'passed', 0.5)`)
 		if err := old.Close(); err != nil {

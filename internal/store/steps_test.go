@@ -58,12 +58,7 @@ func TestAttemptStepsMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 		createBenchT(t, old, testBench(t, "b1", t0))
-		// Back to before 0014: the later migrations' tables and columns go
-		// too, as they are run again.
-		mustExec(t, old, `ALTER TABLE bench_attempts DROP COLUMN steps`)
-		mustExec(t, old, `DROP TABLE attempt_artifacts`)
-		mustExec(t, old, `ALTER TABLE runs DROP COLUMN budget`)
-		mustExec(t, old, `DELETE FROM schema_migrations WHERE version >= 14`)
+		rewind(t, old, 14)
 		mustExec(t, old, `INSERT INTO bench_attempts (bench_id, task_id, model, n, status, reward)
 			VALUES ('b1', 'old', 'oracle', 1, 'passed', 1)`)
 		if err := old.Close(); err != nil {
