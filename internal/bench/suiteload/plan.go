@@ -57,6 +57,11 @@ type PlanTask struct {
 	// MCPServers are the MCP servers a Harbor task gives its agent, each
 	// as "NAME (TRANSPORT)".
 	MCPServers []string `json:"mcp_servers,omitempty"`
+	// Artifacts are the files a Harbor task's attempt keeps, each as its
+	// source (with its service, or its step, when it has one); Collect its
+	// [[verifier.collect]] hooks' commands.
+	Artifacts []string `json:"artifacts,omitempty"`
+	Collect   []string `json:"collect,omitempty"`
 	// Notes are what lane reads of the task without carrying out, and
 	// that changes no figure (docker-compose keys).
 	Notes []string `json:"notes,omitempty"`
@@ -204,9 +209,13 @@ func harborPlanTask(pt *PlanTask, t *harbor.Task) {
 	}
 	pt.AgentTimeoutSec, pt.AgentUser = t.Agent.Timeout.Seconds(), t.Agent.User
 	pt.Check = "tests/test.sh in the agent's container"
+	if t.Separate() {
+		pt.Check = "tests/test.sh in a container of its own (" + verifierImage(t) + "), given the artifacts"
+	}
 	if t.Verifier.User != "" {
 		pt.Check += " as " + t.Verifier.User
 	}
+	harborArtifactsPlan(pt, t)
 	pt.CheckTimeoutSec, pt.BuildTimeoutSec = t.Verifier.Timeout.Seconds(), env.BuildTimeout.Seconds()
 	pt.Oracle = t.HasSolution
 	if t.HasSteps() {
@@ -270,6 +279,12 @@ func (t PlanTask) writeUses(w io.Writer) {
 	field(w, "network", t.Network)
 	if len(t.MCPServers) > 0 {
 		field(w, "mcp", strings.Join(t.MCPServers, ", "))
+	}
+	if len(t.Artifacts) > 0 {
+		field(w, "artifacts", strings.Join(t.Artifacts, ", "))
+	}
+	if len(t.Collect) > 0 {
+		field(w, "collect", strings.Join(t.Collect, "; "))
 	}
 	if t.CPUs > 0 || t.MemoryMB > 0 {
 		field(w, "resources", fmt.Sprintf("cpus %g, memory %d MB", t.CPUs, t.MemoryMB))

@@ -30,3 +30,42 @@ func harborStepsPlan(pt *PlanTask, t *harbor.Task) {
 	}
 	pt.Check = fmt.Sprintf("%d steps in one container, scored by %s: %s", len(t.Steps), how, strings.Join(names, ", "))
 }
+
+// verifierImage is where a separate verifier's image comes from: its
+// environment's docker_image, else the Dockerfile in tests/.
+func verifierImage(t *harbor.Task) string {
+	if img := t.VerifierEnvironment().DockerImage; img != "" {
+		return img
+	}
+	return "built from tests/"
+}
+
+// harborArtifactsPlan fills pt's artifacts (the task's, then each step's
+// own) and collect hooks; /logs/artifacts, which every attempt keeps, is
+// not listed.
+func harborArtifactsPlan(pt *PlanTask, t *harbor.Task) {
+	name := func(a harbor.Artifact, step string) string {
+		var where []string
+		if svc := a.ServiceName(); svc != harbor.MainService {
+			where = append(where, "service "+svc)
+		}
+		if step != "" {
+			where = append(where, "step "+step)
+		}
+		if len(where) == 0 {
+			return a.Source
+		}
+		return a.Source + " (" + strings.Join(where, ", ") + ")"
+	}
+	for _, a := range t.Artifacts {
+		pt.Artifacts = append(pt.Artifacts, name(a, ""))
+	}
+	for _, s := range t.Steps {
+		for _, a := range s.Artifacts {
+			pt.Artifacts = append(pt.Artifacts, name(a, s.Name))
+		}
+	}
+	for _, h := range t.Verifier.Collect {
+		pt.Collect = append(pt.Collect, h.Command)
+	}
+}

@@ -120,3 +120,59 @@ func TestInspectSuiteFile(t *testing.T) {
 		t.Error("a broken suite file inspected")
 	}
 }
+
+// A dry run says where a separate verifier runs, what each attempt keeps
+// (the task's artifacts, a service's, a step's own) and the collect
+// hooks that run before they are copied out.
+func TestInspectHarborVerifierAndArtifacts(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	files := map[string]string{
+		"apart/task.toml": `artifacts = ["/app/out.json", { source = "/var/log/db.log", service = "db" }]
+[verifier]
+environment_mode = "separate"
+[[verifier.collect]]
+command = "git diff > /logs/artifacts/model.patch"
+`,
+		"apart/instruction.md":                  "Do it.\n",
+		"apart/environment/Dockerfile":          "FROM scratch\n",
+		"apart/environment/docker-compose.yaml": "services:\n  db:\n    image: busybox\n",
+		"apart/tests/test.sh":                   "#!/bin/bash\n",
+		"apart/tests/Dockerfile":                "FROM scratch\n",
+		"stepped/task.toml":                     "[[steps]]\nname = \"one\"\nartifacts = [\"/app/one.txt\"]\n",
+		"stepped/environment/Dockerfile":        "FROM scratch\n",
+		"stepped/tests/test.sh":                 "#!/bin/bash\n",
+		"stepped/steps/one/instruction.md":      "Do one.\n",
+		"stepped/steps/one/solution/solve.sh":   "true\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := Inspect(context.Background(), root, Options{})
+	if err != nil || len(p.Tasks) != 2 || !p.AllRun() {
+		t.Fatalf("plan %+v, %v", p, err)
+	}
+	apart, stepped := p.Tasks[0], p.Tasks[1]
+	if apart.Check != "tests/test.sh in a container of its own (built from tests/), given the artifacts" ||
+		strings.Join(apart.Artifacts, ", ") != "/app/out.json, /var/log/db.log (service db)" ||
+		len(apart.Collect) != 1 || apart.Collect[0] != "git diff > /logs/artifacts/model.patch" {
+		t.Errorf("apart: check %q, artifacts %q, collect %q", apart.Check, apart.Artifacts, apart.Collect)
+	}
+	if strings.Join(stepped.Artifacts, ", ") != "/app/one.txt (step one)" {
+		t.Errorf("stepped: artifacts %q", stepped.Artifacts)
+	}
+	var text bytes.Buffer
+	if err := p.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"artifacts: /app/out.json, /var/log/db.log (service db)", "collect:   git diff > /logs/artifacts/model.patch",
+		"artifacts: /app/one.txt (step one)"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text does not say %q:\n%s", want, text.String())
+		}
+	}
+}
