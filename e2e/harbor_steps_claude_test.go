@@ -210,7 +210,13 @@ func claudeStepsEnv(t *testing.T, vars []string) (*localEnv, *stepsModel) {
 // runs, as lane show gives them.
 func benchSteps(t *testing.T, e *localEnv, dataset, base string, extra ...string) [2]record.Run {
 	t.Helper()
-	args := append([]string{"bench", dataset, "--models", "sonnet", "--build-arg", "BASE=" + base}, extra...)
+	return benchStepsOf(t, e, dataset, base, "sonnet", extra...)
+}
+
+// benchStepsOf is benchSteps with the model of lane bench --models.
+func benchStepsOf(t *testing.T, e *localEnv, dataset, base, model string, extra ...string) [2]record.Run {
+	t.Helper()
+	args := append([]string{"bench", dataset, "--models", model, "--build-arg", "BASE=" + base}, extra...)
 	wantExit(t, e.lane(context.Background(), args...), 0)
 	st := e.openStore()
 	benches, err := st.ListBenches(context.Background(), 1)
@@ -244,7 +250,7 @@ func benchSteps(t *testing.T, e *localEnv, dataset, base string, extra ...string
 	wantExit(t, text, 0)
 	_, section, _ := strings.Cut(text.stdout, "steps of multi-step attempts:")
 	lines := strings.Split(section, "\n")
-	for _, name := range []string{"relay sonnet #1", "capitals", "join"} {
+	for _, name := range []string{"relay " + model + " #1", "capitals", "join"} {
 		if i := indexOf(lines, name); i < 0 || !strings.Contains(lines[i], "passed") || !strings.Contains(lines[i], "reward 1") {
 			t.Errorf("the text report's steps have no line for %s that passed with reward 1:\n%s", name, text.stdout)
 		}

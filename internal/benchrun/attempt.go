@@ -44,18 +44,28 @@ func (r *Runner) recordedRunner(opts *Options, hooks *recorder.WorkerHooks) benc
 		if spec.Timeout > 0 {
 			ro.HardTimeout = spec.Timeout
 		}
+		killLeft := func() {}
 		if spec.Container != nil {
-			stop, err := r.inContainer(ctx, &ro, spec)
+			stop, kill, err := r.inContainer(ctx, &ro, spec)
 			if err != nil {
 				return nil, err
 			}
 			defer stop()
+			killLeft = kill
 		}
 		rec := recorder.New(r.Store, io.Discard, false, recorder.FormatNone)
 		rec.Worker = hooks
 		rec.Notes, rec.InBench, rec.Origin = opts.Notes, true, opts.Origin
 		rec.OTel = ro.OTelSink.ForRun(&telemetry.Bench{ID: spec.BenchID, Task: spec.TaskID, N: spec.N})
-		return launch.Execute(ctx, r.Env, r.Store, rec, r.Config, &ro, spec.Dir, nil)
+		run, err := launch.Execute(ctx, r.Env, r.Store, rec, r.Config, &ro, spec.Dir, nil)
+		if err != nil || run.Status != record.StatusSucceeded {
+			// A run lane stopped (a limit, a timeout) or that failed leaves
+			// nothing of its agent running in the container, as it leaves
+			// nothing here; a finished run's servers stay for the verifier,
+			// as in Harbor.
+			killLeft()
+		}
+		return run, err
 	}
 }
 

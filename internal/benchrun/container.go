@@ -124,23 +124,38 @@ func laneBinary() (string, error) {
 // folder, lane does not snapshot a folder it cannot see, and every model
 // endpoint on this machine's loopback is forwarded into the container
 // through a socket in the share folder (so that a container without a
-// network reaches it, and nothing else). The returned stop ends the forwarding.
-func (r *Runner) inContainer(ctx context.Context, ro *launch.Options, spec bench.RunSpec) (stop func(), err error) {
+// network reaches it, and nothing else). The returned stop ends the
+// forwarding; kill kills in the container what the runtime left running
+// there (lane's stop of a run reaches the engine's CLI, not the runtime
+// inside).
+func (r *Runner) inContainer(ctx context.Context, ro *launch.Options, spec bench.RunSpec) (stop, kill func(), err error) {
 	c, share := spec.Container, spec.Share
 	found, prog, err := r.containerProgram(ctx, ro, spec.Model)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A runtime's config file (opencode's) and lasting home (Gemini CLI's)
 	// must be where the container sees them too.
 	ro.NoChanges, ro.TempDir, ro.StateDir = true, share, share
+	var mu sync.Mutex
+	var execs []*exec.Cmd // the runtime's, one a start
 	ro.Within = func(inv runner.Invocation) runner.Invocation {
 		argv := append([]string{inv.Path}, inv.Args...)
 		if prog != nil && inv.Path == found {
 			argv = append(slices.Clone(prog.Argv), inv.Args...)
 		}
 		cmd := c.Command(ctx, container.ExecSpec{Argv: argv, Env: append(inv.Env, "HOME="+share), Workdir: inv.Dir})
+		mu.Lock()
+		execs = append(execs, cmd)
+		mu.Unlock()
 		return runner.Invocation{Path: cmd.Path, Args: cmd.Args[1:], Env: cmd.Env, Dir: share, Stdin: inv.Stdin}
+	}
+	kill = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, cmd := range execs {
+			_ = cmd.Cancel() // kills inside: the command itself is never started
+		}
 	}
 	fctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -148,7 +163,7 @@ func (r *Runner) inContainer(ctx context.Context, ro *launch.Options, spec bench
 	self, err := laneBinary()
 	if err != nil {
 		stop()
-		return nil, err
+		return nil, nil, err
 	}
 	for i, addr := range loopbackEndpoints(r.Env, ro) {
 		sock := filepath.Join(share, fmt.Sprintf("endpoint-%d.sock", i))
@@ -160,16 +175,16 @@ func (r *Runner) inContainer(ctx context.Context, ro *launch.Options, spec bench
 		}
 		if err != nil {
 			stop()
-			return nil, fmt.Errorf("forward %s into the container: %w", addr, err)
+			return nil, nil, fmt.Errorf("forward %s into the container: %w", addr, err)
 		}
 		wg.Go(func() { _ = inside.Wait() })
 		// lane forward says "ready" once it listens.
 		if line, _ := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "ready" {
 			stop()
-			return nil, fmt.Errorf("forward %s into the container: it did not start", addr)
+			return nil, nil, fmt.Errorf("forward %s into the container: it did not start", addr)
 		}
 	}
-	return stop, nil
+	return stop, kill, nil
 }
 
 // loopbackEndpoints are the model endpoints this run may use that are on

@@ -319,17 +319,24 @@ func (e *ExecError) Error() string {
 const pidDir = "/dev/shm"
 
 // execWrapper is the sh script every exec runs first: it writes its pid to
-// the file named by $0, then becomes the command. An exec's process leads
+// the file named by $0, marks the command's environment with that name
+// (LANE_CONTAINER_EXEC), then becomes the command. An exec's process leads
 // a process group (and session) of its own, so the pid is also the group
-// that killInside kills.
-const execWrapper = `{ echo $$ >"$0"; } 2>/dev/null; exec "$@"`
+// that killInside kills; the mark, which every process the command starts
+// inherits, finds those that left the group (a detached tool of an agent,
+// a setsid), which would otherwise run on until the container goes.
+const execWrapper = `{ echo $$ >"$0"; } 2>/dev/null; export LANE_CONTAINER_EXEC="$0"; exec "$@"`
 
-// killScript kills the process group whose leader's pid is in the file $0.
-// It waits up to 3 s for the file: a command cancelled as it starts has
-// not written it yet.
+// killScript kills the process group whose leader's pid is in the file $0,
+// then every process marked with $0 (see execWrapper), where the image has
+// tr and grep to find them (a grep may stop at a NUL: environ's are made
+// lines first). It waits up to 3 s for the file: a command
+// cancelled as it starts has not written it yet.
 const killScript = `i=0; while [ ! -s "$0" ] && [ $i -lt 30 ]; do sleep 0.1 2>/dev/null || sleep 1; i=$((i+1)); done
 p=$(cat "$0" 2>/dev/null) || exit 0; [ -n "$p" ] || exit 0
-kill -9 -"$p" 2>/dev/null || kill -9 "$p" 2>/dev/null; rm -f "$0"; exit 0`
+kill -9 -"$p" 2>/dev/null || kill -9 "$p" 2>/dev/null
+for d in /proc/[0-9]*; do tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qxF "LANE_CONTAINER_EXEC=$0" && kill -9 "${d#/proc/}" 2>/dev/null; done
+rm -f "$0"; exit 0`
 
 // killTimeout bounds the exec that kills a cancelled command inside its
 // container.
@@ -388,9 +395,12 @@ func (c *Container) killInside(ctx context.Context, pidFile string) {
 // stdout): stdin, stdout and stderr stream as they would for a local
 // process. Its Stdin, Stdout and Stderr are spec's. The command is in a
 // process group of its own; when ctx is done, its Cancel kills the
-// command's process group inside the container, then the CLI's group.
+// command's processes inside the container, then the CLI's group.
 // A caller that kills the CLI by other means (its group, say) leaves the
-// command running in the container until the container is removed.
+// command running in the container until the container is removed,
+// unless it calls Cancel itself; so does one that starts a process of its
+// own from the command's path and arguments, whose Cancel then kills
+// what that process left in the container.
 func (c *Container) Command(ctx context.Context, spec ExecSpec) *exec.Cmd {
 	cmd, _, err := c.execCmd(ctx, spec, true)
 	if err != nil {

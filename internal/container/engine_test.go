@@ -225,6 +225,37 @@ func TestExecCancelKillsInside(t *testing.T) {
 	}
 }
 
+// A command's Cancel kills in the container what the command started,
+// even a process that left its process group (an agent's detached tool):
+// also when the caller started a process of its own from the command's
+// path and arguments, as an agent's runner does, and killed only that.
+func TestCommandCancelKillsWhatLeftTheGroup(t *testing.T) {
+	t.Parallel()
+	ctx, e, image := setup(t)
+	c := start(t, ctx, e, container.RunSpec{Image: image, Network: "none"})
+	cmd := c.Command(ctx, container.ExecSpec{Argv: []string{"sh", "-c", "setsid sh -c 'echo ready; exec sleep 306' & sleep 307"}})
+	own := exec.Command(cmd.Path, cmd.Args[1:]...)
+	own.Env = cmd.Env
+	stdout, err := own.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := own.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("read %q, %v", line, err)
+	}
+	own.Process.Kill()
+	own.Wait()
+	if err := cmd.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	if left := processes(t, ctx, c, "sleep 30"); len(left) > 0 {
+		t.Errorf("still running after the cancel: %q", left)
+	}
+}
+
 func TestCommandStreams(t *testing.T) {
 	t.Parallel()
 	ctx, e, image := setup(t)
