@@ -93,9 +93,12 @@ func TestHarborTokenLimitStopsClaudeInItsContainer(t *testing.T) {
 		t.Parallel()
 		l := limitInContainer(t, vars, base, "200",
 			anthropictest.Tools(anthropictest.Bash("", "("+longCommand+") >/dev/null 2>&1 &")),
-			anthropictest.Tools(anthropictest.Bash("", "echo two > /app/two.txt")))
+			anthropictest.Tools(anthropictest.Bash("", slowCommand("two"))))
 		if !l.begun {
 			t.Error("the long command never began")
+		}
+		if l.requests != 2 {
+			t.Errorf("%d model requests; want 2: the agent stopped at the reply that passed the limit", l.requests)
 		}
 	})
 
@@ -106,11 +109,22 @@ func TestHarborTokenLimitStopsClaudeInItsContainer(t *testing.T) {
 		l := limitInContainer(t, vars, base, "400",
 			anthropictest.Tools(anthropictest.Bash("", "echo one > /app/one.txt")),
 			anthropictest.Tools(anthropictest.Call("", "Bash", map[string]any{"command": longCommand, "run_in_background": true})),
-			anthropictest.Tools(anthropictest.Bash("", "echo three > /app/three.txt")))
+			anthropictest.Tools(anthropictest.Bash("", slowCommand("three"))))
 		if !l.begun {
 			t.Error("the long command never began")
 		}
+		if l.requests != 3 {
+			t.Errorf("%d model requests; want 3: the agent stopped at the reply that passed the limit", l.requests)
+		}
 	})
+}
+
+// slowCommand is the call of the reply that passes the limit: it takes
+// long enough that an agent lane failed to stop at once would finish it
+// and ask the model again (Claude Code refuses a command that begins with
+// a long sleep).
+func slowCommand(word string) string {
+	return "echo " + word + " && sleep 20 && echo " + word + " > /app/" + word + ".txt"
 }
 
 // limitRun is what limitInContainer saw of an attempt stopped by its

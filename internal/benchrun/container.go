@@ -148,7 +148,8 @@ func (r *Runner) inContainer(ctx context.Context, ro *launch.Options, spec bench
 		mu.Lock()
 		execs = append(execs, cmd)
 		mu.Unlock()
-		return runner.Invocation{Path: cmd.Path, Args: cmd.Args[1:], Env: cmd.Env, Dir: share, Stdin: inv.Stdin}
+		return runner.Invocation{Path: cmd.Path, Args: cmd.Args[1:], Env: cmd.Env, Dir: share, Stdin: inv.Stdin,
+			Kill: func() { _ = cmd.Cancel() }} // the command itself is never started: Cancel kills inside
 	}
 	kill = func() {
 		mu.Lock()

@@ -25,6 +25,11 @@ type Invocation struct {
 	Env  []string
 	// Stdin is the runtime's standard input; empty is /dev/null.
 	Stdin string
+	// Kill, when set, kills what the invocation runs where lane's signals
+	// to its process tree do not reach: a runtime inside a container, whose
+	// engine's CLI passes no signal on. A stop calls it when the tree is
+	// killed (at once for a limit, after the grace otherwise).
+	Kill func()
 }
 
 // Watchdogs bound a run in time. A zero duration disables that watchdog.
@@ -405,7 +410,17 @@ func (sv *supervisor) beginStop(cause error) {
 	}
 	stopped := make(chan []int, 1)
 	sv.stopped = stopped
-	go func() { stopped <- sv.rt.child.Stop(grace, tree) }()
+	kill := sv.s.inv.Kill
+	go func() {
+		if kill != nil && grace == 0 {
+			kill() // the runtime stops working now, not once its pipes close
+		}
+		killed := sv.rt.child.Stop(grace, tree)
+		if kill != nil {
+			kill()
+		}
+		stopped <- killed
+	}()
 }
 
 // stopCause is why ctx ended, as a run's stop cause.

@@ -211,3 +211,47 @@ func TestSuperviseKeepsTheExit(t *testing.T) {
 		})
 	}
 }
+
+// A runtime lane's signals do not reach (one inside a container, whose
+// engine's CLI passes none on) is killed through its invocation's Kill:
+// at once when the cause says so, else once the grace has passed and the
+// tree here is killed; a runtime that ends on its own is not.
+func TestSuperviseKillsWhatSignalsDoNotReach(t *testing.T) {
+	t.Parallel()
+	const grace = 400 * time.Millisecond
+	run := func(script string, cause error) (kills int, after time.Duration) {
+		var mu sync.Mutex
+		start := time.Now()
+		inv := Invocation{Path: "/bin/sh", Args: []string{"-c", script}, Dir: t.TempDir(), Env: os.Environ(),
+			Kill: func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if kills++; kills == 1 {
+					after = time.Since(start)
+				}
+			}}
+		_, err := supervise(t.Context(), supervision{inv: inv, watchdogs: Watchdogs{Grace: grace}, newSource: newLineSource,
+			emit: func(ev record.Event) error {
+				if ev.Text == "started" && cause != nil {
+					return cause
+				}
+				return nil
+			}})
+		if err != nil {
+			t.Fatalf("supervise: %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return kills, after
+	}
+	ignores := `trap 'echo interrupted' INT; echo started; while :; do sleep 0.05; done`
+	if kills, after := run(ignores, &MaxTurnsError{Limit: 1}); kills == 0 || after >= grace {
+		t.Errorf("a limit: Kill called %d times, first after %v; want at once, within the %v grace", kills, after, grace)
+	}
+	if kills, after := run(ignores, ErrCancelled); kills == 0 || after < grace {
+		t.Errorf("a cancel: Kill called %d times, first after %v; want after the %v grace", kills, after, grace)
+	}
+	if kills, _ := run(`echo started; exit 0`, nil); kills != 0 {
+		t.Errorf("a runtime that ended on its own: Kill called %d times", kills)
+	}
+}
