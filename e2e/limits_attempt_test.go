@@ -26,9 +26,11 @@ import (
 // request is never answered: a lane that did not stop the run would wait
 // on it until the test's deadline.
 
-// runaway is the command of every turn: it leaves a line in loop.txt and
-// prints about 9 KB for the model to read.
-const runaway = "echo again >> loop.txt; seq 1 2000"
+// runaway is the command of every turn: it leaves a line in loop.txt,
+// prints about 9 KB for the model to read, and takes a second, as a real
+// command does: a runtime that tells of a turn only as its tool runs
+// (Qwen Code) is stopped there, not after the next request has gone.
+const runaway = "echo again >> loop.txt; seq 1 2000; sleep 1"
 
 // limitCase is one limit's flags, the kind of failure it ends in, and how
 // many of the runaway's commands may have run by then.
