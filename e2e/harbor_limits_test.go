@@ -86,6 +86,15 @@ func TestHarborTokenLimitStopsClaudeInItsContainer(t *testing.T) {
 		}
 	})
 
+}
+
+// The same with what the agent left running: lane stops Claude Code and
+// what it started in the container. Long: two more containers, whose
+// stop TestHarborTokenLimitStopsClaudeInItsContainer shows in make test.
+func TestHarborTokenLimitStopsWhatClaudeLeftRunningLong(t *testing.T) {
+	t.Parallel()
+	vars, base := containerVars(t)
+
 	// The long command runs on its own from the first reply on, out of
 	// Claude Code's sight; the second passes 200 while it sleeps: lane
 	// stops Claude Code and what it started in the container.

@@ -96,8 +96,9 @@ func codexStepsEnv(t *testing.T, vars []string) (*localEnv, *codexStepsModel, []
 // --step-session continue step two's run resumes step one's session from
 // the attempt's Codex home, and its first request carries step one's
 // conversation, then step two's instruction. Each step's verifier passes
-// on the work, and the attempt passes with their mean.
-func TestHarborStepsCodex(t *testing.T) {
+// on the work, and the attempt passes with their mean. Long: Claude Code's
+// is TestHarborStepsClaude, in make test.
+func TestHarborStepsCodexLong(t *testing.T) {
 	t.Parallel()
 	vars, base := containerVars(t)
 	dataset := t.TempDir()

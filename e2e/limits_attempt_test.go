@@ -54,7 +54,6 @@ var limitCases = map[string]limitCase{
 // of the main agent its server saw.
 type limitRig struct {
 	runtime string
-	costly  bool
 	start   func(t *testing.T) (e *env, args []string, requests func() int)
 }
 
@@ -76,7 +75,7 @@ func pricesFor(t *testing.T, home string, input string, models ...string) {
 
 // cliLimitRig is the rig of an agent CLI of runtimes_test.go.
 func cliLimitRig(r rig) limitRig {
-	return limitRig{runtime: r.runtime, costly: r.costly, start: func(t *testing.T) (*env, []string, func() int) {
+	return limitRig{runtime: r.runtime, start: func(t *testing.T) (*env, []string, func() int) {
 		loop := shell(runaway)
 		e := newCLIEnv(t, r, loop, loop, loop, hangForever())
 		home := filepath.Join(filepath.Dir(e.proj), "home")
@@ -110,24 +109,32 @@ func init() {
 	}
 }
 
-// TestAttemptLimits: each limit stops the runaway on its second turn,
-// on every runtime but the costly ones (TestAttemptLimitsCostlyLong).
+// TestAttemptLimits: --token-limit stops the runaway on its second turn
+// on Claude Code, Codex and lane's own loop. Every other limit and
+// runtime is TestAttemptLimitsEveryRuntimeLong's (make test-long).
 func TestAttemptLimits(t *testing.T) {
-	runLimitCases(t, false)
+	runLimitCases(t, quickLimit)
 }
 
-func TestAttemptLimitsCostlyLong(t *testing.T) {
-	runLimitCases(t, true)
+// TestAttemptLimitsEveryRuntimeLong: each limit stops the runaway on its
+// second turn on every runtime, but for TestAttemptLimits' cases.
+func TestAttemptLimitsEveryRuntimeLong(t *testing.T) {
+	runLimitCases(t, func(runtime, limit string) bool { return !quickLimit(runtime, limit) })
 }
 
-func runLimitCases(t *testing.T, costly bool) {
+// quickLimit says which runtime and limit TestAttemptLimits runs.
+func quickLimit(runtime, limit string) bool {
+	return limit == "token limit" && slices.Contains([]string{"claude", "codex", "local"}, runtime)
+}
+
+func runLimitCases(t *testing.T, pick func(runtime, limit string) bool) {
 	t.Parallel()
 	for _, r := range limitRigs {
-		if r.costly != costly {
-			continue
-		}
 		t.Run(r.runtime, func(t *testing.T) {
 			for name, c := range limitCases {
+				if !pick(r.runtime, name) {
+					continue
+				}
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
 					testLimit(t, r, c)
@@ -177,8 +184,9 @@ func TestBenchAttemptLimits(t *testing.T) {
 }
 
 // The same on the pool of workers: the limits travel with each attempt to
-// the worker that runs it (which is given none of its own).
-func TestBenchAttemptLimitsOnWorkers(t *testing.T) {
+// the worker that runs it (which is given none of its own). Long: a pool
+// on PostgreSQL, whose path the pool's own tests cover in make test.
+func TestBenchAttemptLimitsOnWorkersLong(t *testing.T) {
 	t.Parallel()
 	e := poolEnv(t)
 	pricesFor(t, filepath.Join(filepath.Dir(e.proj), "home"), "3", strings.TrimPrefix(localModel, "ollama:"))
