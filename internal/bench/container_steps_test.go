@@ -253,7 +253,9 @@ func TestStepsSetupFails(t *testing.T) {
 // /logs/artifacts of the agent's container: the reward its solution
 // planted and the wrong answer in /app do not count. The agent's container
 // runs on for the next step, whose shared verifier finds step one's files.
-func TestStepsSeparateVerifier(t *testing.T) {
+// Long: TestStepsArtifacts runs a separate step verifier and its reward
+// hack in make test.
+func TestStepsSeparateVerifierLong(t *testing.T) {
 	t.Parallel()
 	task := writeStepTask(t, "separate", map[string]string{
 		"task.toml": `[environment]

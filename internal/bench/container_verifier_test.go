@@ -14,8 +14,9 @@ import (
 // Harbor tasks whose verifier runs in an environment of its own, under
 // the oracle: the one whose solution writes a wrong answer and plants a
 // lying cat and a reward of 1 in its container fails with reward 0; the
-// one whose answer is right, in /logs/artifacts, passes.
-func TestContainerAttemptWithASeparateVerifier(t *testing.T) {
+// one whose answer is right, in /logs/artifacts, passes. Long: e2e's
+// TestHarborSeparateVerifier runs the same through lane bench in make test.
+func TestContainerAttemptWithASeparateVerifierLong(t *testing.T) {
 	t.Parallel()
 	eng := containertest.Engine(t)
 	base := containertest.BaseImage(t, eng)

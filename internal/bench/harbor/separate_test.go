@@ -86,8 +86,10 @@ func TestSeparateVerifierDefeatsRewardHacks(t *testing.T) {
 
 // The answer the agent leaves in /logs/artifacts reaches the separate
 // verifier, which runs with [verifier.environment]'s settings (its env
-// names the answer expected), in its own image.
-func TestSeparateVerifierSeesTheArtifacts(t *testing.T) {
+// names the answer expected), in its own image. Long:
+// TestCollectArtifactsForASeparateVerifier runs a separate verifier given
+// the artifacts in make test.
+func TestSeparateVerifierSeesTheArtifactsLong(t *testing.T) {
 	t.Parallel()
 	r, out := separateAttempt(t, "right")
 	if r.Value != 1 || !strings.Contains(out, "answer: forty-two") {
