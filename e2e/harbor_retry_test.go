@@ -55,9 +55,10 @@ func TestBenchHarborRetriesAndResumeRerun(t *testing.T) {
 		t.Errorf("verifier-hangs: %s %q, %d retries; want errored verifier_timeout, not retried", a.Status, a.FailureKind, a.Retries)
 	}
 
-	// The verifier is mended; --rerun verifier_timeout runs that attempt
-	// alone again.
+	// The verifier is mended, and given the time a loaded machine may take
+	// to start it; --rerun verifier_timeout runs that attempt alone again.
 	write("verifier-hangs/tests/test.sh", "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n", 0o755)
+	write("verifier-hangs/task.toml", "schema_version = \"1.1\"\n\n[verifier]\ntimeout_sec = 120\n\n[environment]\nallow_internet = false\nworkdir = \"/app\"\n", 0o644)
 	r = e.lane(context.Background(), "bench", "--resume", b.ID[:8], "--rerun", "verifier_timeout", "-o", "json")
 	wantExit(t, r, 0)
 	_, after := onlyBenchAttempts(t, st, 2)

@@ -16,8 +16,9 @@ import (
 // files excluded) written per step under steps/<name>/, and the
 // attempt's manifest.json listing each file with its step, its source and
 // its size. The last step's separate verifier scores the step's artifact
-// at its path.
-func TestHarborStepsArtifacts(t *testing.T) {
+// at its path. Long: TestHarborArtifacts runs lane bench artifacts, and
+// internal/bench's TestStepsArtifacts a step's, in make test.
+func TestHarborStepsArtifactsLong(t *testing.T) {
 	t.Parallel()
 	vars, base := containerVars(t)
 	e := newLocalEnv(t)
