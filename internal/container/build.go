@@ -112,7 +112,16 @@ func (e *Engine) PruneBuildContainers(ctx context.Context, olderThan time.Durati
 	if e.Kind() != Podman {
 		return 0, nil
 	}
-	out, err := e.output(ctx, nil, "ps", "-a", "--external", "--format", "json")
+	// Podman fails the whole listing when a container it is reading goes
+	// away meanwhile (another run's, removed): list again, a few times.
+	var out []byte
+	var err error
+	for range 3 {
+		out, err = e.output(ctx, nil, "ps", "-a", "--external", "--format", "json")
+		if err == nil || !strings.Contains(err.Error(), "container not known") {
+			break
+		}
+	}
 	if err != nil {
 		return 0, fmt.Errorf("list build containers: %w", err)
 	}
@@ -129,7 +138,7 @@ func (e *Engine) PruneBuildContainers(ctx context.Context, olderThan time.Durati
 		if c.State != "storage" || time.Since(time.Unix(c.Created, 0)) < olderThan {
 			continue
 		}
-		if err := e.run(ctx, nil, io.Discard, "rm", "-f", c.ID); err != nil {
+		if err := e.run(ctx, nil, io.Discard, "rm", "-f", "--ignore", c.ID); err != nil {
 			return n, fmt.Errorf("remove build container %s: %w", c.ID, err)
 		}
 		n++

@@ -117,3 +117,37 @@ func TestContextDigest(t *testing.T) {
 		t.Error("ContextDigest of a missing folder succeeded")
 	}
 }
+
+// A build container listing that Podman fails because a container went
+// away while it read them (another run's, removed) is made again; the
+// old build container it then lists is removed, missing or not.
+func TestPruneBuildContainersListsAgain(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := `#!/bin/sh
+d=$(dirname "$0")
+case "$1" in
+ps)
+	if [ ! -e "$d/listed" ]; then
+		: > "$d/listed"
+		echo "Error: determining buildah container for container 33a1f780: container not known" >&2
+		exit 125
+	fi
+	echo '[{"Id": "old-build", "State": "storage", "Created": 1000}, {"Id": "running", "State": "running", "Created": 1000}]' ;;
+rm)
+	echo "$@" >> "$d/removed" ;;
+esac
+`
+	bin := filepath.Join(dir, "podman")
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{Bin: bin}
+	n, err := e.PruneBuildContainers(t.Context(), time.Hour)
+	if err != nil || n != 1 {
+		t.Fatalf("PruneBuildContainers = %d, %v; want 1 removed after listing again", n, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "removed")); strings.TrimSpace(string(b)) != "rm -f --ignore old-build" {
+		t.Errorf("removed %q, want the old build container, missing or not", b)
+	}
+}
