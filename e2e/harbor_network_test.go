@@ -32,8 +32,10 @@ printf 'GET http://%s/ HTTP/1.0\r\nHost: %s\r\n\r\n' "$1" "$1" >&3; head -1 <&3`
 // container; "online-agent", the same task with a public agent, fails. In
 // "allowlist", the agent's phase reaches the server through lane's egress
 // proxy (forwarded into the container by lane forward) by the name it
-// allows, and is refused it by its address.
-func TestHarborPhaseNetworks(t *testing.T) {
+// allows, and is refused it by its address. Long: harbor's
+// TestPhaseNetworksApplied and TestAllowlistPhase, and bench's
+// TestStepsPhaseNetworks, run the same in make test.
+func TestHarborPhaseNetworksLong(t *testing.T) {
 	t.Parallel()
 	vars, base := containerVars(t)
 	e := newLocalEnv(t)

@@ -89,8 +89,9 @@ func TestHarborRewardKeys(t *testing.T) {
 
 // --pass-key names the key the pass is decided on: the task without a
 // "reward" key passes on it, and the one whose reward.json lacks it is an
-// error of the task.
-func TestHarborPassKey(t *testing.T) {
+// error of the task. Long: TestHarborRewardKeys runs reward.json's keys
+// through lane bench in make test, and bench's tests --pass-key.
+func TestHarborPassKeyLong(t *testing.T) {
 	t.Parallel()
 	rep, _ := benchRewards(t, "--pass-key", "accuracy", "--pass-reward", "0.9")
 	for _, task := range rep.Tasks {
