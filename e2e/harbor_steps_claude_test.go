@@ -302,15 +302,29 @@ func showRun(t *testing.T, e *localEnv, id string) record.Run {
 // --step-session continue step two's run resumes step one's session, and
 // its first request carries step one's conversation, then step two's
 // instruction. Each step's verifier passes on the work, and the attempt
-// passes with their mean.
+// passes with their mean. The fresh sessions, lane's default, are
+// TestHarborStepsClaudeFreshLong's (TestHarborSteps runs the default
+// through lane bench in make test).
 func TestHarborStepsClaude(t *testing.T) {
 	t.Parallel()
 	vars, base := containerVars(t)
 	dataset := t.TempDir()
 	claudeStepsTask(t, dataset)
+	stepsClaudeContinue(t, vars, base, dataset)
+}
 
+func TestHarborStepsClaudeFreshLong(t *testing.T) {
+	t.Parallel()
+	vars, base := containerVars(t)
+	dataset := t.TempDir()
+	claudeStepsTask(t, dataset)
+	stepsClaudeFresh(t, vars, base, dataset)
+}
+
+// stepsClaudeFresh: each step a session of its own, its first request
+// only its instruction.
+func stepsClaudeFresh(t *testing.T, vars []string, base, dataset string) {
 	t.Run("fresh", func(t *testing.T) {
-		t.Parallel()
 		e, m := claudeStepsEnv(t, vars)
 		runs := benchSteps(t, e, dataset, base)
 		for step, instruction := range map[string]string{"Step one": stepOneInstruction, "Step two": stepTwoInstruction} {
@@ -329,9 +343,12 @@ func TestHarborStepsClaude(t *testing.T) {
 			t.Errorf("step two's run: parent %q, session %q (step one's %q); want a session of its own", two.ParentRunID, two.SessionID, one.SessionID)
 		}
 	})
+}
 
+// stepsClaudeContinue: under --step-session continue step two resumes
+// step one's session.
+func stepsClaudeContinue(t *testing.T, vars []string, base, dataset string) {
 	t.Run("continue", func(t *testing.T) {
-		t.Parallel()
 		e, m := claudeStepsEnv(t, vars)
 		runs := benchSteps(t, e, dataset, base, "--step-session", "continue")
 		conv := requestLines(m.firstRequest(t, "Step two"))
