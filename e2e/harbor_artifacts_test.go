@@ -15,7 +15,10 @@ import (
 // pattern and an artifact never written, which fails nothing; and one
 // with a separate verifier and a service's artifact), then every
 // attempt's files written out, with a manifest.json each.
-func TestHarborArtifacts(t *testing.T) {
+//
+// Long: internal/bench/harbor's TestCollectArtifactsForASeparateVerifier
+// collects and stores them with the real Podman in make test.
+func TestHarborArtifactsLong(t *testing.T) {
 	t.Parallel()
 	vars, base := containerVars(t)
 	e := newLocalEnv(t)

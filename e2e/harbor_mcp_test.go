@@ -129,7 +129,10 @@ func toolResultTexts(q anthropictest.Request) map[string]string {
 // model in its next request; it writes them down, and the verifier gives 1.
 // lane's own loop, which has no MCP client, is refused the task's attempt,
 // saying why, rather than run without the servers.
-func TestHarborMCPServersReachClaudeCode(t *testing.T) {
+//
+// Long: benchrun's TestTaskMCPServersReachTheRuntimes checks what each
+// runtime is given in make test.
+func TestHarborMCPServersReachClaudeCodeLong(t *testing.T) {
 	t.Parallel()
 	vars, base := containerVars(t)
 	e := newLocalEnv(t)

@@ -34,7 +34,10 @@ func refusedDataset(t *testing.T) string {
 // --dry-run lists both tasks, the refused one with each key and why, and
 // exits 2; lane bench refuses to start, naming the task and the keys, and
 // records nothing; --skip-unsupported runs the other task.
-func TestHarborRefusedTaskInADataset(t *testing.T) {
+//
+// Long: suiteload's TestHarborDatasetRefused and TestInspectHarbor
+// refuse and list the same in make test.
+func TestHarborRefusedTaskInADatasetLong(t *testing.T) {
 	t.Parallel()
 	vars, base := containerVars(t)
 	e := newLocalEnv(t)

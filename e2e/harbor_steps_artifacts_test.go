@@ -16,8 +16,8 @@ import (
 // files excluded) written per step under steps/<name>/, and the
 // attempt's manifest.json listing each file with its step, its source and
 // its size. The last step's separate verifier scores the step's artifact
-// at its path. Long: TestHarborArtifacts runs lane bench artifacts, and
-// internal/bench's TestStepsArtifacts a step's, in make test.
+// at its path. Long: internal/bench's TestStepsArtifacts collects and
+// stores a step's artifacts in make test.
 func TestHarborStepsArtifactsLong(t *testing.T) {
 	t.Parallel()
 	vars, base := containerVars(t)
