@@ -34,6 +34,9 @@ func (r *Report) SetBaseline(model string) error {
 				names = append(names, m.Model)
 			}
 		}
+		if len(names) == 0 {
+			return fmt.Errorf("no model %q in bench %s: it has no model to compare, the oracle aside", model, r.Bench.ID)
+		}
 		return fmt.Errorf("no model %q in bench %s (its models: %s)", model, r.Bench.ID, strings.Join(names, ", "))
 	}
 	p := r.table.Paired(model)

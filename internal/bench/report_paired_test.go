@@ -96,6 +96,12 @@ func TestReportBaseline(t *testing.T) {
 			t.Errorf("baseline %q: %v", bad, err)
 		}
 	}
+	// A bench of the oracle alone has nothing to compare.
+	only := Compare(record.Bench{ID: "b-oracle", Models: []string{OracleModel}, Repeat: 1},
+		[]record.Attempt{{TaskID: "t", Model: OracleModel, N: 1, Status: record.AttemptPassed}}, nil)
+	if err := only.SetBaseline("sonnet"); err == nil || !strings.Contains(err.Error(), "it has no model to compare, the oracle aside") {
+		t.Errorf("baseline on an oracle bench: %v", err)
+	}
 }
 
 // The figures in JSON and CSV, at full precision.
