@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"testing"
 
 	"github.com/lanehq/lane/internal/record"
@@ -13,22 +12,13 @@ import (
 func TestBudgetMigration(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
-		ctx := context.Background()
-		where := be.where(t)
-		old, err := Open(ctx, where)
-		if err != nil {
-			t.Fatal(err)
-		}
-		createBenchT(t, old, testBench(t, "b1", t0))
-		mustCreate(t, old, testRun("r-old"))
-		rewind(t, old, 16)
-		mustExec(t, old, `UPDATE runs SET error_kind = 'max_turns' WHERE id = 'r-old'`)
-		mustExec(t, old, `INSERT INTO bench_attempts (bench_id, task_id, model, n, status, failure_kind)
-			VALUES ('b1', 'old', 'oracle', 1, 'failed', 'max_turns')`)
-		if err := old.Close(); err != nil {
-			t.Fatal(err)
-		}
-		s := openAt(t, where)
+		s := reopened(t, be, func(old *Store) {
+			mustCreate(t, old, testRun("r-old"))
+			rewind(t, old, 16)
+			mustExec(t, old, `UPDATE runs SET error_kind = 'max_turns' WHERE id = 'r-old'`)
+			mustExec(t, old, `INSERT INTO bench_attempts (bench_id, task_id, model, n, status, failure_kind)
+				VALUES ('b1', 'old', 'oracle', 1, 'failed', 'max_turns')`)
+		})
 		if r := mustGetRun(t, s, "r-old"); r.ErrorKind != record.ErrorTurnLimit || r.Budget != nil {
 			t.Errorf("old run: kind %q, budget %+v; want turn_limit and none", r.ErrorKind, r.Budget)
 		}

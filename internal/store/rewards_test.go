@@ -70,6 +70,24 @@ func rewind(t *testing.T, s *Store, version int) {
 	mustExec(t, s, fmt.Sprintf(`DELETE FROM schema_migrations WHERE version >= %d`, version))
 }
 
+// reopened makes a database of be, with the bench b1 in it, shapes it as
+// an older lane left it (shape: rewind to a migration, rows of that
+// schema), then opens it as lane does now, migrations run.
+func reopened(t *testing.T, be backend, shape func(old *Store)) *Store {
+	t.Helper()
+	where := be.where(t)
+	old, err := Open(context.Background(), where)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createBenchT(t, old, testBench(t, "b1", t0))
+	shape(old)
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return openAt(t, where)
+}
+
 // A database of the schema before reward keys (an attempt with its reward
 // and no keys) opens: the migration adds the column, the old attempt reads
 // as it was, and new ones keep their keys.
@@ -77,20 +95,11 @@ func TestRewardKeysMigration(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
-		where := be.where(t)
-		old, err := Open(ctx, where)
-		if err != nil {
-			t.Fatal(err)
-		}
-		createBenchT(t, old, testBench(t, "b1", t0))
-		rewind(t, old, 12)
-		mustExec(t, old, `INSERT INTO bench_attempts (bench_id, task_id, model, n, status, reward)
-			VALUES ('b1', 'old', 'oracle', 1, 'passed', 0.5)`)
-		if err := old.Close(); err != nil {
-			t.Fatal(err)
-		}
-
-		s := openAt(t, where)
+		s := reopened(t, be, func(old *Store) {
+			rewind(t, old, 12)
+			mustExec(t, old, `INSERT INTO bench_attempts (bench_id, task_id, model, n, status, reward)
+				VALUES ('b1', 'old', 'oracle', 1, 'passed', 0.5)`)
+		})
 		if got := applied(t, s); !slices.ContainsFunc(got, func(m appliedMigration) bool { return m.name == "0012_reward_keys" }) {
 			t.Fatalf("applied = %+v, want 0012_reward_keys among them", got)
 		}

@@ -52,20 +52,11 @@ func TestAttemptStepsMigration(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, be backend) {
 		ctx := context.Background()
-		where := be.where(t)
-		old, err := Open(ctx, where)
-		if err != nil {
-			t.Fatal(err)
-		}
-		createBenchT(t, old, testBench(t, "b1", t0))
-		rewind(t, old, 14)
-		mustExec(t, old, `INSERT INTO bench_attempts (bench_id, task_id, model, n, status, reward)
-			VALUES ('b1', 'old', 'oracle', 1, 'passed', 1)`)
-		if err := old.Close(); err != nil {
-			t.Fatal(err)
-		}
-
-		s := openAt(t, where)
+		s := reopened(t, be, func(old *Store) {
+			rewind(t, old, 14)
+			mustExec(t, old, `INSERT INTO bench_attempts (bench_id, task_id, model, n, status, reward)
+				VALUES ('b1', 'old', 'oracle', 1, 'passed', 1)`)
+		})
 		if got := applied(t, s); !slices.ContainsFunc(got, func(m appliedMigration) bool { return m.name == "0014_attempt_steps" }) {
 			t.Fatalf("applied = %+v, want 0014_attempt_steps among them", got)
 		}

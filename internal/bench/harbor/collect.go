@@ -157,12 +157,6 @@ func (c *collector) service(name string) *container.Container {
 	return c.main.Beside(serviceContainerName(c.main, name))
 }
 
-// serviceContainerName is the name startService gives service name's
-// container beside main.
-func serviceContainerName(main *container.Container, name string) string {
-	return main.Name + "-" + tagName(name)
-}
-
 // hooks runs those of hooks whose service which picks, in order.
 func (c *collector) hooks(ctx context.Context, hooks []CollectHook, which func(string) bool) {
 	for _, h := range hooks {

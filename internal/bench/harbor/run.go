@@ -367,11 +367,19 @@ func replaceDir(ctx context.Context, c *container.Container, src, dst string, ve
 	if err != nil {
 		return err
 	}
+	return overlayDir(ctx, c, src, dst)
+}
+
+// overlayDir copies the host folder src into dst in c, over what is
+// there, readable by every user.
+func overlayDir(ctx context.Context, c *container.Container, src, dst string) error {
+	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
 	if err := c.CopyTo(sctx, src, dst); err != nil {
 		return err
 	}
 	// Copies belong to root: let a [verifier] or [agent] user read them.
-	code, err = c.Exec(sctx, container.ExecSpec{Argv: []string{"chmod", "-R", "a+rX", dst}, User: "0"})
+	code, err := c.Exec(sctx, container.ExecSpec{Argv: []string{"chmod", "-R", "a+rX", dst}, User: "0"})
 	if err == nil && code != 0 {
 		err = fmt.Errorf("chmod %s: exited %d", dst, code)
 	}

@@ -61,7 +61,7 @@ func startService(ctx context.Context, e *container.Engine, t *Task, main *conta
 		return nil, &TaskError{Kind: ErrStart, Task: t.Name, Err: err}
 	}
 	c, err := main.StartBeside(ctx, container.RunSpec{
-		Image: image, Name: main.Name + "-" + tagName(svc.Name),
+		Image: image, Name: serviceContainerName(main, svc.Name),
 		Service: true, Entrypoint: svc.Entrypoint, Command: svc.Command, User: svc.User, Workdir: svc.Workdir,
 		Env: env, Labels: map[string]string{"lane.harbor.task": t.Name, "lane.harbor.service": svc.Name},
 	})
@@ -102,4 +102,10 @@ func awaitHealthy(ctx context.Context, c *container.Container, svc Service) erro
 		case <-time.After(healthPoll):
 		}
 	}
+}
+
+// serviceContainerName is the name of service name's container beside
+// main: startService gives it, the collection of artifacts finds it.
+func serviceContainerName(main *container.Container, name string) string {
+	return main.Name + "-" + tagName(name)
 }

@@ -113,21 +113,6 @@ func VerifyStep(ctx context.Context, c *container.Container, t *Task, s *Step, o
 	return runTests(ctx, c, st, output)
 }
 
-// overlayDir copies the host folder src into dst in c, over what is
-// there, readable by every user.
-func overlayDir(ctx context.Context, c *container.Container, src, dst string) error {
-	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
-	defer cancel()
-	if err := c.CopyTo(sctx, src, dst); err != nil {
-		return err
-	}
-	code, err := c.Exec(sctx, container.ExecSpec{Argv: []string{"chmod", "-R", "a+rX", dst}, User: "0"})
-	if err == nil && code != 0 {
-		err = fmt.Errorf("chmod %s: exited %d", dst, code)
-	}
-	return err
-}
-
 // StepVerifierImage returns the image of step s's separate verifier, as
 // VerifierImage does a task's: its environment's docker_image, else the
 // Dockerfile of s.VerifierContext built there. For a shared verifier it
