@@ -330,12 +330,16 @@ const execWrapper = `{ echo $$ >"$0"; } 2>/dev/null; export LANE_CONTAINER_EXEC=
 // killScript kills the process group whose leader's pid is in the file $0,
 // then every process marked with $0 (see execWrapper), where the image has
 // tr and grep to find them (a grep may stop at a NUL: environ's are made
-// lines first). It waits up to 3 s for the file: a command
-// cancelled as it starts has not written it yet.
+// lines first). A marked process may start another after the search
+// listed /proc and before the search killed it: the search runs again
+// until a pass finds none (at most 20 passes). It waits up to 3 s for the
+// file: a command cancelled as it starts has not written it yet.
 const killScript = `i=0; while [ ! -s "$0" ] && [ $i -lt 30 ]; do sleep 0.1 2>/dev/null || sleep 1; i=$((i+1)); done
 p=$(cat "$0" 2>/dev/null) || exit 0; [ -n "$p" ] || exit 0
 kill -9 -"$p" 2>/dev/null || kill -9 "$p" 2>/dev/null
-for d in /proc/[0-9]*; do tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qxF "LANE_CONTAINER_EXEC=$0" && kill -9 "${d#/proc/}" 2>/dev/null; done
+n=0; while [ $n -lt 20 ]; do k=0
+for d in /proc/[0-9]*; do tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qxF "LANE_CONTAINER_EXEC=$0" && kill -9 "${d#/proc/}" 2>/dev/null && k=1; done
+[ $k = 0 ] && break; n=$((n+1)); done
 rm -f "$0"; exit 0`
 
 // killTimeout bounds the exec that kills a cancelled command inside its

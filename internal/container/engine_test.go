@@ -256,6 +256,39 @@ func TestCommandCancelKillsWhatLeftTheGroup(t *testing.T) {
 	}
 }
 
+// A detached process that keeps starting others while the cancel looks
+// for what the command left (an agent's tool mid-way through a script):
+// those it started during the search are killed too.
+func TestCommandCancelKillsWhatStartsDuringTheKill(t *testing.T) {
+	t.Parallel()
+	ctx, e, image := setup(t)
+	c := start(t, ctx, e, container.RunSpec{Image: image, Network: "none"})
+	// Others' processes, which the search reads before the loop's (their
+	// pids are lower): the loop starts more meanwhile.
+	if code, out := sh(t, ctx, c, `i=0; while [ $i -lt 60 ]; do sleep 310 </dev/null >/dev/null 2>&1 & i=$((i+1)); done`); code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	loop := `i=0; while [ $i -lt 2000 ]; do sleep 308 & [ $i = 3 ] && echo ready; sleep 0.01; i=$((i+1)); done`
+	cmd := c.Command(ctx, container.ExecSpec{Argv: []string{"sh", "-c", "setsid sh -c '" + loop + "' & sleep 309"}})
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("read %q, %v", line, err)
+	}
+	if err := cmd.Cancel(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if left := processes(t, ctx, c, "sleep 30"); len(left) > 0 {
+		t.Errorf("still running after the cancel: %q", left)
+	}
+}
+
 func TestCommandStreams(t *testing.T) {
 	t.Parallel()
 	ctx, e, image := setup(t)
