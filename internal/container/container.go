@@ -36,6 +36,9 @@ type RunSpec struct {
 	// Workdir is where commands run when an ExecSpec names none; it is
 	// created (as root) if the image lacks it. "" leaves the image's.
 	Workdir string
+	// OpenDirs are absolute folders made as the container starts (with
+	// Workdir, in one exec), writable by every user. Not for a service.
+	OpenDirs []string
 	// CPUs and MemoryMB limit the container; 0 leaves the engine's default.
 	CPUs     float64
 	MemoryMB int
@@ -173,9 +176,8 @@ func (e *Engine) start(ctx context.Context, spec RunSpec, init bool) (*Container
 		return nil, &StartError{Image: spec.Image, Name: spec.Name, Output: stderr.String(), Err: err}
 	}
 	c := &Container{ID: strings.TrimSpace(out.String()), Name: spec.Name, Workdir: spec.Workdir, engine: e}
-	if spec.Workdir != "" && !spec.Service {
-		// Podman, unlike Docker, refuses a workdir the image lacks.
-		if err := c.mkdir(ctx, spec.Workdir); err != nil {
+	if !spec.Service {
+		if err := c.makeDirs(ctx, spec.Workdir, spec.OpenDirs); err != nil {
 			e.cleanup(ctx, spec.Name)
 			return nil, &StartError{Image: spec.Image, Name: spec.Name, Err: err}
 		}
@@ -479,6 +481,25 @@ func (c *Container) rootExec(ctx context.Context, argv ...string) error {
 	return nil
 }
 
+// makeDirsScript makes the folder $1 (if not "") and the folders after
+// it, which it opens to every user.
+const makeDirsScript = `w=$1; shift; [ -z "$w" ] || mkdir -p "$w" || exit 1
+for d; do mkdir -p "$d" && chmod 777 "$d" || exit 1; done`
+
+// makeDirs makes a starting container's workdir (Podman, unlike Docker,
+// refuses a workdir the image lacks) and its open folders, in one exec.
+func (c *Container) makeDirs(ctx context.Context, workdir string, open []string) error {
+	if workdir == "" && len(open) == 0 {
+		return nil
+	}
+	for _, d := range open {
+		if !path.IsAbs(d) {
+			return fmt.Errorf("open folder %q is not an absolute path", d)
+		}
+	}
+	return c.rootExec(ctx, append([]string{"sh", "-c", makeDirsScript, "sh", workdir}, open...)...)
+}
+
 func (c *Container) mkdir(ctx context.Context, dir string) error {
 	return c.rootExec(ctx, "mkdir", "-p", dir)
 }
@@ -498,6 +519,12 @@ func (c *Container) CopyTo(ctx context.Context, hostPath, containerPath string) 
 	src, dir := hostPath, path.Dir(containerPath)
 	if fi.IsDir() {
 		src, dir = filepath.Clean(hostPath)+"/.", containerPath
+	}
+	// The engine makes a folder's last part but not its parents: they are
+	// made, and the copy tried again, only when the copy fails, which
+	// spares an exec in the usual case.
+	if err := c.engine.run(ctx, nil, io.Discard, "cp", src, c.Name+":"+containerPath); err == nil {
+		return nil
 	}
 	if err := c.mkdir(ctx, dir); err != nil {
 		return fmt.Errorf("copy %s to %s: %w", hostPath, containerPath, err)

@@ -89,6 +89,7 @@ func TestStartExec(t *testing.T) {
 		MemoryMB: 256,
 		Env:      []string{"FOO=bar", "API_KEY=s3cret", "PATH=/bin:/usr/bin"},
 		Mounts:   []container.Mount{{Host: mounted, Container: "/mnt/in", ReadOnly: true}},
+		OpenDirs: []string{"/logs/open"},
 	})
 	if got := inspect(t, e, c.Name, "{{.HostConfig.Memory}} {{.HostConfig.NanoCpus}} {{index .Config.Labels \"lane.test\"}}"); got != "268435456 1500000000 TestStartExec" {
 		t.Errorf("memory, cpus and label = %q", got)
@@ -97,6 +98,10 @@ func TestStartExec(t *testing.T) {
 	code, out := sh(t, ctx, c, `pwd; echo "$FOO $API_KEY $PATH"; cat /mnt/in/f; ls /sys/class/net; exit 7`)
 	if want := "/work/app\nbar s3cret /bin:/usr/bin\nfrom the host\nlo\n"; code != 7 || out != want {
 		t.Errorf("exec = %d, %q; want 7, %q", code, out, want)
+	}
+	// The open folder is made, writable by every user.
+	if code, err := c.Exec(ctx, container.ExecSpec{Argv: []string{"sh", "-c", "echo kept > /logs/open/f"}, User: "agent"}); err != nil || code != 0 {
+		t.Errorf("writing in the open folder as agent: %d, %v", code, err)
 	}
 	if code, out := sh(t, ctx, c, "echo x > /mnt/in/g"); code == 0 {
 		t.Errorf("writing a read-only mount succeeded: %s", out)
