@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"maps"
 	"math"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,15 +117,12 @@ func clip(s string) string {
 // ErrNoReward: an error of the task, not a failure of the agent; a file
 // that is empty, unreadable or holds no number matches ErrBadReward.
 func ReadReward(ctx context.Context, c *container.Container) (Reward, error) {
-	for _, file := range []string{RewardJSON, RewardText} {
-		data, err := c.ReadFile(ctx, VerifierLogsDir+"/"+file)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return Reward{}, fmt.Errorf("harbor: read the reward: %w", err)
-		}
-		return ParseReward(file, data)
+	name, data, err := c.ReadFirst(ctx, VerifierLogsDir+"/"+RewardJSON, VerifierLogsDir+"/"+RewardText)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Reward{}, fmt.Errorf("%w: neither %s/%s nor %s exists", ErrNoReward, VerifierLogsDir, RewardText, RewardJSON)
 	}
-	return Reward{}, fmt.Errorf("%w: neither %s/%s nor %s exists", ErrNoReward, VerifierLogsDir, RewardText, RewardJSON)
+	if err != nil {
+		return Reward{}, fmt.Errorf("harbor: read the reward: %w", err)
+	}
+	return ParseReward(path.Base(name), data)
 }

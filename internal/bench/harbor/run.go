@@ -190,6 +190,9 @@ func StartNetwork(ctx context.Context, e *container.Engine, t *Task, image strin
 		Mounts:   mounts,
 		Env:      env,
 		Labels:   map[string]string{"lane.harbor.task": t.Name},
+		// The agent leaves in ArtifactsDir what is to be kept: open to
+		// every user, as Harbor's is.
+		OpenDirs: []string{ArtifactsDir},
 	})
 	if err != nil {
 		undo()
@@ -200,10 +203,6 @@ func StartNetwork(ctx context.Context, e *container.Engine, t *Task, image strin
 		return nil, nil, err
 	}
 	if err := startServices(ctx, e, t, c); err != nil {
-		_ = c.Remove(context.WithoutCancel(ctx))
-		return nil, nil, err
-	}
-	if err := openArtifacts(ctx, t, c); err != nil {
 		_ = c.Remove(context.WithoutCancel(ctx))
 		return nil, nil, err
 	}
@@ -252,7 +251,7 @@ func runSolution(ctx context.Context, c *container.Container, t *Task, dir, scri
 	if err != nil {
 		return fmt.Errorf("harbor: task %s: %w", t.Name, err)
 	}
-	if err := replaceDir(ctx, c, dir, SolutionDir, false); err != nil {
+	if err := replaceDir(ctx, c, SolutionDir, false, dir); err != nil {
 		return fmt.Errorf("harbor: task %s: %w", t.Name, err)
 	}
 	rctx := ctx
@@ -300,7 +299,7 @@ func Verify(ctx context.Context, c *container.Container, t *Task, output io.Writ
 	if _, err := envList(t.Verifier.Env, "[verifier] env"); err != nil {
 		return Reward{}, fmt.Errorf("harbor: task %s: %w", t.Name, err)
 	}
-	if err := replaceDir(ctx, c, filepath.Join(t.Dir, "tests"), TestsDir, true); err != nil {
+	if err := replaceDir(ctx, c, TestsDir, true, filepath.Join(t.Dir, "tests")); err != nil {
 		return Reward{}, fmt.Errorf("harbor: task %s: %w", t.Name, err)
 	}
 	return runTests(ctx, c, t, output)
@@ -346,44 +345,17 @@ func runTests(ctx context.Context, c *container.Container, t *Task, output io.Wr
 	return r, nil
 }
 
-// replaceDir puts a fresh copy of the host folder src at dst in c; for
-// the verifier it also empties /logs/verifier and opens it to every user.
-func replaceDir(ctx context.Context, c *container.Container, src, dst string, verifier bool) error {
+// replaceDir replaces dst in c with the host folders srcs, layered, and
+// readable by every user; for the verifier it also empties
+// /logs/verifier and opens it to every user.
+func replaceDir(ctx context.Context, c *container.Container, dst string, verifier bool, srcs ...string) error {
 	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
-	script := `rm -rf "$1" && mkdir -p "$1"`
+	p := container.Put{Sources: srcs, Dest: dst, Readable: true}
 	if verifier {
-		script += ` && mkdir -p "$2" && chmod 777 "$2" && rm -rf "$2"/* "$2"/.[!.]* "$2"/..?*`
+		p.Fresh = []string{VerifierLogsDir}
 	}
-	var out tailWriter
-	out.max = 2 << 10
-	code, err := c.Exec(sctx, container.ExecSpec{
-		Argv: []string{"sh", "-c", script, "sh", dst, VerifierLogsDir}, User: "0",
-		Stdout: &out, Stderr: &out,
-	})
-	if err == nil && code != 0 {
-		err = fmt.Errorf("prepare %s: exited %d: %s", dst, code, strings.TrimSpace(out.String()))
-	}
-	if err != nil {
-		return err
-	}
-	return overlayDir(ctx, c, src, dst)
-}
-
-// overlayDir copies the host folder src into dst in c, over what is
-// there, readable by every user.
-func overlayDir(ctx context.Context, c *container.Container, src, dst string) error {
-	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
-	defer cancel()
-	if err := c.CopyTo(sctx, src, dst); err != nil {
-		return err
-	}
-	// Copies belong to root: let a [verifier] or [agent] user read them.
-	code, err := c.Exec(sctx, container.ExecSpec{Argv: []string{"chmod", "-R", "a+rX", dst}, User: "0"})
-	if err == nil && code != 0 {
-		err = fmt.Errorf("chmod %s: exited %d", dst, code)
-	}
-	return err
+	return c.Put(sctx, p)
 }
 
 // tailWriter keeps the last max bytes written to it.

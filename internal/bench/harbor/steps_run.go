@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 
@@ -93,22 +92,16 @@ func VerifyStep(ctx context.Context, c *container.Container, t *Task, s *Step, o
 	if _, err := envList(st.Verifier.Env, "[verifier] env"); err != nil {
 		return Reward{}, fmt.Errorf("harbor: task %s: %w", t.Name, err)
 	}
-	tests := filepath.Join(t.Dir, "tests")
-	if !isDir(tests) {
-		empty, err := os.MkdirTemp("", "harbor-tests-")
-		if err != nil {
-			return Reward{}, fmt.Errorf("harbor: task %s: %w", t.Name, err)
-		}
-		defer os.RemoveAll(empty)
-		tests = empty
-	}
-	if err := replaceDir(ctx, c, tests, TestsDir, true); err != nil {
-		return Reward{}, fmt.Errorf("harbor: task %s: %w", t.Name, err)
+	// The task's tests/, then the step's over it.
+	var tests []string
+	if dir := filepath.Join(t.Dir, "tests"); isDir(dir) {
+		tests = append(tests, dir)
 	}
 	if s.Tests != "" {
-		if err := overlayDir(ctx, c, s.Tests, TestsDir); err != nil {
-			return Reward{}, fmt.Errorf("harbor: task %s: step %s: %w", t.Name, s.Name, err)
-		}
+		tests = append(tests, s.Tests)
+	}
+	if err := replaceDir(ctx, c, TestsDir, true, tests...); err != nil {
+		return Reward{}, fmt.Errorf("harbor: task %s: step %s: %w", t.Name, s.Name, err)
 	}
 	return runTests(ctx, c, st, output)
 }

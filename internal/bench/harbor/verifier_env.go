@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/lanehq/lane/internal/container"
 )
@@ -121,25 +120,6 @@ func VerifierImage(ctx context.Context, e *container.Engine, t *Task) (string, e
 		return qualify(ctx, e, img), nil
 	}
 	return build(ctx, e, t.verifierTask(), t.Name+"-verifier", filepath.Join(t.Dir, "tests"), t.Verifier.Dockerfile, t.BuildArgs)
-}
-
-// openArtifacts makes ArtifactsDir in a task's container, writable by
-// any user, as Harbor's is: the agent leaves there what is to be kept.
-func openArtifacts(ctx context.Context, t *Task, c *container.Container) error {
-	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
-	defer cancel()
-	out := &tailWriter{max: 2 << 10}
-	code, err := c.Exec(sctx, container.ExecSpec{
-		Argv: []string{"sh", "-c", `mkdir -p "$0" && chmod 777 "$0"`, ArtifactsDir}, User: "0",
-		Stdout: out, Stderr: out,
-	})
-	if err == nil && code != 0 {
-		err = fmt.Errorf("exited %d: %s", code, strings.TrimSpace(out.String()))
-	}
-	if err != nil {
-		return startError(ctx, t, fmt.Errorf("make %s: %w", ArtifactsDir, err))
-	}
-	return nil
 }
 
 // VerifySeparate scores the work done in agent, t's container, with t's
