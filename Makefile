@@ -33,8 +33,9 @@ test-deps: $(RUNTIMES_STAMP)
 # cores. make test-long runs the long tests and every package lane is made
 # of under -race. CI runs both. vet, the packages' own tests and the
 # end-to-end package (which builds lane and drives the real CLIs) run at
-# once: the end-to-end tests wait on those CLIs (and on Podman) more than
-# they compute, so three of them run at a time on two cores.
+# once: the end-to-end tests wait on those CLIs, on Podman and on scripted
+# clocks more than they compute, so four of them run at a time on two
+# cores.
 # A test that needs a system tool the machine lacks (Chromium, Podman,
 # pytest, CMake…) skips, and logs the skip in a folder of this run's own
 # ($LANE_SKIP_LOG, see internal/testkit/needs); the last lines name each
@@ -45,7 +46,7 @@ UNIT = $$($(GO) list ./... | grep -v '/e2e$$')
 SKIPSUMMARY = ./internal/testkit/needs/skipsummary
 test: test-deps
 	@skips=$$(mktemp -d) || exit 1; trap 'rm -rf "$$skips"' EXIT; export LANE_SKIP_LOG="$$skips"; \
-	$(GO) test -skip '$(LONG)' -parallel 3 -timeout 20m ./e2e/ & e2e=$$!; \
+	$(GO) test -skip '$(LONG)' -parallel 4 -timeout 20m ./e2e/ & e2e=$$!; \
 	$(GO) vet ./... & vet=$$!; \
 	$(GO) test -skip '$(LONG)' -timeout 20m $(UNIT); unit=$$?; \
 	wait $$vet; vet=$$?; wait $$e2e; e2e=$$?; \

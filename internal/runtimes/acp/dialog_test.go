@@ -339,74 +339,72 @@ func testDeny(t *testing.T, cli acpCLI) {
 	}
 }
 
-func TestACPSendReachesTheAgent(t *testing.T) {
-	t.Parallel()
-	for _, cli := range acpCLIs {
-		t.Run(cli.name, func(t *testing.T) {
-			t.Parallel()
-			o, bodies, _ := cli.start(t, step{shell: "echo hi > hello.txt"}, step{text: "Done"}, step{text: "Also done"})
-			ar := startACP(t, cli.name, "send_"+cli.name, o)
-			req := ar.asked()
-			// Sent while the turn is live: it is delivered when the turn ends.
-			const more = "now also count to three"
-			ar.desk.Send(approval.Steer{ID: "s1", RunID: req.RunID, Kind: approval.SteerMessage, Text: more, From: approval.ByCLI})
-			if err := ar.desk.Answer(req.ID, approval.Decision{Allow: true, By: approval.ByCLI}); err != nil {
-				t.Fatal(err)
-			}
-			run := ar.wait()
-			if run.Status != record.StatusSucceeded || run.ResultText != "Also done" {
-				t.Fatalf("status %s (%s: %s), result %q", run.Status, run.ErrorKind, run.ErrorMessage, run.ResultText)
-			}
-			main := bodies()
-			if len(main) != 3 || strings.Contains(main[1], more) || !strings.Contains(main[2], more) {
-				t.Errorf("%d main requests; want the message in the third only", len(main))
-			}
-			if got := ar.desk.DeliveredSteers(); len(got) != 1 || got[0].ID != "s1" {
-				t.Errorf("delivered %+v", got)
-			}
-			evs := ar.events()
-			msg := index(evs, func(ev record.Event) bool {
-				return ev.Kind == record.KindUserMessage && ev.Text == more && ev.By == "cli"
-			})
-			first := index(evs, func(ev record.Event) bool { return ev.Kind == record.KindText && ev.Text == "Done" })
-			if msg < 0 || first < 0 || msg < first {
-				t.Errorf("user message at %d, first answer at %d", msg, first)
-			}
-		})
+func TestACPSendReachesTheAgent(t *testing.T) { onACPCLIs(t, false, testSend) }
+
+func TestACPSendReachesTheAgentOnCostlyCLIsLong(t *testing.T) { onACPCLIs(t, true, testSend) }
+
+func testSend(t *testing.T, cli acpCLI) {
+	t.Helper()
+	o, bodies, _ := cli.start(t, step{shell: "echo hi > hello.txt"}, step{text: "Done"}, step{text: "Also done"})
+	ar := startACP(t, cli.name, "send_"+cli.name, o)
+	req := ar.asked()
+	// Sent while the turn is live: it is delivered when the turn ends.
+	const more = "now also count to three"
+	ar.desk.Send(approval.Steer{ID: "s1", RunID: req.RunID, Kind: approval.SteerMessage, Text: more, From: approval.ByCLI})
+	if err := ar.desk.Answer(req.ID, approval.Decision{Allow: true, By: approval.ByCLI}); err != nil {
+		t.Fatal(err)
+	}
+	run := ar.wait()
+	if run.Status != record.StatusSucceeded || run.ResultText != "Also done" {
+		t.Fatalf("status %s (%s: %s), result %q", run.Status, run.ErrorKind, run.ErrorMessage, run.ResultText)
+	}
+	main := bodies()
+	if len(main) != 3 || strings.Contains(main[1], more) || !strings.Contains(main[2], more) {
+		t.Errorf("%d main requests; want the message in the third only", len(main))
+	}
+	if got := ar.desk.DeliveredSteers(); len(got) != 1 || got[0].ID != "s1" {
+		t.Errorf("delivered %+v", got)
+	}
+	evs := ar.events()
+	msg := index(evs, func(ev record.Event) bool {
+		return ev.Kind == record.KindUserMessage && ev.Text == more && ev.By == "cli"
+	})
+	first := index(evs, func(ev record.Event) bool { return ev.Kind == record.KindText && ev.Text == "Done" })
+	if msg < 0 || first < 0 || msg < first {
+		t.Errorf("user message at %d, first answer at %d", msg, first)
 	}
 }
 
-func TestACPInterruptThenMessage(t *testing.T) {
-	t.Parallel()
-	for _, cli := range acpCLIs {
-		t.Run(cli.name, func(t *testing.T) {
-			t.Parallel()
-			o, bodies, waitRequests := cli.start(t, step{hang: true}, step{text: "Back"})
-			ar := startACP(t, cli.name, "interrupt_"+cli.name, o)
-			ctx, cancel := context.WithTimeout(context.Background(), acpWait)
-			defer cancel()
-			if err := waitRequests(ctx, 1); err != nil {
-				t.Fatal(err)
-			}
-			ar.desk.Send(approval.Steer{ID: "i1", Kind: approval.SteerInterrupt, From: approval.ByTerminal})
-			ar.desk.Send(approval.Steer{ID: "m1", Kind: approval.SteerMessage, Text: "carry on", From: approval.ByTerminal})
-			run := ar.wait()
-			if run.Status != record.StatusSucceeded || run.ResultText != "Back" {
-				t.Fatalf("status %s (%s: %s), result %q", run.Status, run.ErrorKind, run.ErrorMessage, run.ResultText)
-			}
-			if main := bodies(); len(main) != 2 || !strings.Contains(main[1], "carry on") {
-				t.Errorf("%d main requests; want the message in the second", len(main))
-			}
-			evs := ar.events()
-			intr := index(evs, func(ev record.Event) bool { return ev.Kind == record.KindInterrupt && ev.By == "terminal" })
-			msg := index(evs, func(ev record.Event) bool { return ev.Kind == record.KindUserMessage && ev.Text == "carry on" })
-			if intr < 0 || msg < intr {
-				t.Errorf("interrupt at %d, message at %d", intr, msg)
-			}
-			if got := ar.desk.DeliveredSteers(); len(got) != 2 {
-				t.Errorf("delivered %+v", got)
-			}
-		})
+func TestACPInterruptThenMessage(t *testing.T) { onACPCLIs(t, false, testInterrupt) }
+
+func TestACPInterruptThenMessageOnCostlyCLIsLong(t *testing.T) { onACPCLIs(t, true, testInterrupt) }
+
+func testInterrupt(t *testing.T, cli acpCLI) {
+	t.Helper()
+	o, bodies, waitRequests := cli.start(t, step{hang: true}, step{text: "Back"})
+	ar := startACP(t, cli.name, "interrupt_"+cli.name, o)
+	ctx, cancel := context.WithTimeout(context.Background(), acpWait)
+	defer cancel()
+	if err := waitRequests(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	ar.desk.Send(approval.Steer{ID: "i1", Kind: approval.SteerInterrupt, From: approval.ByTerminal})
+	ar.desk.Send(approval.Steer{ID: "m1", Kind: approval.SteerMessage, Text: "carry on", From: approval.ByTerminal})
+	run := ar.wait()
+	if run.Status != record.StatusSucceeded || run.ResultText != "Back" {
+		t.Fatalf("status %s (%s: %s), result %q", run.Status, run.ErrorKind, run.ErrorMessage, run.ResultText)
+	}
+	if main := bodies(); len(main) != 2 || !strings.Contains(main[1], "carry on") {
+		t.Errorf("%d main requests; want the message in the second", len(main))
+	}
+	evs := ar.events()
+	intr := index(evs, func(ev record.Event) bool { return ev.Kind == record.KindInterrupt && ev.By == "terminal" })
+	msg := index(evs, func(ev record.Event) bool { return ev.Kind == record.KindUserMessage && ev.Text == "carry on" })
+	if intr < 0 || msg < intr {
+		t.Errorf("interrupt at %d, message at %d", intr, msg)
+	}
+	if got := ar.desk.DeliveredSteers(); len(got) != 2 {
+		t.Errorf("delivered %+v", got)
 	}
 }
 
