@@ -24,14 +24,17 @@ type RetryPolicy struct {
 }
 
 // DefaultRetryExclude are the failure kinds a bench does not retry unless
-// told otherwise: Harbor's default exclusions, in lane's kinds. A retry
-// would not change them (the agent ran out of time, the verifier did, the
-// reward file is missing or bad), or would only repeat them (a usage
-// limit, refused credentials, a model lane cannot resolve). docs/bench.md
+// told otherwise: Harbor's default exclusions, in lane's kinds, and the
+// per-attempt limits. A retry would not change them (the agent ran out of
+// time, the verifier did, the reward file is missing or bad), would only
+// repeat them (a usage limit, refused credentials, a model lane cannot
+// resolve), or would spend again what a limit was set to cap (the agent
+// ran out of its tokens, cost or turns, as of its time). docs/bench.md
 // maps each of Harbor's exception types to these.
 var DefaultRetryExclude = []string{
 	string(record.ErrorTimeout), FailVerifierTime, FailCheckTimeout, FailNoReward, FailBadReward, FailNoPassKey,
 	FailRateLimited, string(record.ErrorAuth), string(record.ErrorUsage),
+	string(record.ErrorTokenLimit), string(record.ErrorCostLimit), string(record.ErrorTurnLimit),
 }
 
 // AgentTimeout is what a user may call the kind of an attempt whose agent

@@ -50,6 +50,10 @@ func TestRetryDecision(t *testing.T) {
 		{"usage limit", defaults, &record.Attempt{Status: record.AttemptSkipped, FailureKind: FailRateLimited}, false},
 		{"auth", defaults, failed("auth"), false},
 		{"configuration refused", defaults, failed("usage"), false},
+		// lane's per-attempt limits, excluded as the agent's timeout is.
+		{"token limit", defaults, failed("token_limit"), false},
+		{"cost limit", defaults, failed("cost_limit"), false},
+		{"turn limit", defaults, failed("turn_limit"), false},
 		// Never: a score, and the bench's end.
 		{"check failed", defaults, failed(FailCheck), false},
 		{"check failed, excluded nothing", &RetryPolicy{Max: 1}, failed(FailCheck), false},
@@ -62,6 +66,7 @@ func TestRetryDecision(t *testing.T) {
 		{"excluded", exclude, errored(FailEnvironment), false},
 		{"agent timeout, defaults replaced", exclude, failed("timeout"), true},
 		{"verifier timeout, defaults replaced", exclude, errored(FailVerifierTime), true},
+		{"cost limit, defaults replaced", exclude, failed("cost_limit"), true},
 		{"exclude wins over include", &RetryPolicy{Max: 1, Include: []string{"crash"}, Exclude: []string{"crash"}}, failed("crash"), false},
 	} {
 		if got := c.p.Retries(c.a); got != c.want {
