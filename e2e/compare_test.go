@@ -36,7 +36,9 @@ func TestRunOnSeveralModelsThenApply(t *testing.T) {
 		return anthropictest.Tools(anthropictest.Bash("", "echo "+answer+" > answer.txt")), true
 	})
 	h := newHook(t)
-	e.vars = append(e.vars, "LANE_NOTIFY_URL="+h.srv.URL)
+	// lane keeps each model's copy for apply, in the temporary folder: the
+	// test's own, so that none is left behind.
+	e.vars = append(e.vars, "LANE_NOTIFY_URL="+h.srv.URL, "TMPDIR="+t.TempDir())
 	r := e.lane(t.Context(), "run", "--dir", e.proj, "--models", "sonnet,haiku", "--check", "grep -qx 42 answer.txt",
 		"-o", "json", "write the answer")
 	wantExit(t, r, 0)
