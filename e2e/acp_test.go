@@ -302,6 +302,56 @@ func TestACPPlanFromTheLocalLoop(t *testing.T) {
 	}
 }
 
+// lane acp's per-attempt limits: under --token-limit, the runaway of
+// limits_attempt_test.go stops at the reply that passes the limit, and
+// the prompt's turn ends as ACP says a turn that ran out of tokens does
+// (max_tokens); under --cost-limit, with the end of the turn, after lane
+// says why in the agent's words. Each run is recorded with its failure.
+func TestACPAttemptLimits(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		flags []string
+		kind  record.ErrorKind
+		stop  sdk.StopReason
+	}{
+		{[]string{"--token-limit", "200"}, record.ErrorTokenLimit, sdk.StopReasonMaxTokens},
+		{[]string{"--cost-limit", "0.001"}, record.ErrorCostLimit, sdk.StopReasonEndTurn},
+	} {
+		t.Run(string(c.kind), func(t *testing.T) {
+			t.Parallel()
+			loop := openaitest.ToolCalls(openaitest.Call("", "bash", map[string]string{"command": runaway}))
+			e := newLocalEnv(t, loop, loop, loop, openaitest.Hang())
+			pricesFor(t, filepath.Join(filepath.Dir(e.proj), "home"), "3", strings.TrimPrefix(localModel, "ollama:"))
+			args := append([]string{"--model", localModel, "--permission-mode", "bypassPermissions"}, c.flags...)
+			ac := e.startACP(t, args...)
+			sess, err := ac.conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: e.proj, McpServers: []sdk.McpServer{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			resp, err := ac.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sess.SessionId, Prompt: textPrompt("keep going")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StopReason != c.stop {
+				t.Errorf("stop reason %q, want %q; the agent said %q", resp.StopReason, c.stop, ac.agentText())
+			}
+			if c.stop == sdk.StopReasonEndTurn && !strings.Contains(ac.agentText(), string(c.kind)) {
+				t.Errorf("the agent's words do not say %s: %q", c.kind, ac.agentText())
+			}
+			if n := len(e.model.MainRequests()); n < 2 || n > 3 {
+				t.Errorf("%d model requests: want the second turn's, and the third's at the most", n)
+			}
+			runs, err := e.openStore().ListRuns(t.Context(), store.RunFilter{Limit: 5})
+			if err != nil || len(runs) != 1 || runs[0].ErrorKind != c.kind || runs[0].Budget == nil {
+				t.Fatalf("runs %+v, %v; want one, failed of %s, with its budget", runs, err, c.kind)
+			}
+			ac.quit(t)
+		})
+	}
+}
+
 // The editor's MCP servers reach the runtime that takes them: Claude Code
 // starts the one session/new names (and still none of the user's own).
 func TestACPPassesTheEditorsMCPServers(t *testing.T) {

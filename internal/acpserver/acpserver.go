@@ -418,6 +418,8 @@ func (u *updates) stopReason(ctx context.Context, run *record.Run) sdk.StopReaso
 		return sdk.StopReasonCancelled
 	case run.ErrorKind == record.ErrorTurnLimit:
 		return sdk.StopReasonMaxTurnRequests
+	case run.ErrorKind == record.ErrorTokenLimit:
+		return sdk.StopReasonMaxTokens
 	case run.Status != record.StatusSucceeded:
 		msg := fmt.Sprintf("lane: run %s %s", run.ID, strings.ReplaceAll(string(run.Status), "_", " "))
 		if run.ErrorKind != "" {
