@@ -159,6 +159,12 @@ func TestBrowserBenchMatrix(t *testing.T) {
 		t.Errorf("t6 × opus after its attempt passed: %+v, want 1/1, $0.10 · 2.0s", c)
 	}
 
+	// The reader's comparison is in the page's address.
+	const chosen = "?a=sonnet&b=opus&sort=diff"
+	if q := eval[string](e, `location.search`); q != chosen {
+		t.Errorf("the address keeps %q, want %s", q, chosen)
+	}
+
 	if *updateScreenshot {
 		shotCtx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
 		png, err := chromedp.Run(shotCtx, chromedp.FullScreenshot(100))
@@ -178,6 +184,15 @@ func TestBrowserBenchMatrix(t *testing.T) {
 	if path := eval[string](e, `location.pathname`); path != "/runs/run-sonnet-t1-2" {
 		t.Errorf("the attempt's trace led to %s", path)
 	}
+
+	// Opened again from the address it had: the same pair, in the same
+	// order.
+	e.open("open the bench from its address", 30*time.Second, e.url+"/bench/"+b.ID+chosen,
+		chromedp.WaitVisible(chromedp.CSS(panel("opus")+` dd[data-field="diff"]`)))
+	if got := eval[string](e, `document.querySelector('select.pick-a').value + ' ' + document.querySelector('select.sort-tasks').value`); got != "sonnet diff" {
+		t.Errorf("opened from the address: A and order %q, want sonnet diff", got)
+	}
+	checkRows(e, "opened from the address", []string{"t1:+100 pts", "t2:+100 pts", "t3:0", "t4:0", "t5:0", "t6:0"})
 
 	// A bench that has ended is not refreshed: a pair the first answer
 	// (every two models, each with the later ones) lacks is asked for.

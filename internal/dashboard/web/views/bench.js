@@ -17,7 +17,7 @@ import { applyAction } from './run-head.js';
 import { benchDurEl, progressTitle } from './bench-common.js';
 import { MODEL_COLORS, allAttempts, failedAttempts, modelTable, stepAttempts, taskGrid, workerTable } from './bench-parts.js';
 import { benchScatter } from './bench-scatter.js';
-import { choosePair, compareControls, pairedPanel } from './bench-compare.js';
+import { SORTS, choosePair, compareControls, pairedPanel } from './bench-compare.js';
 
 export function viewBenchDetail(root, [id]) {
   setTitle('lane · bench');
@@ -30,13 +30,15 @@ export function viewBenchDetail(root, [id]) {
   let side = ''; // its changes side by side, drawn once per answer
   let running = false;
   // The pair of models compared, the matrix's order and filter: kept
-  // across refreshes, as the reader chose them.
-  const cmp = { a: '', b: '', sort: 'suite', differ: false };
+  // across refreshes, as the reader chose them, and in the page's address,
+  // so that a link or a reload shows the same.
+  const cmp = compareFromAddress();
   let shownB = ''; // the B that answer was asked against ('' for every two)
   const change = (patch) => {
     if (patch.a && patch.a === cmp.b) patch.b = cmp.a; // A and B trade places
     if (patch.b && patch.b === cmp.a) patch.a = cmp.b;
     Object.assign(cmp, patch);
+    compareToAddress(cmp);
     if (!shown) return;
     if (shownB !== cmp.b) { load(); return; } // the pairs against B, A − B among them
     renderBenchBody(body, shown, cmp, change);
@@ -174,4 +176,25 @@ function countAttempts(attempts) {
     else p.pending++;
   }
   return p;
+}
+
+// compareFromAddress is the comparison the page's address asks for
+// (?a=&b=&sort=&differ=1); what it leaves out is the default.
+function compareFromAddress() {
+  const q = new URLSearchParams(location.search);
+  const sort = q.get('sort');
+  return { a: q.get('a') || '', b: q.get('b') || '', sort: SORTS.includes(sort) ? sort : 'suite', differ: q.get('differ') === '1' };
+}
+
+// compareToAddress puts the reader's comparison in the page's address, in
+// place (a choice is no page of the history of its own).
+function compareToAddress(cmp) {
+  const q = new URLSearchParams(location.search);
+  const set = { a: cmp.a, b: cmp.b, sort: cmp.sort === 'suite' ? '' : cmp.sort, differ: cmp.differ ? '1' : '' };
+  for (const [k, v] of Object.entries(set)) {
+    if (v) q.set(k, v);
+    else q.delete(k);
+  }
+  const query = q.toString();
+  history.replaceState(history.state, '', location.pathname + (query ? `?${query}` : '') + location.hash);
 }
