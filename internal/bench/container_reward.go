@@ -38,3 +38,20 @@ func score(a *record.Attempt, ct *ContainerTask, r harbor.Reward) {
 		a.Status, a.FailureKind = record.AttemptFailed, FailCheck
 	}
 }
+
+// scoreStep records a step's reward on st and decides its pass as score
+// does an attempt's: without the pass key the step is an error of the
+// task, not a fail.
+func scoreStep(st *record.AttemptStep, ct *ContainerTask, r harbor.Reward) {
+	st.Rewards = r.Values
+	v, ok := r.Key(cmp.Or(ct.PassKey, harbor.RewardKey))
+	if !ok {
+		st.Status, st.FailureKind = record.AttemptErrored, FailNoPassKey
+		return
+	}
+	st.Reward = &v
+	st.Status, st.FailureKind = record.AttemptPassed, ""
+	if v < ct.PassReward {
+		st.Status, st.FailureKind = record.AttemptFailed, FailCheck
+	}
+}

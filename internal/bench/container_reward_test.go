@@ -10,7 +10,8 @@ import (
 
 // The pass is decided on the "reward" key, or on the --pass-key named;
 // without that key the attempt is an error of the task that says which
-// keys there are, never a pass or a fail. Every key is recorded.
+// keys there are, never a pass or a fail. Every key is recorded. A step of
+// a multi-step task is decided the same way.
 func TestScoreOnThePassKey(t *testing.T) {
 	t.Parallel()
 	keys := harbor.Reward{File: harbor.RewardJSON, Values: map[string]float64{"accuracy": 0.8, "style": 0.5}}
@@ -42,6 +43,11 @@ func TestScoreOnThePassKey(t *testing.T) {
 		}
 		if len(a.Rewards) != len(tc.r.Values) {
 			t.Errorf("%s: rewards %v, want every key of %v", tc.name, a.Rewards, tc.r.Values)
+		}
+		var st record.AttemptStep
+		scoreStep(&st, &ContainerTask{PassKey: tc.key, PassReward: tc.pass}, tc.r)
+		if st.Status != tc.status || st.FailureKind != tc.kind || len(st.Rewards) != len(tc.r.Values) || (st.Reward == nil) != (tc.message != "") {
+			t.Errorf("%s: the step %s %s, reward %v, rewards %v; want %s %s as the attempt", tc.name, st.Status, st.FailureKind, st.Reward, st.Rewards, tc.status, tc.kind)
 		}
 		if tc.message != "" {
 			if a.Reward != nil || !strings.Contains(a.CheckOutput, tc.message) || !strings.HasPrefix(a.CheckOutput, "verifier said so") {

@@ -141,16 +141,7 @@ func (sr *stepRun) step(ctx context.Context, s *harbor.Step, last bool) (record.
 	if err != nil {
 		return abort(err)
 	}
-	st.Rewards = reward.Values
-	ct := sr.task.Container
-	st.Status, st.FailureKind = record.AttemptFailed, FailNoPassKey
-	if v, ok := reward.Key(cmp.Or(ct.PassKey, harbor.RewardKey)); ok {
-		st.Reward = &v
-		st.Status, st.FailureKind = record.AttemptPassed, ""
-		if v < ct.PassReward {
-			st.Status, st.FailureKind = record.AttemptFailed, FailCheck
-		}
-	}
+	scoreStep(&st, sr.task.Container, reward)
 	if key, threshold, v, below := s.BelowMinReward(reward.Values); below {
 		st.Status, st.FailureKind = record.AttemptFailed, FailBelowMinReward
 		st.Error = fmt.Sprintf("%s = %v, below its min_reward %v: the steps after it did not run", key, v, threshold)
