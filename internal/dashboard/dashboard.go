@@ -243,7 +243,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/benches/{id}", s.getBench)
 	mux.HandleFunc("GET /api/workers", s.listWorkers)
 	mux.HandleFunc("GET /api/limits", s.listLimits)
-	s.changesRoutes(mux) // changes.go
+	s.changesRoutes(mux)   // changes.go
+	s.artifactsRoutes(mux) // artifacts.go
 	mux.HandleFunc("GET /ws", s.serveWS)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not found")

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,7 @@ func TestBrowserBenchSteps(t *testing.T) {
 			{Name: "post", RunID: "run-ledger-post-2", Status: record.AttemptFailed, FailureKind: "below_min_reward",
 				Reward: reward(0), Rewards: map[string]float64{"reward": 0}, Error: "reward 0 is below the step's min_reward 1"},
 		}
+		withArtifacts(e.t, e.writer, &full)
 		recordBench(e.t, e.writer, b, []record.Attempt{full, gated})
 		for _, id := range []string{"run-ledger-open", "run-ledger-post", "run-ledger-open-2", "run-ledger-post-2"} {
 			r := &record.Run{ID: id, Runtime: "claude", Model: "sonnet", Dir: "/work/ledger",
@@ -61,6 +63,19 @@ func TestBrowserBenchSteps(t *testing.T) {
 	cell := `table.bench-grid tr[data-task="ledger"] td[data-model="sonnet"] a.a-failed`
 	if title := eval[string](e, `document.querySelector('`+cell+`')?.title ?? 'none'`); !strings.Contains(title, "steps open passed → post below_min_reward") {
 		t.Errorf("the grid's attempt title %q, want its steps in order", title)
+	}
+
+	// Attempt 1's artifacts, its own and step post's: each file a link
+	// that downloads it, and what could not be collected.
+	type artRow struct{ Step, Files string }
+	rows := eval[[]artRow](e, `[...document.querySelectorAll('table.bench-artifacts tbody tr')].map((tr) =>
+		({ step: tr.dataset.step + '@' + tr.dataset.n, files: tr.querySelector('ul.artifact-files').textContent }))`)
+	if want := []artRow{{"@1", "logs/artifacts/result.txt 3 B"}, {"post@1", "app/notes.txt 7 B/app/missing.txt: missing"}}; !slices.Equal(rows, want) {
+		t.Errorf("the artifacts' rows %+v, want %+v", rows, want)
+	}
+	got := eval[string](e, `fetch(document.querySelector('table.bench-artifacts tr[data-step="post"] a.artifact-file').href).then((r) => r.text())`, chromedp.EvalAwaitPromise)
+	if got != "posted\n" {
+		t.Errorf("step post's notes.txt downloaded as %q", got)
 	}
 
 	e.open("follow a step to its run", 30*time.Second, e.url+"/bench/b-0020-steps",

@@ -16,6 +16,7 @@ import { changesPanel } from './changes.js';
 import { applyAction } from './run-head.js';
 import { benchDurEl, progressTitle } from './bench-common.js';
 import { MODEL_COLORS, allAttempts, failedAttempts, modelTable, stepAttempts, taskGrid, workerTable } from './bench-parts.js';
+import { artifactsSection } from './bench-artifacts.js';
 import { benchScatter } from './bench-scatter.js';
 import { SORTS, choosePair, compareControls, pairedPanel } from './bench-compare.js';
 
@@ -53,11 +54,14 @@ export function viewBenchDetail(root, [id]) {
       const path = `/api/benches/${encodeURIComponent(id)}`;
       // Every other model against B, so that A − B is the API's own.
       const asked = cmp.b;
-      const [res, ch] = await Promise.all([api(asked ? `${path}?baseline=${encodeURIComponent(asked)}` : path, { signal: life.signal }),
-        // what the runs changed is extra: the bench shows without it
-        api(`${path}/changes`, { signal: life.signal }).catch((err) => { if (aborted(err)) throw err; return null; })]);
+      // what the runs changed, and what the attempts collected, are
+      // extra: the bench shows without them
+      const extra = (p) => api(p, { signal: life.signal }).catch((err) => { if (aborted(err)) throw err; return null; });
+      const [res, ch, arts] = await Promise.all([api(asked ? `${path}?baseline=${encodeURIComponent(asked)}` : path, { signal: life.signal }),
+        extra(`${path}/changes`), extra(`${path}/artifacts`)]);
       if (mine !== seq) return; // a later load answers
       res.changes = ch ? ch.runs || {} : null;
+      res.artifacts = arts ? arts.attempts : null;
       running = res.bench.status === 'running';
       // A new model, or B gone: the pair chosen anew, and its pairs asked
       // for unless the every-two answer (no B asked) has it.
@@ -143,6 +147,7 @@ function renderBenchBody(body, res, cmp, change) {
     taskGrid(res.tasks || [], models, attempts, !!res.bench.workers, res.changes, { cmp, open }),
     workers ? [h('h2', null, 'Where the attempts ran'), workers] : null,
     stepAttempts(attempts),
+    artifactsSection(res.bench.id, res.artifacts),
     failedAttempts(attempts, open, res.changes),
     allAttempts(attempts, open, res.changes)]);
 }
