@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lanehq/lane/internal/record"
+	"github.com/lanehq/lane/internal/tarfolder"
 )
 
 // Pool runs a bench's attempts on lane workers (lane bench --workers).
@@ -173,20 +174,7 @@ func countAttempts(as []record.Attempt) (c counts, final bool) {
 func PackFixture(dir string) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil || rel == "." {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		return packEntry(tw, path, filepath.ToSlash(rel), info)
-	})
+	err := tarfolder.Write(tw, dir, func(h *tar.Header, _ fs.FileInfo) { h.Format = tar.FormatPAX })
 	if err == nil {
 		err = tw.Close()
 	}
@@ -194,35 +182,6 @@ func PackFixture(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("pack fixture %s: %w", dir, err)
 	}
 	return buf.Bytes(), nil
-}
-
-func packEntry(tw *tar.Writer, path, name string, info fs.FileInfo) error {
-	h := &tar.Header{Name: name, Mode: int64(info.Mode().Perm()), Format: tar.FormatPAX}
-	switch mode := info.Mode(); {
-	case mode.IsDir():
-		h.Typeflag, h.Name = tar.TypeDir, name+"/"
-		return tw.WriteHeader(h)
-	case mode&fs.ModeSymlink != 0:
-		link, err := os.Readlink(path)
-		if err != nil {
-			return err
-		}
-		h.Typeflag, h.Linkname = tar.TypeSymlink, link
-		return tw.WriteHeader(h)
-	case mode.IsRegular():
-		h.Typeflag, h.Size = tar.TypeReg, info.Size()
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(tw, f)
-		return err
-	}
-	return nil // sockets, devices, pipes: left out, as copyTree does
 }
 
 // unpackStored fills dir with the folder stored as blob digest (a

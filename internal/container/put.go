@@ -10,7 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
+
+	"github.com/lanehq/lane/internal/tarfolder"
 )
 
 // Put says what Container.Put puts in a container.
@@ -121,66 +122,24 @@ func (c *Container) putCopies(ctx context.Context, p Put) error {
 }
 
 // writeArchive writes the contents of the host folders dirs to w as one
-// tar archive; readable opens them as chmod a+rX would. Entries other than folders, regular files and symbolic links
-// (sockets, devices) are left out, as they mean nothing in a container.
+// tar archive, with their times; readable opens them as chmod a+rX would.
 func writeArchive(w io.Writer, dirs []string, readable bool) error {
 	tw := tar.NewWriter(w)
 	for _, dir := range dirs {
-		err := filepath.WalkDir(dir, func(name string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
+		err := tarfolder.Write(tw, dir, func(h *tar.Header, info fs.FileInfo) {
+			h.ModTime, h.Uname, h.Gname = info.ModTime(), "root", "root"
+			if readable {
+				h.Mode |= 0o444
+				if h.Typeflag == tar.TypeDir || h.Mode&0o111 != 0 {
+					h.Mode |= 0o111
+				}
 			}
-			rel, err := filepath.Rel(dir, name)
-			if err != nil || rel == "." {
-				return err
-			}
-			return writeEntry(tw, name, filepath.ToSlash(rel), d, readable)
 		})
 		if err != nil {
 			return err
 		}
 	}
 	return tw.Close()
-}
-
-func writeEntry(tw *tar.Writer, name, rel string, d fs.DirEntry, readable bool) error {
-	fi, err := d.Info()
-	if err != nil {
-		return err
-	}
-	mode := int64(fi.Mode().Perm())
-	if readable {
-		mode |= 0o444
-		if fi.IsDir() || mode&0o111 != 0 {
-			mode |= 0o111
-		}
-	}
-	h := &tar.Header{Name: rel, Mode: mode, ModTime: fi.ModTime(), Uname: "root", Gname: "root"}
-	switch {
-	case fi.IsDir():
-		h.Typeflag, h.Name = tar.TypeDir, rel+"/"
-		return tw.WriteHeader(h)
-	case fi.Mode()&fs.ModeSymlink != 0:
-		if h.Linkname, err = os.Readlink(name); err != nil {
-			return err
-		}
-		h.Typeflag = tar.TypeSymlink
-		return tw.WriteHeader(h)
-	case !fi.Mode().IsRegular():
-		return nil
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	h.Typeflag, h.Size = tar.TypeReg, fi.Size()
-	if err := tw.WriteHeader(h); err != nil {
-		return err
-	}
-	// A file that grew since its size was read is cut at that size.
-	_, err = io.Copy(tw, io.LimitReader(f, h.Size))
-	return err
 }
 
 // readFirstScript prints the name of the first of its arguments that
