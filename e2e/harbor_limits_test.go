@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -181,19 +180,8 @@ func limitInContainer(t *testing.T, vars []string, base, limit string, turns ...
 	if a.Status != record.AttemptFailed || a.FailureKind != string(record.ErrorTokenLimit) {
 		t.Errorf("attempt %s %s: %q; want failed, token_limit", a.Status, a.FailureKind, a.CheckOutput)
 	}
-	rep := e.lane(context.Background(), "bench", "report", a.BenchID[:8], "-o", "json")
-	wantExit(t, rep, 0)
-	var report struct {
-		Models []struct {
-			Failures map[string]int `json:"failures"`
-			Errors   map[string]int `json:"errors"`
-		}
-	}
-	if err := json.Unmarshal([]byte(rep.stdout), &report); err != nil || len(report.Models) != 1 {
-		t.Fatalf("lane bench report -o json: %v\n%s", err, rep.stdout)
-	}
-	if m := report.Models[0]; !maps.Equal(m.Failures, map[string]int{"token_limit": 1}) || len(m.Errors) > 0 {
-		t.Errorf("the report's failures %v, errors %v; want one token_limit", m.Failures, m.Errors)
+	if failures, errs := reportedFailures(t, e.env, a.BenchID); !maps.Equal(failures, map[string]int{"token_limit": 1}) || len(errs) > 0 {
+		t.Errorf("the report's failures %v, errors %v; want one token_limit", failures, errs)
 	}
 	run := showRun(t, e, a.RunID)
 	if run.Status != record.StatusFailed || run.ErrorKind != record.ErrorTokenLimit || run.Dir != "/app" {

@@ -62,12 +62,41 @@ name = "join"
 	})
 }
 
-// stepsModel is a scripted model that does claudeStepsTask's steps with
-// Bash, one call a step, and keeps the first request of each step (by its
-// instruction's first words).
-type stepsModel struct {
+// firstRequests keeps the first request a scripted model got for each
+// step (by its instruction's first words).
+type firstRequests[R any] struct {
 	mu    sync.Mutex
-	first map[string]anthropictest.Request
+	first map[string]R
+}
+
+// keep records q as step's first request, unless step has one.
+func (f *firstRequests[R]) keep(step string, q R) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.first == nil {
+		f.first = map[string]R{}
+	}
+	if _, ok := f.first[step]; !ok {
+		f.first[step] = q
+	}
+}
+
+// firstRequest is the first request of step, failing the test without one.
+func (f *firstRequests[R]) firstRequest(t *testing.T, step string) R {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q, ok := f.first[step]
+	if !ok {
+		t.Fatalf("the model was never asked to do %q", step)
+	}
+	return q
+}
+
+// stepsModel is a scripted model that does claudeStepsTask's steps with
+// Bash, one call a step, and keeps the first request of each step.
+type stepsModel struct {
+	firstRequests[anthropictest.Request]
 }
 
 // stepCommand is the Bash command that does the work of the step whose
@@ -87,8 +116,6 @@ func stepCommand(text string) (step, command string) {
 // respond answers a step's instruction with its Bash call, and the call's
 // result with "done".
 func (m *stepsModel) respond(q anthropictest.Request) (anthropictest.Turn, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	last := lastUserMessage(q)
 	for _, b := range last.Blocks() {
 		if b.Type == "tool_result" {
@@ -99,9 +126,7 @@ func (m *stepsModel) respond(q anthropictest.Request) (anthropictest.Turn, bool)
 	if step == "" {
 		return anthropictest.Text("I see no step to do."), true
 	}
-	if _, ok := m.first[step]; !ok {
-		m.first[step] = q
-	}
+	m.keep(step, q)
 	return anthropictest.Tools(anthropictest.Bash("", cmd)), true
 }
 
@@ -114,18 +139,6 @@ func lastUserMessage(q anthropictest.Request) anthropictest.Message {
 		}
 	}
 	return anthropictest.Message{}
-}
-
-// firstRequest is the first request of step, failing the test without one.
-func (m *stepsModel) firstRequest(t *testing.T, step string) anthropictest.Request {
-	t.Helper()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	q, ok := m.first[step]
-	if !ok {
-		t.Fatalf("the model was never asked to do %q", step)
-	}
-	return q
 }
 
 // requestLines is a request's messages as "role: text" lines, a tool
@@ -199,7 +212,7 @@ func claudeStepsEnv(t *testing.T, vars []string) (*localEnv, *stepsModel) {
 	e.vars = append(e.vars, vars...)
 	e.vars = append(e.vars, anthropictest.ClaudeSubscriptionEnv(cs.URL(), home)...)
 	e.vars = append(e.vars, "LANE_CLAUDE_BIN="+anthropictest.ClaudeBin(t), "HOME="+home, "LANE_DB="+e.db)
-	m := &stepsModel{first: map[string]anthropictest.Request{}}
+	m := &stepsModel{}
 	cs.SetResponder(m.respond)
 	return e, m
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/lanehq/lane/internal/testkit/responsestest"
@@ -10,18 +9,14 @@ import (
 
 // codexStepsModel is a scripted Responses API model that does
 // claudeStepsTask's steps with Codex's shell tool, one call a step, and
-// keeps the first request of each step (by its instruction's first
-// words).
+// keeps the first request of each step.
 type codexStepsModel struct {
-	mu    sync.Mutex
-	first map[string]responsestest.Request
+	firstRequests[responsestest.Request]
 }
 
 // respond answers a step's instruction with its exec_command call, and
 // the call's output with "done".
 func (m *codexStepsModel) respond(q responsestest.Request) (responsestest.Turn, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if len(q.Input) > 0 && strings.HasSuffix(q.Input[len(q.Input)-1].Type, "_output") {
 		return responsestest.Text("done"), true
 	}
@@ -33,22 +28,8 @@ func (m *codexStepsModel) respond(q responsestest.Request) (responsestest.Turn, 
 	if step == "" {
 		return responsestest.Text("I see no step to do."), true
 	}
-	if _, ok := m.first[step]; !ok {
-		m.first[step] = q
-	}
+	m.keep(step, q)
 	return responsestest.ToolCalls(responsestest.Exec("", cmd)), true
-}
-
-// firstRequest is the first request of step, failing the test without one.
-func (m *codexStepsModel) firstRequest(t *testing.T, step string) responsestest.Request {
-	t.Helper()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	q, ok := m.first[step]
-	if !ok {
-		t.Fatalf("the model was never asked to do %q", step)
-	}
-	return q
 }
 
 // inputLines is a request's input as "role: text" lines, a tool call as
@@ -81,7 +62,7 @@ func codexStepsEnv(t *testing.T, vars []string) (*localEnv, *codexStepsModel, []
 	}
 	ce := newCLIEnv(t, r)
 	ce.vars = append(ce.vars, vars...)
-	m := &codexStepsModel{first: map[string]responsestest.Request{}}
+	m := &codexStepsModel{}
 	ce.srv.(codexServer).SetResponder(m.respond)
 	// A container's processes share one cgroup's turn at the CPU: on a
 	// busy machine Codex can be slow to send its first byte.

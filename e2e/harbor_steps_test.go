@@ -79,19 +79,7 @@ name = "close"
 	}
 	rep := e.lane(context.Background(), "bench", "report", benches[0].ID[:8], "-o", "json")
 	wantExit(t, rep, 0)
-	var report struct {
-		Steps []struct {
-			Task    string
-			Status  string
-			Reward  *float64
-			Rewards map[string]float64
-			Steps   []struct {
-				Name    string
-				Status  string
-				Rewards map[string]float64
-			}
-		}
-	}
+	var report stepsReport
 	if err := json.Unmarshal([]byte(rep.stdout), &report); err != nil || len(report.Steps) != 1 {
 		t.Fatalf("report's steps %+v, %v\n%s", report.Steps, err, rep.stdout)
 	}

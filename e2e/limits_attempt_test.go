@@ -227,7 +227,17 @@ tasks:
 			t.Errorf("%s ran on worker %q", a.TaskID, a.Worker)
 		}
 	}
-	rep := e.lane(context.Background(), "bench", "report", b.ID[:8], "-o", "json")
+	failures, errs := reportedFailures(t, e.env, b.ID)
+	if !maps.Equal(failures, map[string]int{"token_limit": 1, "cost_limit": 1, "turn_limit": 1}) || len(errs) > 0 {
+		t.Errorf("the report's failures %v, errors %v; want one of each limit's kind, and no error", failures, errs)
+	}
+}
+
+// reportedFailures are the failures and errors, by kind, of the one model
+// of bench id, as lane bench report -o json gives them.
+func reportedFailures(t *testing.T, e *env, id string) (failures, errs map[string]int) {
+	t.Helper()
+	rep := e.lane(context.Background(), "bench", "report", id[:8], "-o", "json")
 	wantExit(t, rep, 0)
 	var report struct {
 		Models []struct {
@@ -238,8 +248,5 @@ tasks:
 	if err := json.Unmarshal([]byte(rep.stdout), &report); err != nil || len(report.Models) != 1 {
 		t.Fatalf("lane bench report -o json: %v\n%s", err, rep.stdout)
 	}
-	m := report.Models[0]
-	if !maps.Equal(m.Failures, map[string]int{"token_limit": 1, "cost_limit": 1, "turn_limit": 1}) || len(m.Errors) > 0 {
-		t.Errorf("the report's failures %v, errors %v; want one of each limit's kind, and no error", m.Failures, m.Errors)
-	}
+	return report.Models[0].Failures, report.Models[0].Errors
 }
